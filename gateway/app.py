@@ -1,0 +1,62 @@
+"""`create_app(settings)`: builds nothing at import time; resources live in `cleanup_ctx`."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+
+import httpx
+from aiohttp import web
+from redis.asyncio import Redis
+
+from gateway import health
+from gateway.config import Settings
+from gateway.keys import ENGINE, HTTP, METRICS, REDIS, SESSIONS, SETTINGS
+from gateway.metrics import Metrics
+from gateway.middleware import body_limit_middleware, error_middleware, metrics_middleware
+from gateway.storage.engine import make_engine, make_sessionmaker
+from gateway.storage.migrate import upgrade
+
+log = logging.getLogger("relaydesk.app")
+
+
+async def database_ctx(app: web.Application) -> AsyncIterator[None]:
+    settings = app[SETTINGS]
+    engine = make_engine(settings.database_url)
+    if settings.should_auto_migrate:
+        await upgrade(engine)
+    app[ENGINE] = engine
+    app[SESSIONS] = make_sessionmaker(engine)
+    yield
+    await engine.dispose()
+
+
+async def redis_ctx(app: web.Application) -> AsyncIterator[None]:
+    url = app[SETTINGS].redis_url
+    if url is None:
+        yield
+        return
+    client = Redis.from_url(url, socket_timeout=5, socket_connect_timeout=3)
+    app[REDIS] = client
+    yield
+    await client.aclose()
+
+
+async def http_ctx(app: web.Application) -> AsyncIterator[None]:
+    # One shared client with explicit timeouts for every outbound call (model, channels).
+    client = httpx.AsyncClient(timeout=httpx.Timeout(30.0, connect=5.0))
+    app[HTTP] = client
+    yield
+    await client.aclose()
+
+
+def create_app(settings: Settings) -> web.Application:
+    app = web.Application(
+        middlewares=[metrics_middleware, error_middleware, body_limit_middleware],
+        client_max_size=settings.max_body_bytes,
+    )
+    app[SETTINGS] = settings
+    app[METRICS] = Metrics.create()
+    app.cleanup_ctx.extend([database_ctx, redis_ctx, http_ctx])
+    health.add_routes(app)
+    return app

@@ -1,0 +1,146 @@
+"""Process configuration: environment variables, optionally a TOML file with the same keys.
+
+Every key of DESIGN §8 is a field here. Environment variables win over the TOML file, and
+an invalid value stops the process at start with a message that names the variable.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+CONFIG_FILE_ENV = "RELAYDESK_CONFIG"
+DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./relaydesk.db"
+
+
+class ConfigError(Exception):
+    """The configuration cannot be used; the message names the offending key."""
+
+
+def _config_file() -> Path | None:
+    raw = os.environ.get(CONFIG_FILE_ENV)
+    return Path(raw) if raw else None
+
+
+class Settings(BaseSettings):
+    """Everything a Relaydesk process reads from its environment."""
+
+    model_config = SettingsConfigDict(extra="ignore", frozen=True, populate_by_name=True)
+
+    database_url: str = Field(DEFAULT_DATABASE_URL, alias="RELAYDESK_DATABASE_URL")
+    redis_url: str | None = Field(None, alias="RELAYDESK_REDIS_URL")
+    host: str = Field("127.0.0.1", alias="RELAYDESK_HOST")
+    port: int = Field(8080, alias="RELAYDESK_PORT", ge=1, le=65535)
+    public_url: str | None = Field(None, alias="RELAYDESK_PUBLIC_URL")
+    api_key: SecretStr | None = Field(None, alias="RELAYDESK_API_KEY")
+    webchat_secret: SecretStr | None = Field(None, alias="RELAYDESK_WEBCHAT_SECRET")
+    model: str = Field("offline", alias="RELAYDESK_MODEL")
+    model_base_url: str | None = Field(None, alias="RELAYDESK_MODEL_BASE_URL")
+    model_api_key: SecretStr | None = Field(None, alias="RELAYDESK_MODEL_API_KEY")
+    max_body_bytes: int = Field(1_048_576, alias="RELAYDESK_MAX_BODY_BYTES", ge=1024)
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
+        "INFO", alias="RELAYDESK_LOG_LEVEL"
+    )
+    default_region: str = Field("BR", alias="RELAYDESK_DEFAULT_REGION", min_length=2, max_length=2)
+    auto_migrate: bool | None = Field(None, alias="RELAYDESK_AUTO_MIGRATE")
+
+    twilio_account_sid: str | None = Field(None, alias="TWILIO_ACCOUNT_SID")
+    twilio_auth_token: SecretStr | None = Field(None, alias="TWILIO_AUTH_TOKEN")
+    twilio_whatsapp_from: str | None = Field(None, alias="TWILIO_WHATSAPP_FROM")
+    twilio_api_base: str | None = Field(None, alias="TWILIO_API_BASE")
+    telegram_bot_token: SecretStr | None = Field(None, alias="TELEGRAM_BOT_TOKEN")
+    telegram_webhook_secret: SecretStr | None = Field(None, alias="TELEGRAM_WEBHOOK_SECRET")
+    telegram_api_base: str | None = Field(None, alias="TELEGRAM_API_BASE")
+
+    @field_validator("database_url")
+    @classmethod
+    def _async_driver(cls, value: str) -> str:
+        scheme = value.split("://", 1)[0]
+        if scheme not in {"sqlite+aiosqlite", "postgresql+asyncpg"}:
+            raise ValueError(
+                "must use an async driver: sqlite+aiosqlite:///… or postgresql+asyncpg://…"
+            )
+        return value
+
+    @field_validator("redis_url")
+    @classmethod
+    def _redis_scheme(cls, value: str | None) -> str | None:
+        if value in (None, ""):
+            return None
+        if not value.startswith(("redis://", "rediss://", "unix://")):
+            raise ValueError("must start with redis://, rediss:// or unix://")
+        return value
+
+    @field_validator("model")
+    @classmethod
+    def _model_spec(cls, value: str) -> str:
+        if value == "offline":
+            return value
+        provider, _, name = value.partition(":")
+        if provider not in {"openai", "anthropic"} or not name:
+            raise ValueError("must be 'offline', 'openai:<model>' or 'anthropic:<model>'")
+        return value
+
+    @field_validator("public_url", "model_base_url", "twilio_api_base", "telegram_api_base")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        if value in (None, ""):
+            return None
+        if not value.startswith(("http://", "https://")):
+            raise ValueError("must be an http:// or https:// URL")
+        return value.rstrip("/")
+
+    @property
+    def is_sqlite(self) -> bool:
+        return self.database_url.startswith("sqlite")
+
+    @property
+    def should_auto_migrate(self) -> bool:
+        """The embedded SQLite default migrates itself; PostgreSQL only when asked to."""
+        return self.is_sqlite if self.auto_migrate is None else self.auto_migrate
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        path = _config_file()
+        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        if path is not None:
+            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=path))
+        return tuple(sources)
+
+
+def load_settings(**overrides: Any) -> Settings:
+    """Read the settings, turning pydantic's report into one `ConfigError` naming each key."""
+    path = _config_file()
+    if path is not None:
+        if not path.is_file():
+            raise ConfigError(f"{CONFIG_FILE_ENV}: no such file: {path}")
+        try:
+            with path.open("rb") as handle:
+                tomllib.load(handle)
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{CONFIG_FILE_ENV}: {path} is not valid TOML: {exc}") from exc
+    try:
+        return Settings(**overrides)
+    except ValidationError as exc:
+        problems = []
+        for error in exc.errors():
+            key = ".".join(str(part) for part in error["loc"]) or "configuration"
+            problems.append(f"{key}: {error['msg']}")
+        raise ConfigError("invalid configuration — " + "; ".join(problems)) from exc

@@ -1,0 +1,18 @@
+"""Typed keys under which the app keeps its resources (built in `cleanup_ctx`, never at import)."""
+
+from __future__ import annotations
+
+import httpx
+from aiohttp import web
+from redis.asyncio import Redis
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+
+from gateway.config import Settings
+from gateway.metrics import Metrics
+
+SETTINGS = web.AppKey("settings", Settings)
+METRICS = web.AppKey("metrics", Metrics)
+ENGINE = web.AppKey("engine", AsyncEngine)
+SESSIONS = web.AppKey("sessions", async_sessionmaker[AsyncSession])
+REDIS = web.AppKey("redis", Redis)
+HTTP = web.AppKey("http", httpx.AsyncClient)

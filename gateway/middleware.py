@@ -1,0 +1,101 @@
+"""The error middleware (every failure becomes `{"error", "detail"}` JSON) and request metrics."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+
+from aiohttp import web
+from aiohttp.typedefs import Handler
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
+
+from gateway.errors import GatewayError, PayloadTooLarge
+from gateway.keys import METRICS, SETTINGS
+
+log = logging.getLogger("relaydesk.http")
+
+STORAGE_DOWN = (
+    OperationalError,
+    PoolTimeout,
+    ConnectionError,
+    OSError,
+    RedisConnectionError,
+    RedisTimeoutError,
+)
+
+HTTP_CODES = {
+    400: "bad_request",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    409: "conflict",
+    413: "payload_too_large",
+    415: "unsupported_media_type",
+    422: "unprocessable",
+}
+
+
+def error_response(status: int, code: str, detail: str) -> web.Response:
+    return web.json_response({"error": code, "detail": detail}, status=status)
+
+
+def _is_storage_down(exc: BaseException) -> bool:
+    if isinstance(exc, STORAGE_DOWN):
+        return True
+    return isinstance(exc, DBAPIError) and exc.connection_invalidated
+
+
+@web.middleware
+async def error_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    try:
+        return await handler(request)
+    except GatewayError as exc:
+        return error_response(exc.status, exc.code, exc.detail)
+    except web.HTTPException as exc:
+        if exc.status < 400:
+            raise
+        code = HTTP_CODES.get(exc.status, "http_error")
+        detail = exc.text if exc.status == 413 and exc.text else exc.reason
+        return error_response(exc.status, code, detail)
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:
+        if _is_storage_down(exc):
+            log.warning("storage unavailable", extra={"fields": {"error": type(exc).__name__}})
+            return error_response(503, "storage_unavailable", "storage is unavailable; retry later")
+        log.exception("unhandled error", extra={"fields": {"path": request.path}})
+        return error_response(500, "internal_error", "internal error")
+
+
+@web.middleware
+async def body_limit_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Refuse a declared oversized body before reading it; aiohttp's own limit covers
+    chunked bodies when the handler reads them."""
+    limit = request.app[SETTINGS].max_body_bytes
+    if request.content_length is not None and request.content_length > limit:
+        raise PayloadTooLarge(f"body of {request.content_length} bytes exceeds {limit} bytes")
+    return await handler(request)
+
+
+@web.middleware
+async def metrics_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    metrics = request.app[METRICS]
+    route = request.match_info.route.resource
+    name = route.canonical if route is not None else "unmatched"
+    started = time.perf_counter()
+    status = 500
+    try:
+        response = await handler(request)
+        status = response.status
+        return response
+    except web.HTTPException as exc:
+        status = exc.status
+        raise
+    finally:
+        metrics.requests.labels(request.method, name, str(status)).inc()
+        metrics.latency.labels(name).observe(time.perf_counter() - started)

@@ -1,0 +1,1 @@
+"""Persistence: ORM tables, migrations, and repositories returning frozen records."""

@@ -1,0 +1,44 @@
+"""Engine and session factory for the configured database (SQLite or PostgreSQL)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import event
+from sqlalchemy.engine import Connection
+from sqlalchemy.ext.asyncio import (
+    AsyncEngine,
+    AsyncSession,
+    async_sessionmaker,
+    create_async_engine,
+)
+
+
+def make_engine(url: str, *, echo: bool = False) -> AsyncEngine:
+    """Build an engine; SQLite gets WAL, foreign keys and a busy timeout for concurrent writers."""
+    if url.startswith("sqlite"):
+        engine = create_async_engine(url, echo=echo, connect_args={"timeout": 30})
+        event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
+        event.listen(engine.sync_engine, "begin", _sqlite_begin)
+        return engine
+    return create_async_engine(
+        url, echo=echo, pool_size=10, max_overflow=10, pool_pre_ping=True, pool_timeout=10
+    )
+
+
+def _sqlite_pragmas(dbapi_connection: Any, connection_record: Any) -> None:
+    # The sqlite3 module's own transaction handling breaks SAVEPOINT; SQLAlchemy emits BEGIN.
+    dbapi_connection.isolation_level = None
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.close()
+
+
+def _sqlite_begin(connection: Connection) -> None:
+    connection.exec_driver_sql("BEGIN")
+
+
+def make_sessionmaker(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:
+    return async_sessionmaker(engine, expire_on_commit=False)

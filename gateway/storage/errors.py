@@ -1,0 +1,40 @@
+"""Storage errors callers handle differently.
+
+StorageError
+├── CustomerScopeRequired   a read of customer data without a customer id (a leak risk)
+├── DuplicateMessage        (channel, provider message id) already stored
+├── InvalidFactSource       a fact whose source message is not this customer's
+└── RecordNotFound
+"""
+
+from __future__ import annotations
+
+
+class StorageError(Exception):
+    pass
+
+
+class CustomerScopeRequired(StorageError, ValueError):
+    pass
+
+
+class DuplicateMessage(StorageError):
+    def __init__(self, channel: str, provider_message_id: str) -> None:
+        super().__init__(f"message {provider_message_id!r} on {channel} is already stored")
+        self.channel = channel
+        self.provider_message_id = provider_message_id
+
+
+class InvalidFactSource(StorageError, ValueError):
+    pass
+
+
+class RecordNotFound(StorageError, LookupError):
+    pass
+
+
+def require_customer(customer_id: str | None) -> str:
+    """Every read of facts, messages or summaries is scoped to one customer."""
+    if not customer_id or not isinstance(customer_id, str):
+        raise CustomerScopeRequired("a customer id is required to read customer data")
+    return customer_id

@@ -1,0 +1,293 @@
+"""SQLAlchemy 2.0 ORM tables (DESIGN §3). These classes never leave the storage layer:
+repositories translate them into the frozen records of `gateway.storage.records`."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, date, datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    Date,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Text,
+    UniqueConstraint,
+    event,
+)
+from sqlalchemy.engine import Dialect
+from sqlalchemy.orm import DeclarativeBase, Mapped, Mapper, mapped_column
+from sqlalchemy.types import TypeDecorator
+
+from gateway.clock import utcnow
+
+# Integer autoincrement keys on SQLite need the plain INTEGER type.
+BigId = BigInteger().with_variant(Integer(), "sqlite")
+
+NAMING = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+class UtcDateTime(TypeDecorator[datetime]):
+    """Stores UTC and always returns aware datetimes, also on SQLite (which keeps no zone)."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("naive datetimes are not stored; use gateway.clock.utcnow()")
+        return value.astimezone(UTC)
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def new_id() -> str:
+    return uuid.uuid4().hex
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING)
+    type_annotation_map = {dict[str, Any]: JSON, datetime: UtcDateTime()}
+
+
+class Customer(Base):
+    __tablename__ = "customers"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    display_name: Mapped[str | None] = mapped_column(String(200))
+    locale: Mapped[str | None] = mapped_column(String(16))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
+
+
+class ChannelIdentity(Base):
+    __tablename__ = "channel_identities"
+    __table_args__ = (UniqueConstraint("channel", "external_id"),)
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    channel: Mapped[str] = mapped_column(String(32))
+    external_id: Mapped[str] = mapped_column(String(320))
+    customer_id: Mapped[str] = mapped_column(ForeignKey("customers.id"), index=True)
+    link_level: Mapped[str] = mapped_column(String(16))
+    evidence: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
+
+
+class CustomerIdentifier(Base):
+    """An identifier (phone, e-mail, account…) known for a customer, and how sure we are."""
+
+    __tablename__ = "customer_identifiers"
+    __table_args__ = (UniqueConstraint("customer_id", "kind", "value"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    customer_id: Mapped[str] = mapped_column(ForeignKey("customers.id"), index=True)
+    kind: Mapped[str] = mapped_column(String(32))
+    value: Mapped[str] = mapped_column(String(320), index=True)
+    link_level: Mapped[str] = mapped_column(String(16))
+    source_identity_id: Mapped[str | None] = mapped_column(ForeignKey("channel_identities.id"))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class PendingLink(Base):
+    """A proposed link that only an operator (or a later verification) may confirm."""
+
+    __tablename__ = "pending_links"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    identity_id: Mapped[str] = mapped_column(ForeignKey("channel_identities.id"), index=True)
+    target_customer_id: Mapped[str] = mapped_column(ForeignKey("customers.id"), index=True)
+    identifier_kind: Mapped[str] = mapped_column(String(32))
+    identifier_value: Mapped[str] = mapped_column(String(320))
+    claimed_level: Mapped[str] = mapped_column(String(16))
+    reason: Mapped[str] = mapped_column(String(200))
+    status: Mapped[str] = mapped_column(String(16), default="pending", index=True)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    decided_at: Mapped[datetime | None]
+    decided_by: Mapped[str | None] = mapped_column(String(200))
+
+
+class Episode(Base):
+    __tablename__ = "episodes"
+    __table_args__ = (
+        Index("ix_episodes_customer_channel_status", "customer_id", "channel", "status"),
+    )
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    customer_id: Mapped[str] = mapped_column(ForeignKey("customers.id"), index=True)
+    channel: Mapped[str] = mapped_column(String(32))
+    identity_id: Mapped[str | None] = mapped_column(ForeignKey("channel_identities.id"))
+    external_ref: Mapped[str | None] = mapped_column(String(200), unique=True)
+    campaign_id: Mapped[str | None] = mapped_column(ForeignKey("campaigns.id"))
+    status: Mapped[str] = mapped_column(String(16), default="open")
+    version: Mapped[int] = mapped_column(Integer, default=1)
+    transcript_confidence: Mapped[float | None] = mapped_column(Float)
+    started_at: Mapped[datetime] = mapped_column(default=utcnow)
+    last_message_at: Mapped[datetime] = mapped_column(default=utcnow)
+    ended_at: Mapped[datetime | None]
+
+
+class Message(Base):
+    """A raw message: written once, never updated (edits and redactions are new rows)."""
+
+    __tablename__ = "messages"
+    __table_args__ = (
+        UniqueConstraint("channel", "provider_message_id"),
+        Index("ix_messages_customer_id_id", "customer_id", "id"),
+        Index("ix_messages_episode_id_id", "episode_id", "id"),
+    )
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    customer_id: Mapped[str] = mapped_column(ForeignKey("customers.id"))
+    episode_id: Mapped[str] = mapped_column(ForeignKey("episodes.id"))
+    identity_id: Mapped[str | None] = mapped_column(ForeignKey("channel_identities.id"))
+    channel: Mapped[str] = mapped_column(String(32))
+    role: Mapped[str] = mapped_column(String(16))
+    text: Mapped[str] = mapped_column(Text)
+    provider_message_id: Mapped[str | None] = mapped_column(String(200))
+    token_count: Mapped[int] = mapped_column(Integer)
+    transcript_confidence: Mapped[float | None] = mapped_column(Float)
+    words: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    media: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    extra: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    redacted: Mapped[bool] = mapped_column(Boolean, default=False)
+    supersedes_id: Mapped[int | None] = mapped_column(BigId, ForeignKey("messages.id"))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class Fact(Base):
+    """A durable typed field with the message it came from; corrections supersede."""
+
+    __tablename__ = "facts"
+    __table_args__ = (Index("ix_facts_customer_id_key", "customer_id", "key"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    customer_id: Mapped[str] = mapped_column(ForeignKey("customers.id"))
+    key: Mapped[str] = mapped_column(String(100))
+    value: Mapped[str] = mapped_column(Text)
+    scope: Mapped[str] = mapped_column(String(32))
+    tags: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    source_message_id: Mapped[int] = mapped_column(BigId, ForeignKey("messages.id"))
+    source_channel: Mapped[str] = mapped_column(String(32))
+    source_episode_id: Mapped[str] = mapped_column(ForeignKey("episodes.id"))
+    source_identity_id: Mapped[str | None] = mapped_column(ForeignKey("channel_identities.id"))
+    confidence: Mapped[float] = mapped_column(Float, default=1.0)
+    confirmed: Mapped[bool] = mapped_column(Boolean, default=False)
+    confirmed_at: Mapped[datetime | None]
+    confirmed_by_message_id: Mapped[int | None] = mapped_column(BigId, ForeignKey("messages.id"))
+    pinned: Mapped[bool] = mapped_column(Boolean, default=False)
+    retracted: Mapped[bool] = mapped_column(Boolean, default=False)
+    superseded_by: Mapped[int | None] = mapped_column(BigId, ForeignKey("facts.id"))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class EpisodeSummary(Base):
+    """`{summary, last_message_id}` per episode; derived data, rebuilt from raw messages."""
+
+    __tablename__ = "episode_summaries"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    episode_id: Mapped[str] = mapped_column(ForeignKey("episodes.id"), unique=True)
+    customer_id: Mapped[str] = mapped_column(ForeignKey("customers.id"), index=True)
+    summary: Mapped[str] = mapped_column(Text)
+    last_message_id: Mapped[int] = mapped_column(BigId, ForeignKey("messages.id"))
+    origin_channel: Mapped[str] = mapped_column(String(32))
+    transcript_confidence: Mapped[float | None] = mapped_column(Float)
+    token_count: Mapped[int] = mapped_column(Integer)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
+
+
+class CompactionTrace(Base):
+    __tablename__ = "compaction_traces"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    customer_id: Mapped[str] = mapped_column(ForeignKey("customers.id"), index=True)
+    episode_id: Mapped[str | None] = mapped_column(ForeignKey("episodes.id"))
+    compactor: Mapped[str] = mapped_column(String(64))
+    model: Mapped[str | None] = mapped_column(String(128))
+    facts_before: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    facts_after: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    summary_before: Mapped[str | None] = mapped_column(Text)
+    summary_after: Mapped[str | None] = mapped_column(Text)
+    tokens_in: Mapped[int] = mapped_column(Integer, default=0)
+    tokens_out: Mapped[int] = mapped_column(Integer, default=0)
+    duration_ms: Mapped[int] = mapped_column(Integer, default=0)
+    error: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class Campaign(Base):
+    __tablename__ = "campaigns"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    name: Mapped[str] = mapped_column(String(200))
+    variables: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    deleted: Mapped[bool] = mapped_column(Boolean, default=False)
+    expire_at: Mapped[date | None] = mapped_column(Date)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class AnchoredMessage(Base):
+    __tablename__ = "anchored_messages"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    campaign_id: Mapped[str] = mapped_column(ForeignKey("campaigns.id"), index=True)
+    position: Mapped[int] = mapped_column(Integer)
+    text: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class AuditEntry(Base):
+    __tablename__ = "audit_log"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    actor: Mapped[str] = mapped_column(String(200))
+    action: Mapped[str] = mapped_column(String(64), index=True)
+    reason: Mapped[str] = mapped_column(Text)
+    subject_type: Mapped[str] = mapped_column(String(64))
+    subject_id: Mapped[str] = mapped_column(String(64), index=True)
+    details: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class TenantConfig(Base):
+    """Context settings at one level of the lookup: domain, host or assistant (seed 004)."""
+
+    __tablename__ = "tenant_configs"
+    __table_args__ = (UniqueConstraint("domain", "host", "assistant_id"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    domain: Mapped[str] = mapped_column(String(200))
+    host: Mapped[str | None] = mapped_column(String(200))
+    assistant_id: Mapped[str | None] = mapped_column(String(200))
+    settings: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
+
+
+class ImmutableRowError(Exception):
+    """Raised when code tries to update a raw message in place."""
+
+
+@event.listens_for(Message, "before_update")
+def _refuse_message_update(mapper: Mapper[Any], connection: Any, target: Message) -> None:
+    raise ImmutableRowError(f"message {target.id} is immutable; write a new version instead")

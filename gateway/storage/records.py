@@ -1,0 +1,211 @@
+"""Frozen records returned by the repositories; ORM rows never leave the storage layer."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class CustomerRecord:
+    id: str
+    display_name: str | None
+    locale: str | None
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelIdentityRecord:
+    id: str
+    channel: str
+    external_id: str
+    customer_id: str
+    link_level: str
+    evidence: dict[str, Any]
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class IdentifierRecord:
+    id: int
+    customer_id: str
+    kind: str
+    value: str
+    link_level: str
+    source_identity_id: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class PendingLinkRecord:
+    id: str
+    identity_id: str
+    target_customer_id: str
+    identifier_kind: str
+    identifier_value: str
+    claimed_level: str
+    reason: str
+    status: str
+    created_at: datetime
+    decided_at: datetime | None
+    decided_by: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class EpisodeRecord:
+    id: str
+    customer_id: str
+    channel: str
+    identity_id: str | None
+    external_ref: str | None
+    campaign_id: str | None
+    status: str
+    version: int
+    transcript_confidence: float | None
+    started_at: datetime
+    last_message_at: datetime
+    ended_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class MessageRecord:
+    id: int
+    customer_id: str
+    episode_id: str
+    identity_id: str | None
+    channel: str
+    role: str
+    text: str
+    provider_message_id: str | None
+    token_count: int
+    transcript_confidence: float | None
+    redacted: bool
+    supersedes_id: int | None
+    created_at: datetime
+    words: dict[str, Any] | None = None
+    media: dict[str, Any] | None = None
+    extra: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class NewMessage:
+    """What the pipeline hands to storage; the token count is computed once, before this."""
+
+    customer_id: str
+    episode_id: str
+    channel: str
+    role: str
+    text: str
+    token_count: int
+    identity_id: str | None = None
+    provider_message_id: str | None = None
+    transcript_confidence: float | None = None
+    words: dict[str, Any] | None = None
+    media: dict[str, Any] | None = None
+    extra: dict[str, Any] | None = None
+    supersedes_id: int | None = None
+    redacted: bool = False
+    created_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FactRecord:
+    id: int
+    customer_id: str
+    key: str
+    value: str
+    scope: str
+    tags: tuple[str, ...]
+    source_message_id: int
+    source_channel: str
+    source_episode_id: str
+    source_identity_id: str | None
+    confidence: float
+    confirmed: bool
+    confirmed_at: datetime | None
+    confirmed_by_message_id: int | None
+    pinned: bool
+    retracted: bool
+    superseded_by: int | None
+    created_at: datetime
+
+    @property
+    def is_current(self) -> bool:
+        return self.superseded_by is None and not self.retracted
+
+
+@dataclass(frozen=True, slots=True)
+class NewFact:
+    key: str
+    value: str
+    scope: str
+    source_message_id: int
+    tags: tuple[str, ...] = ()
+    confidence: float = 1.0
+    confirmed: bool = False
+    pinned: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryRecord:
+    episode_id: str
+    customer_id: str
+    summary: str
+    last_message_id: int
+    origin_channel: str
+    transcript_confidence: float | None
+    token_count: int
+    updated_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionTraceRecord:
+    id: int
+    customer_id: str
+    episode_id: str | None
+    compactor: str
+    model: str | None
+    facts_before: dict[str, Any]
+    facts_after: dict[str, Any]
+    summary_before: str | None
+    summary_after: str | None
+    tokens_in: int
+    tokens_out: int
+    duration_ms: int
+    error: str | None
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class CampaignRecord:
+    id: str
+    name: str
+    variables: dict[str, Any]
+    deleted: bool
+    expire_at: date | None
+    created_at: datetime
+    anchored: tuple[AnchoredMessageRecord, ...] = field(default=())
+
+    def is_active(self, today: date) -> bool:
+        return not self.deleted and (self.expire_at is None or self.expire_at >= today)
+
+
+@dataclass(frozen=True, slots=True)
+class AnchoredMessageRecord:
+    id: int
+    campaign_id: str
+    position: int
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class AuditRecord:
+    id: int
+    actor: str
+    action: str
+    reason: str
+    subject_type: str
+    subject_id: str
+    details: dict[str, Any]
+    created_at: datetime

@@ -1,0 +1,186 @@
+"""Customers, their channel identities and known identifiers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from gateway.clock import utcnow
+from gateway.storage.errors import RecordNotFound, require_customer
+from gateway.storage.models import ChannelIdentity, Customer, CustomerIdentifier
+from gateway.storage.records import ChannelIdentityRecord, CustomerRecord, IdentifierRecord
+
+
+def customer_record(row: Customer) -> CustomerRecord:
+    return CustomerRecord(
+        id=row.id,
+        display_name=row.display_name,
+        locale=row.locale,
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+    )
+
+
+def identity_record(row: ChannelIdentity) -> ChannelIdentityRecord:
+    return ChannelIdentityRecord(
+        id=row.id,
+        channel=row.channel,
+        external_id=row.external_id,
+        customer_id=row.customer_id,
+        link_level=row.link_level,
+        evidence=dict(row.evidence or {}),
+        created_at=row.created_at,
+    )
+
+
+def identifier_record(row: CustomerIdentifier) -> IdentifierRecord:
+    return IdentifierRecord(
+        id=row.id,
+        customer_id=row.customer_id,
+        kind=row.kind,
+        value=row.value,
+        link_level=row.link_level,
+        source_identity_id=row.source_identity_id,
+    )
+
+
+async def create_customer(
+    session: AsyncSession, *, display_name: str | None = None, locale: str | None = None
+) -> CustomerRecord:
+    row = Customer(display_name=display_name, locale=locale)
+    session.add(row)
+    await session.flush()
+    return customer_record(row)
+
+
+async def get_customer(session: AsyncSession, customer_id: str) -> CustomerRecord:
+    row = await session.get(Customer, require_customer(customer_id))
+    if row is None:
+        raise RecordNotFound(f"customer {customer_id} not found")
+    return customer_record(row)
+
+
+async def rename_customer(session: AsyncSession, customer_id: str, display_name: str) -> None:
+    row = await session.get(Customer, require_customer(customer_id))
+    if row is None:
+        raise RecordNotFound(f"customer {customer_id} not found")
+    row.display_name = display_name
+
+
+async def find_identity(
+    session: AsyncSession, channel: str, external_id: str
+) -> ChannelIdentityRecord | None:
+    row = await session.scalar(
+        select(ChannelIdentity).where(
+            ChannelIdentity.channel == channel, ChannelIdentity.external_id == external_id
+        )
+    )
+    return identity_record(row) if row else None
+
+
+async def create_identity(
+    session: AsyncSession,
+    *,
+    customer_id: str,
+    channel: str,
+    external_id: str,
+    link_level: str,
+    evidence: dict[str, Any],
+) -> ChannelIdentityRecord:
+    row = ChannelIdentity(
+        customer_id=require_customer(customer_id),
+        channel=channel,
+        external_id=external_id,
+        link_level=link_level,
+        evidence=evidence,
+    )
+    session.add(row)
+    await session.flush()
+    return identity_record(row)
+
+
+async def update_identity(
+    session: AsyncSession,
+    identity_id: str,
+    *,
+    link_level: str | None = None,
+    customer_id: str | None = None,
+    evidence: dict[str, Any] | None = None,
+) -> ChannelIdentityRecord:
+    row = await session.get(ChannelIdentity, identity_id)
+    if row is None:
+        raise RecordNotFound(f"identity {identity_id} not found")
+    if link_level is not None:
+        row.link_level = link_level
+    if customer_id is not None:
+        row.customer_id = require_customer(customer_id)
+    if evidence is not None:
+        row.evidence = evidence
+    row.updated_at = utcnow()
+    await session.flush()
+    return identity_record(row)
+
+
+async def list_identities(session: AsyncSession, customer_id: str) -> list[ChannelIdentityRecord]:
+    rows = await session.scalars(
+        select(ChannelIdentity)
+        .where(ChannelIdentity.customer_id == require_customer(customer_id))
+        .order_by(ChannelIdentity.created_at, ChannelIdentity.id)
+    )
+    return [identity_record(row) for row in rows]
+
+
+async def add_identifier(
+    session: AsyncSession,
+    *,
+    customer_id: str,
+    kind: str,
+    value: str,
+    link_level: str,
+    source_identity_id: str | None,
+) -> IdentifierRecord:
+    """Attach an identifier, or raise its level if the customer already has it."""
+    existing = await session.scalar(
+        select(CustomerIdentifier).where(
+            CustomerIdentifier.customer_id == require_customer(customer_id),
+            CustomerIdentifier.kind == kind,
+            CustomerIdentifier.value == value,
+        )
+    )
+    if existing is not None:
+        existing.link_level = link_level
+        await session.flush()
+        return identifier_record(existing)
+    row = CustomerIdentifier(
+        customer_id=customer_id,
+        kind=kind,
+        value=value,
+        link_level=link_level,
+        source_identity_id=source_identity_id,
+    )
+    session.add(row)
+    await session.flush()
+    return identifier_record(row)
+
+
+async def identifiers_of(session: AsyncSession, customer_id: str) -> list[IdentifierRecord]:
+    rows = await session.scalars(
+        select(CustomerIdentifier)
+        .where(CustomerIdentifier.customer_id == require_customer(customer_id))
+        .order_by(CustomerIdentifier.id)
+    )
+    return [identifier_record(row) for row in rows]
+
+
+async def owners_of_identifier(
+    session: AsyncSession, kind: str, value: str
+) -> list[IdentifierRecord]:
+    """Who already holds this identifier (across customers): the input to linking."""
+    rows = await session.scalars(
+        select(CustomerIdentifier)
+        .where(CustomerIdentifier.kind == kind, CustomerIdentifier.value == value)
+        .order_by(CustomerIdentifier.id)
+    )
+    return [identifier_record(row) for row in rows]

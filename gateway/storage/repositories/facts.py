@@ -1,0 +1,154 @@
+"""Durable facts: every fact has a source message; a correction supersedes, history is kept."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from gateway.clock import utcnow
+from gateway.storage.errors import InvalidFactSource, RecordNotFound, require_customer
+from gateway.storage.models import Fact, Message
+from gateway.storage.records import FactRecord, NewFact
+
+
+def fact_record(row: Fact) -> FactRecord:
+    raw_tags = row.tags.get("tags", []) if isinstance(row.tags, dict) else []
+    return FactRecord(
+        id=row.id,
+        customer_id=row.customer_id,
+        key=row.key,
+        value=row.value,
+        scope=row.scope,
+        tags=tuple(str(tag) for tag in raw_tags),
+        source_message_id=row.source_message_id,
+        source_channel=row.source_channel,
+        source_episode_id=row.source_episode_id,
+        source_identity_id=row.source_identity_id,
+        confidence=row.confidence,
+        confirmed=row.confirmed,
+        confirmed_at=row.confirmed_at,
+        confirmed_by_message_id=row.confirmed_by_message_id,
+        pinned=row.pinned,
+        retracted=row.retracted,
+        superseded_by=row.superseded_by,
+        created_at=row.created_at,
+    )
+
+
+async def record_fact(session: AsyncSession, customer_id: str, new: NewFact) -> FactRecord:
+    """Store a fact sourced to one of this customer's messages.
+
+    A current fact with the same key and another value is superseded by the new row; the
+    same value again changes nothing and returns the current fact.
+    """
+    require_customer(customer_id)
+    source = await session.scalar(
+        select(Message).where(
+            Message.id == new.source_message_id, Message.customer_id == customer_id
+        )
+    )
+    if source is None:
+        raise InvalidFactSource(
+            f"fact {new.key!r}: source message {new.source_message_id} is not this customer's"
+        )
+    current = await _current_row(session, customer_id, new.key)
+    if current is not None and current.value == new.value:
+        return fact_record(current)
+    row = Fact(
+        customer_id=customer_id,
+        key=new.key,
+        value=new.value,
+        scope=new.scope,
+        tags={"tags": list(new.tags)},
+        source_message_id=source.id,
+        source_channel=source.channel,
+        source_episode_id=source.episode_id,
+        source_identity_id=source.identity_id,
+        confidence=new.confidence,
+        confirmed=new.confirmed,
+        confirmed_at=utcnow() if new.confirmed else None,
+        confirmed_by_message_id=source.id if new.confirmed else None,
+        pinned=new.pinned,
+    )
+    session.add(row)
+    await session.flush()
+    if current is not None:
+        current.superseded_by = row.id
+        await session.flush()
+    return fact_record(row)
+
+
+async def _current_row(session: AsyncSession, customer_id: str, key: str) -> Fact | None:
+    return await session.scalar(
+        select(Fact)
+        .where(
+            Fact.customer_id == customer_id,
+            Fact.key == key,
+            Fact.superseded_by.is_(None),
+            Fact.retracted.is_(False),
+        )
+        .order_by(Fact.id.desc())
+        .limit(1)
+    )
+
+
+async def current_facts(
+    session: AsyncSession, customer_id: str, scopes: Iterable[str] | None = None
+) -> list[FactRecord]:
+    """Facts in force (not superseded, not retracted), optionally limited to some scopes."""
+    query = select(Fact).where(
+        Fact.customer_id == require_customer(customer_id),
+        Fact.superseded_by.is_(None),
+        Fact.retracted.is_(False),
+    )
+    if scopes is not None:
+        query = query.where(Fact.scope.in_(list(scopes)))
+    rows = await session.scalars(query.order_by(Fact.key, Fact.id))
+    return [fact_record(row) for row in rows]
+
+
+async def fact_history(session: AsyncSession, customer_id: str, key: str) -> list[FactRecord]:
+    rows = await session.scalars(
+        select(Fact)
+        .where(Fact.customer_id == require_customer(customer_id), Fact.key == key)
+        .order_by(Fact.id)
+    )
+    return [fact_record(row) for row in rows]
+
+
+async def _owned(session: AsyncSession, customer_id: str, fact_id: int) -> Fact:
+    row = await session.scalar(
+        select(Fact).where(Fact.customer_id == require_customer(customer_id), Fact.id == fact_id)
+    )
+    if row is None:
+        raise RecordNotFound(f"fact {fact_id} not found")
+    return row
+
+
+async def confirm_fact(
+    session: AsyncSession, customer_id: str, fact_id: int, by_message_id: int
+) -> FactRecord:
+    row = await _owned(session, customer_id, fact_id)
+    row.confirmed = True
+    row.confirmed_at = utcnow()
+    row.confirmed_by_message_id = by_message_id
+    await session.flush()
+    return fact_record(row)
+
+
+async def set_pinned(
+    session: AsyncSession, customer_id: str, fact_id: int, pinned: bool
+) -> FactRecord:
+    row = await _owned(session, customer_id, fact_id)
+    row.pinned = pinned
+    await session.flush()
+    return fact_record(row)
+
+
+async def retract_fact(session: AsyncSession, customer_id: str, fact_id: int) -> FactRecord:
+    row = await _owned(session, customer_id, fact_id)
+    row.retracted = True
+    await session.flush()
+    return fact_record(row)

@@ -1,0 +1,62 @@
+"""Stored tenant settings per level (domain, host, assistant)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from gateway.storage.models import TenantConfig
+
+
+async def save_tenant_settings(
+    session: AsyncSession,
+    *,
+    domain: str,
+    settings: dict[str, Any],
+    host: str | None = None,
+    assistant_id: str | None = None,
+) -> None:
+    row = await session.scalar(
+        select(TenantConfig).where(
+            TenantConfig.domain == domain,
+            TenantConfig.host.is_(None) if host is None else TenantConfig.host == host,
+            TenantConfig.assistant_id.is_(None)
+            if assistant_id is None
+            else TenantConfig.assistant_id == assistant_id,
+        )
+    )
+    if row is None:
+        session.add(
+            TenantConfig(domain=domain, host=host, assistant_id=assistant_id, settings=settings)
+        )
+    else:
+        row.settings = settings
+    await session.flush()
+
+
+async def settings_layers(
+    session: AsyncSession,
+    *,
+    domain: str,
+    host: str | None = None,
+    assistant_id: str | None = None,
+) -> list[dict[str, Any]]:
+    """The stored levels that apply, most specific first: assistant, host, domain."""
+    rows = list(await session.scalars(select(TenantConfig).where(TenantConfig.domain == domain)))
+
+    def level(host_: str | None, assistant_: str | None) -> dict[str, Any] | None:
+        for row in rows:
+            if row.host == host_ and row.assistant_id == assistant_:
+                return dict(row.settings or {})
+        return None
+
+    candidates = []
+    if assistant_id is not None:
+        # An assistant's row may be stored under its host or directly under the domain.
+        candidates.append(level(host, assistant_id) or level(None, assistant_id))
+    if host is not None:
+        candidates.append(level(host, None))
+    candidates.append(level(None, None))
+    return [layer for layer in candidates if layer is not None]

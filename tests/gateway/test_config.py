@@ -1,0 +1,80 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gateway.cli import main
+from gateway.config import ConfigError, load_settings
+
+
+def test_defaults_are_the_embedded_ones(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("RELAYDESK_DATABASE_URL", raising=False)
+    monkeypatch.delenv("RELAYDESK_CONFIG", raising=False)
+    settings = load_settings()
+    assert settings.database_url == "sqlite+aiosqlite:///./relaydesk.db"
+    assert settings.redis_url is None
+    assert settings.model == "offline"
+    assert settings.port == 8080
+    assert settings.should_auto_migrate
+
+
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [
+        ("RELAYDESK_PORT", "not-a-port"),
+        ("RELAYDESK_PORT", "70000"),
+        ("RELAYDESK_DATABASE_URL", "postgresql://sync-driver/db"),
+        ("RELAYDESK_REDIS_URL", "http://localhost"),
+        ("RELAYDESK_MODEL", "gpt-4o"),
+        ("RELAYDESK_PUBLIC_URL", "example.org/no-scheme"),
+    ],
+)
+def test_a_wrong_value_names_the_variable(
+    monkeypatch: pytest.MonkeyPatch, variable: str, value: str
+) -> None:
+    monkeypatch.setenv(variable, value)
+    with pytest.raises(ConfigError) as raised:
+        load_settings()
+    assert variable in str(raised.value)
+
+
+def test_toml_file_sets_the_same_keys_and_env_wins(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    config = tmp_path / "relaydesk.toml"
+    config.write_text('RELAYDESK_PORT = 9001\nRELAYDESK_MODEL = "openai:gpt-4o-mini"\n')
+    monkeypatch.setenv("RELAYDESK_CONFIG", str(config))
+    monkeypatch.delenv("RELAYDESK_PORT", raising=False)
+    monkeypatch.delenv("RELAYDESK_MODEL", raising=False)
+    settings = load_settings()
+    assert (settings.port, settings.model) == (9001, "openai:gpt-4o-mini")
+    monkeypatch.setenv("RELAYDESK_PORT", "9002")
+    assert load_settings().port == 9002
+
+
+def test_bad_toml_value_names_the_key(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    config = tmp_path / "relaydesk.toml"
+    config.write_text('RELAYDESK_PORT = "eighty"\n')
+    monkeypatch.setenv("RELAYDESK_CONFIG", str(config))
+    monkeypatch.delenv("RELAYDESK_PORT", raising=False)
+    with pytest.raises(ConfigError, match="RELAYDESK_PORT"):
+        load_settings()
+
+
+def test_cli_exits_2_naming_the_bad_variable(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("RELAYDESK_PORT", "abc")
+    assert main(["migrate"]) == 2
+    assert "RELAYDESK_PORT" in capsys.readouterr().err
+
+
+def test_cli_migrate_brings_a_new_database_to_head(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from gateway.storage.migrate import head_revision
+
+    monkeypatch.setenv("RELAYDESK_DATABASE_URL", f"sqlite+aiosqlite:///{tmp_path / 'cli.db'}")
+    assert main(["migrate"]) == 0
+    assert f"database at revision {head_revision()}" in capsys.readouterr().out

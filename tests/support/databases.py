@@ -1,0 +1,94 @@
+"""Test databases: a migrated SQLite file and a migrated PostgreSQL schema per test run.
+
+PostgreSQL is the real server at RELAYDESK_TEST_POSTGRES_URL (default: the local one). When it
+cannot be reached the PostgreSQL tests are skipped with the reason — unless
+RELAYDESK_TEST_REQUIRE_SERVICES=1 (CI), where that is a failure.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import uuid
+from dataclasses import dataclass
+
+import pytest
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+from sqlalchemy.pool import NullPool
+
+from gateway.storage.engine import make_engine
+from gateway.storage.migrate import upgrade
+
+POSTGRES_URL = os.environ.get(
+    "RELAYDESK_TEST_POSTGRES_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
+)
+REDIS_URL = os.environ.get("RELAYDESK_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+REQUIRE_SERVICES = os.environ.get("RELAYDESK_TEST_REQUIRE_SERVICES") == "1"
+
+
+def unavailable(what: str, why: str) -> None:
+    """Skip with a clear reason, or fail where the services are required (CI)."""
+    message = f"{what} is not reachable ({why})"
+    if REQUIRE_SERVICES:
+        pytest.fail(message + " and RELAYDESK_TEST_REQUIRE_SERVICES=1", pytrace=False)
+    pytest.skip(message)
+
+
+@dataclass(frozen=True, slots=True)
+class DatabaseUnderTest:
+    backend: str
+    url: str
+    schema: str | None = None
+
+    def engine(self) -> AsyncEngine:
+        """A fresh engine on the calling event loop (asyncpg connections are loop-bound)."""
+        if self.schema is None:
+            return make_engine(self.url)
+        return create_async_engine(
+            self.url,
+            poolclass=NullPool,
+            connect_args={"server_settings": {"search_path": self.schema}},
+        )
+
+
+async def postgres_reachable(url: str = POSTGRES_URL) -> str | None:
+    """None when reachable, else why not."""
+    engine = create_async_engine(url, poolclass=NullPool)
+    try:
+        async with asyncio.timeout(5):
+            async with engine.connect() as connection:
+                await connection.execute(text("SELECT 1"))
+        return None
+    except Exception as exc:
+        return f"{type(exc).__name__}: {exc}"[:200]
+    finally:
+        await engine.dispose()
+
+
+async def create_schema(url: str = POSTGRES_URL) -> str:
+    schema = f"rd_test_{uuid.uuid4().hex[:12]}"
+    engine = create_async_engine(url, poolclass=NullPool)
+    try:
+        async with engine.begin() as connection:
+            await connection.execute(text(f'CREATE SCHEMA "{schema}"'))
+    finally:
+        await engine.dispose()
+    return schema
+
+
+async def drop_schema(schema: str, url: str = POSTGRES_URL) -> None:
+    engine = create_async_engine(url, poolclass=NullPool)
+    try:
+        async with engine.begin() as connection:
+            await connection.execute(text(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'))
+    finally:
+        await engine.dispose()
+
+
+async def migrate(database: DatabaseUnderTest) -> None:
+    engine = database.engine()
+    try:
+        await upgrade(engine)
+    finally:
+        await engine.dispose()
