@@ -9,7 +9,8 @@ import httpx
 from aiohttp import web
 from redis.asyncio import Redis
 
-from gateway import health
+from gateway import health, openapi
+from gateway.api import campaigns
 from gateway.config import Settings
 from gateway.keys import ENGINE, HTTP, METRICS, REDIS, SESSIONS, SETTINGS
 from gateway.metrics import Metrics
@@ -59,4 +60,6 @@ def create_app(settings: Settings) -> web.Application:
     app[METRICS] = Metrics.create()
     app.cleanup_ctx.extend([database_ctx, redis_ctx, http_ctx])
     health.add_routes(app)
+    openapi.add_routes(app)
+    campaigns.add_routes(app)
     return app

@@ -1,0 +1,1 @@
+"""HTTP handlers of the JSON API (`/v1/*`, operator API)."""
