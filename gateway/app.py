@@ -10,7 +10,7 @@ from aiohttp import web
 from redis.asyncio import Redis
 
 from gateway import health, openapi
-from gateway.api import campaigns
+from gateway.api import campaigns, operator
 from gateway.config import Settings
 from gateway.keys import ENGINE, HTTP, METRICS, REDIS, SESSIONS, SETTINGS
 from gateway.metrics import Metrics
@@ -62,4 +62,5 @@ def create_app(settings: Settings) -> web.Application:
     health.add_routes(app)
     openapi.add_routes(app)
     campaigns.add_routes(app)
+    operator.add_routes(app)
     return app

@@ -15,6 +15,8 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 from gateway.errors import GatewayError, PayloadTooLarge
 from gateway.keys import METRICS, SETTINGS
+from gateway.storage.errors import CustomerScopeRequired, DuplicateMessage, RecordNotFound
+from identity import OwnershipConflict
 
 log = logging.getLogger("relaydesk.http")
 
@@ -56,6 +58,12 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
         return await handler(request)
     except GatewayError as exc:
         return error_response(exc.status, exc.code, exc.detail)
+    except RecordNotFound as exc:
+        return error_response(404, "not_found", str(exc))
+    except (OwnershipConflict, DuplicateMessage) as exc:
+        return error_response(409, "conflict", str(exc))
+    except CustomerScopeRequired as exc:
+        return error_response(400, "customer_required", str(exc))
     except web.HTTPException as exc:
         if exc.status < 400:
             raise

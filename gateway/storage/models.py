@@ -75,6 +75,8 @@ class Customer(Base):
     id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
     display_name: Mapped[str | None] = mapped_column(String(200))
     locale: Mapped[str | None] = mapped_column(String(16))
+    # Set by an operator merge; a merged-away customer owns nothing and is never linked to.
+    merged_into: Mapped[str | None] = mapped_column(String(32))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
 

@@ -1,0 +1,223 @@
+"""Operator API for identities: pending links, merge, split, audit log (Bearer API key)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiohttp import web
+from pydantic import BaseModel, ConfigDict, Field
+
+from gateway import operator_store
+from gateway.auth import require_api_key
+from gateway.bodies import read_json
+from gateway.keys import SESSIONS
+from gateway.openapi import document
+from gateway.storage.records import AuditRecord, PendingLinkRecord
+from gateway.storage.repositories import audit, customers, facts
+
+
+class Decision(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    reason: str = Field(min_length=1, max_length=2000)
+    actor: str = Field("api", min_length=1, max_length=200)
+
+
+class MergeIn(Decision):
+    source_customer_id: str = Field(min_length=1)
+    target_customer_id: str = Field(min_length=1)
+
+
+class SplitIn(Decision):
+    identities: list[str] = Field(min_length=1, description="external ids, e.g. telegram:123")
+
+
+def pending_json(link: PendingLinkRecord) -> dict[str, Any]:
+    return {
+        "id": link.id,
+        "identity_id": link.identity_id,
+        "target_customer_id": link.target_customer_id,
+        "identifier": {"kind": link.identifier_kind, "value": link.identifier_value},
+        "claimed_level": link.claimed_level,
+        "reason": link.reason,
+        "status": link.status,
+        "created_at": link.created_at.isoformat(),
+    }
+
+
+def audit_json(entry: AuditRecord) -> dict[str, Any]:
+    return {
+        "id": entry.id,
+        "actor": entry.actor,
+        "action": entry.action,
+        "reason": entry.reason,
+        "subject_type": entry.subject_type,
+        "subject_id": entry.subject_id,
+        "details": entry.details,
+        "created_at": entry.created_at.isoformat(),
+    }
+
+
+async def list_pending(request: web.Request) -> web.Response:
+    require_api_key(request)
+    async with request.app[SESSIONS]() as session:
+        links = await operator_store.list_pending_links(
+            session, customer_id=request.query.get("customer_id")
+        )
+    return web.json_response({"pending_links": [pending_json(link) for link in links]})
+
+
+async def confirm_pending(request: web.Request) -> web.Response:
+    require_api_key(request)
+    body = await read_json(request, Decision)
+    async with request.app[SESSIONS].begin() as session:
+        entry = await operator_store.confirm_pending_link(
+            session, request.match_info["link_id"], actor=body.actor, reason=body.reason
+        )
+    return web.json_response(audit_json(entry))
+
+
+async def reject_pending(request: web.Request) -> web.Response:
+    require_api_key(request)
+    body = await read_json(request, Decision)
+    async with request.app[SESSIONS].begin() as session:
+        entry = await operator_store.reject_pending_link(
+            session, request.match_info["link_id"], actor=body.actor, reason=body.reason
+        )
+    return web.json_response(audit_json(entry))
+
+
+async def merge(request: web.Request) -> web.Response:
+    require_api_key(request)
+    body = await read_json(request, MergeIn)
+    async with request.app[SESSIONS].begin() as session:
+        entry = await operator_store.merge_customers(
+            session,
+            body.source_customer_id,
+            body.target_customer_id,
+            actor=body.actor,
+            reason=body.reason,
+        )
+    return web.json_response(audit_json(entry))
+
+
+async def split(request: web.Request) -> web.Response:
+    require_api_key(request)
+    body = await read_json(request, SplitIn)
+    async with request.app[SESSIONS].begin() as session:
+        new_customer, entry = await operator_store.split_customer(
+            session,
+            request.match_info["customer_id"],
+            body.identities,
+            actor=body.actor,
+            reason=body.reason,
+        )
+    return web.json_response({"new_customer_id": new_customer, "audit": audit_json(entry)})
+
+
+async def read_audit(request: web.Request) -> web.Response:
+    require_api_key(request)
+    async with request.app[SESSIONS]() as session:
+        entries = await audit.list_audit(
+            session,
+            subject_id=request.query.get("subject_id"),
+            action=request.query.get("action"),
+        )
+    return web.json_response({"audit": [audit_json(entry) for entry in entries]})
+
+
+async def customer_profile(request: web.Request) -> web.Response:
+    require_api_key(request)
+    customer_id = request.match_info["customer_id"]
+    async with request.app[SESSIONS]() as session:
+        customer = await customers.get_customer(session, customer_id)
+        identities = await customers.list_identities(session, customer_id)
+        identifiers = await customers.identifiers_of(session, customer_id)
+        current = await facts.current_facts(session, customer_id)
+    return web.json_response(
+        {
+            "id": customer.id,
+            "display_name": customer.display_name,
+            "identities": [
+                {
+                    "id": i.id,
+                    "channel": i.channel,
+                    "external_id": i.external_id,
+                    "link_level": i.link_level,
+                    "evidence": i.evidence,
+                }
+                for i in identities
+            ],
+            "identifiers": [
+                {"kind": i.kind, "value": i.value, "link_level": i.link_level} for i in identifiers
+            ],
+            "facts": [
+                {
+                    "id": f.id,
+                    "key": f.key,
+                    "value": f.value,
+                    "scope": f.scope,
+                    "confirmed": f.confirmed,
+                    "source_message_id": f.source_message_id,
+                    "source_channel": f.source_channel,
+                }
+                for f in current
+            ],
+        }
+    )
+
+
+def _path(name: str) -> list[dict[str, Any]]:
+    return [{"name": name, "in": "path", "required": True, "schema": {"type": "string"}}]
+
+
+document("GET", "/v1/operator/pending-links", "Pending identity links", responses={200: "links"})
+document(
+    "POST",
+    "/v1/operator/pending-links/{link_id}/confirm",
+    "Confirm a pending link (merges into the candidate, identity becomes verified)",
+    body=Decision,
+    parameters=_path("link_id"),
+    responses={200: "audit entry", 400: "malformed", 404: "no such pending link", 409: "conflict"},
+)
+document(
+    "POST",
+    "/v1/operator/pending-links/{link_id}/reject",
+    "Reject a pending link",
+    body=Decision,
+    parameters=_path("link_id"),
+    responses={200: "audit entry", 400: "malformed", 404: "no such pending link"},
+)
+document(
+    "POST",
+    "/v1/operator/customers/merge",
+    "Merge one customer into another",
+    body=MergeIn,
+    responses={200: "audit entry", 400: "malformed", 404: "unknown", 409: "conflict"},
+)
+document(
+    "POST",
+    "/v1/operator/customers/{customer_id}/split",
+    "Split identities (and all they brought) off to a new customer",
+    body=SplitIn,
+    parameters=_path("customer_id"),
+    responses={200: "new customer and audit", 400: "malformed", 404: "unknown", 409: "conflict"},
+)
+document(
+    "GET",
+    "/v1/operator/customers/{customer_id}",
+    "Unified profile",
+    parameters=_path("customer_id"),
+    responses={200: "profile", 404: "unknown customer"},
+)
+document("GET", "/v1/operator/audit", "The audit log, newest first", responses={200: "entries"})
+
+
+def add_routes(app: web.Application) -> None:
+    app.router.add_get("/v1/operator/pending-links", list_pending)
+    app.router.add_post("/v1/operator/pending-links/{link_id}/confirm", confirm_pending)
+    app.router.add_post("/v1/operator/pending-links/{link_id}/reject", reject_pending)
+    app.router.add_post("/v1/operator/customers/merge", merge)
+    app.router.add_post("/v1/operator/customers/{customer_id}/split", split)
+    app.router.add_get("/v1/operator/customers/{customer_id}", customer_profile)
+    app.router.add_get("/v1/operator/audit", read_audit)

@@ -1,0 +1,198 @@
+"""The identity step of the pipeline: read the graph rows linking needs, apply the decision.
+
+`identity/` decides (pure); this module fetches exactly the rows `identity.lookups_for` names,
+builds the `GraphSnapshot`, calls `identity.resolve` and writes the result: new customer,
+channel identity (with its level and evidence), identifiers and pending links.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from sqlalchemy import func, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from gateway.storage.models import ChannelIdentity, Customer, CustomerIdentifier
+from gateway.storage.models import PendingLink as PendingLinkRow
+from gateway.storage.repositories import customers
+from identity import (
+    DEFAULT_BLOCKED,
+    DEFAULT_LIMITS,
+    BlockedValues,
+    ChannelIdentityKey,
+    GraphSnapshot,
+    Identifier,
+    IdentifierKind,
+    IdentityObservation,
+    LinkLevel,
+    LinkLimits,
+    PendingLink,
+    Resolution,
+    ScopePolicy,
+    lookups_for,
+    resolve,
+)
+
+DEFAULT_POLICY = ScopePolicy.default()
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvedIdentity:
+    """Who wrote, how sure we are for this message, and which fact scopes it may see."""
+
+    customer_id: str
+    identity_id: str
+    key: ChannelIdentityKey
+    level: LinkLevel
+    allowed_scopes: frozenset[str]
+    outcome: str
+    pending_links: int
+
+
+async def snapshot_for(session: AsyncSession, observation: IdentityObservation) -> GraphSnapshot:
+    """The rows `resolve` will ask about for this observation, read in one transaction."""
+    lookups = lookups_for(observation)
+    identity_rows: list[tuple[ChannelIdentityKey, str, LinkLevel]] = []
+    for key in lookups.keys:
+        found = await customers.find_identity(session, key.channel, str(key))
+        if found is not None:
+            identity_rows.append((key, found.customer_id, LinkLevel.parse(found.link_level)))
+    holding_rows: list[tuple[Identifier, str, LinkLevel]] = []
+    for identifier in lookups.identifiers:
+        for owner in await customers.owners_of_identifier(
+            session, identifier.kind, identifier.value
+        ):
+            holding_rows.append((identifier, owner.customer_id, LinkLevel.parse(owner.link_level)))
+    mentioned = {customer for _, customer, _ in identity_rows}
+    mentioned |= {customer for _, customer, _ in holding_rows}
+    existing = await _existing_customers(session, lookups.customer_ids)
+    mentioned |= existing
+    return GraphSnapshot.from_rows(
+        identities=identity_rows,
+        holdings=holding_rows,
+        counts=await _verified_counts(session, mentioned),
+        customers=existing,
+    )
+
+
+async def _existing_customers(session: AsyncSession, ids: Iterable[str]) -> set[str]:
+    wanted = [i for i in ids if i]
+    if not wanted:
+        return set()
+    rows = await session.scalars(
+        select(Customer.id).where(Customer.id.in_(wanted), Customer.merged_into.is_(None))
+    )
+    return set(rows)
+
+
+async def _verified_counts(
+    session: AsyncSession, customer_ids: set[str]
+) -> list[tuple[str, IdentifierKind, int]]:
+    if not customer_ids:
+        return []
+    rows = await session.execute(
+        select(
+            CustomerIdentifier.customer_id,
+            CustomerIdentifier.kind,
+            func.count(func.distinct(CustomerIdentifier.value)),
+        )
+        .where(
+            CustomerIdentifier.customer_id.in_(sorted(customer_ids)),
+            CustomerIdentifier.link_level == LinkLevel.VERIFIED.value,
+        )
+        .group_by(CustomerIdentifier.customer_id, CustomerIdentifier.kind)
+    )
+    return [(customer, kind, int(count)) for customer, kind, count in rows]  # type: ignore[misc]
+
+
+async def resolve_identity(
+    session: AsyncSession,
+    observation: IdentityObservation,
+    *,
+    policy: ScopePolicy = DEFAULT_POLICY,
+    limits: LinkLimits = DEFAULT_LIMITS,
+    blocked: BlockedValues = DEFAULT_BLOCKED,
+) -> ResolvedIdentity:
+    """Resolve and persist one observation. The caller owns the transaction."""
+    resolution = resolve(
+        observation, await snapshot_for(session, observation), limits=limits, blocked=blocked
+    )
+    customer_id, identity_id = await apply_resolution(session, resolution)
+    return ResolvedIdentity(
+        customer_id=customer_id,
+        identity_id=identity_id,
+        key=resolution.key,
+        level=resolution.level,
+        allowed_scopes=policy.allowed_scopes(resolution.level, resolution.key.channel),
+        outcome=resolution.outcome,
+        pending_links=len(resolution.pending),
+    )
+
+
+async def apply_resolution(session: AsyncSession, resolution: Resolution) -> tuple[str, str]:
+    """Write a resolution: returns (customer id, channel identity id)."""
+    customer_id = resolution.customer_id
+    if customer_id is None:
+        customer_id = (await customers.create_customer(session)).id
+    key = resolution.key
+    stored = await customers.find_identity(session, key.channel, str(key))
+    evidence = {"description": resolution.evidence, "level": resolution.identity_level.value}
+    if stored is None:
+        stored = await customers.create_identity(
+            session,
+            customer_id=customer_id,
+            channel=key.channel,
+            external_id=str(key),
+            link_level=resolution.identity_level.value,
+            evidence=evidence,
+        )
+    elif stored.link_level != resolution.identity_level.value:
+        stored = await customers.update_identity(
+            session, stored.id, link_level=resolution.identity_level.value, evidence=evidence
+        )
+    for link in resolution.attach:
+        await customers.add_identifier(
+            session,
+            customer_id=customer_id,
+            kind=link.identifier.kind,
+            value=link.identifier.value,
+            link_level=link.level.value,
+            source_identity_id=stored.id,
+        )
+    for pending in resolution.pending:
+        await _propose(session, stored.id, pending)
+    return customer_id, stored.id
+
+
+async def _propose(session: AsyncSession, identity_id: str, pending: PendingLink) -> None:
+    target = pending.candidate_customer
+    kind = pending.via.kind if pending.via else "customer"
+    value = pending.via.value if pending.via else target
+    already = await session.scalar(
+        select(PendingLinkRow.id).where(
+            PendingLinkRow.identity_id == identity_id,
+            PendingLinkRow.target_customer_id == target,
+            PendingLinkRow.identifier_kind == kind,
+            PendingLinkRow.identifier_value == value,
+            PendingLinkRow.status == "pending",
+        )
+    )
+    if already is not None:
+        return
+    session.add(
+        PendingLinkRow(
+            identity_id=identity_id,
+            target_customer_id=target,
+            identifier_kind=kind,
+            identifier_value=value,
+            claimed_level=pending.level.value,
+            reason=pending.reason,
+        )
+    )
+    await session.flush()
+
+
+async def identity_key_of(session: AsyncSession, identity_id: str) -> ChannelIdentityKey | None:
+    row = await session.get(ChannelIdentity, identity_id)
+    return ChannelIdentityKey.parse(row.external_id) if row else None

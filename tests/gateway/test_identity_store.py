@@ -1,0 +1,154 @@
+"""The identity step on real storage (SQLite and PostgreSQL): linking, pending links,
+operator confirm/reject, merge and split."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from gateway import operator_store
+from gateway.identity_store import resolve_identity
+from gateway.storage.records import NewFact, NewMessage
+from gateway.storage.repositories import audit, customers, episodes, facts, messages
+from identity import (
+    LinkLevel,
+    PhoneCall,
+    TelegramContactShare,
+    TelegramSender,
+    WebChatVisitor,
+    WebClaims,
+    WhatsAppSender,
+    observe,
+)
+
+NUMBER = "+5511998765432"
+LATER = datetime.now(UTC) + timedelta(hours=1)
+
+
+async def _whatsapp(session: AsyncSession) -> str:
+    resolved = await resolve_identity(session, observe(WhatsAppSender(f"whatsapp:{NUMBER}")))
+    assert resolved.level is LinkLevel.VERIFIED
+    assert resolved.outcome == "new"
+    assert "payment" in resolved.allowed_scopes
+    return resolved.customer_id
+
+
+async def test_a_verified_match_joins_the_same_customer(session: AsyncSession) -> None:
+    customer_id = await _whatsapp(session)
+    claims = WebClaims(sub="acct-1", expires_at=LATER, phone=NUMBER)
+    web = await resolve_identity(session, observe(WebChatVisitor("visitor-abc", claims)))
+    assert (web.customer_id, web.outcome, web.level) == (customer_id, "joined", LinkLevel.VERIFIED)
+    contact = await resolve_identity(
+        session,
+        observe(TelegramContactShare(sender_id=777, phone_number=NUMBER, contact_user_id=777)),
+    )
+    assert contact.customer_id == customer_id
+    identities = await customers.list_identities(session, customer_id)
+    assert sorted(i.external_id for i in identities) == sorted(
+        [f"whatsapp:{NUMBER}", "web:acct:acct-1", "telegram:777"]
+    )
+    assert {i.link_level for i in identities} == {"verified"}
+
+
+async def test_a_stated_number_never_merges_and_leaves_a_pending_link(
+    session: AsyncSession,
+) -> None:
+    customer_id = await _whatsapp(session)
+    anonymous = await resolve_identity(
+        session, observe(WebChatVisitor("visitor-xyz"), stated=[f"meu número é {NUMBER}"])
+    )
+    assert anonymous.customer_id != customer_id
+    assert anonymous.level is LinkLevel.ANONYMOUS
+    assert anonymous.allowed_scopes == frozenset({"public"})
+    pending = await operator_store.list_pending_links(session, customer_id=customer_id)
+    assert [(p.target_customer_id, p.identifier_value) for p in pending] == [(customer_id, NUMBER)]
+    caller = await resolve_identity(session, observe(PhoneCall("call-1", caller=NUMBER)))
+    assert caller.customer_id != customer_id
+    assert caller.level is LinkLevel.INFERRED
+    assert caller.allowed_scopes == frozenset({"public"})
+    assert len(await operator_store.list_pending_links(session, customer_id=customer_id)) == 2
+
+
+async def test_unverified_telegram_contact_of_someone_else_proves_nothing(
+    session: AsyncSession,
+) -> None:
+    customer_id = await _whatsapp(session)
+    other = await resolve_identity(
+        session, observe(TelegramContactShare(sender_id=5, phone_number=NUMBER, contact_user_id=6))
+    )
+    assert other.customer_id != customer_id
+    assert await operator_store.list_pending_links(session, customer_id=customer_id) == []
+
+
+async def test_confirming_a_pending_link_merges_and_verifies(session: AsyncSession) -> None:
+    customer_id = await _whatsapp(session)
+    caller = await resolve_identity(session, observe(PhoneCall("call-9", caller=NUMBER)))
+    [link] = await operator_store.list_pending_links(session, customer_id=customer_id)
+    entry = await operator_store.confirm_pending_link(
+        session, link.id, actor="ana.operator", reason="customer confirmed on the call"
+    )
+    assert entry.action == "confirm_link"
+    identities = await customers.list_identities(session, customer_id)
+    phone = next(i for i in identities if i.channel == "phone")
+    assert phone.link_level == "verified"
+    assert await customers.list_identities(session, caller.customer_id) == []
+    actions = [e.action for e in await audit.list_audit(session, subject_id=customer_id)]
+    assert actions == ["confirm_link", "merge"]
+    assert await operator_store.list_pending_links(session, customer_id=customer_id) == []
+
+
+async def test_rejecting_a_pending_link_changes_nothing_but_the_link(
+    session: AsyncSession,
+) -> None:
+    customer_id = await _whatsapp(session)
+    caller = await resolve_identity(session, observe(PhoneCall("call-2", caller=NUMBER)))
+    [link] = await operator_store.list_pending_links(session, customer_id=customer_id)
+    entry = await operator_store.reject_pending_link(
+        session, link.id, actor="op", reason="different person"
+    )
+    assert entry.action == "reject_link"
+    assert len(await customers.list_identities(session, caller.customer_id)) == 1
+    assert await operator_store.list_pending_links(session) == []
+
+
+async def _talk(session: AsyncSession, customer_id: str, identity_id: str, channel: str) -> None:
+    episode = await episodes.open_episode(
+        session, customer_id=customer_id, channel=channel, identity_id=identity_id
+    )
+    stored = await messages.append_message(
+        session,
+        NewMessage(customer_id, episode.id, channel, "user", f"hi from {channel}", 4, identity_id),
+    )
+    await facts.record_fact(
+        session, customer_id, NewFact(f"{channel}_note", "x", "profile", stored.id)
+    )
+
+
+async def test_merge_then_split_restores_ownership_exactly(session: AsyncSession) -> None:
+    whatsapp = await resolve_identity(session, observe(WhatsAppSender(f"whatsapp:{NUMBER}")))
+    telegram = await resolve_identity(session, observe(TelegramSender(4242)))
+    await _talk(session, whatsapp.customer_id, whatsapp.identity_id, "whatsapp")
+    await _talk(session, telegram.customer_id, telegram.identity_id, "telegram")
+    before_a = sorted(await operator_store.owned_records(session, whatsapp.customer_id))
+    before_b = sorted(await operator_store.owned_records(session, telegram.customer_id))
+    assert before_a and before_b
+
+    await operator_store.merge_customers(
+        session, telegram.customer_id, whatsapp.customer_id, actor="op", reason="same person"
+    )
+    merged = await operator_store.owned_records(session, whatsapp.customer_id)
+    assert len(merged) == len(before_a) + len(before_b)
+    assert await operator_store.owned_records(session, telegram.customer_id) == []
+
+    new_id, entry = await operator_store.split_customer(
+        session, whatsapp.customer_id, ["telegram:4242"], actor="op", reason="wrong merge"
+    )
+    assert entry.action == "split"
+    assert sorted(await operator_store.owned_records(session, whatsapp.customer_id)) == before_a
+    split_off = sorted(await operator_store.owned_records(session, new_id))
+    assert [(r.kind, r.record_id, r.source) for r in split_off] == [
+        (r.kind, r.record_id, r.source) for r in before_b
+    ]
+    telegram_facts = await facts.current_facts(session, new_id)
+    assert [f.key for f in telegram_facts] == ["telegram_note"]
