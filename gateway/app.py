@@ -9,10 +9,11 @@ import httpx
 from aiohttp import web
 from redis.asyncio import Redis
 
+from context import TiktokenCounter, load_encoding
 from gateway import health, openapi
-from gateway.api import campaigns, operator
+from gateway.api import campaigns, context, operator
 from gateway.config import Settings
-from gateway.keys import ENGINE, HTTP, METRICS, REDIS, SESSIONS, SETTINGS
+from gateway.keys import COUNTER, ENGINE, HTTP, METRICS, REDIS, SESSIONS, SETTINGS
 from gateway.metrics import Metrics
 from gateway.middleware import body_limit_middleware, error_middleware, metrics_middleware
 from gateway.storage.engine import make_engine, make_sessionmaker
@@ -58,9 +59,12 @@ def create_app(settings: Settings) -> web.Application:
     )
     app[SETTINGS] = settings
     app[METRICS] = Metrics.create()
+    # The tokenizer is loaded once per process and shared (it is read-only).
+    app[COUNTER] = TiktokenCounter(load_encoding())
     app.cleanup_ctx.extend([database_ctx, redis_ctx, http_ctx])
     health.add_routes(app)
     openapi.add_routes(app)
     campaigns.add_routes(app)
     operator.add_routes(app)
+    context.add_routes(app)
     return app

@@ -48,6 +48,7 @@ class ResolvedIdentity:
     allowed_scopes: frozenset[str]
     outcome: str
     pending_links: int
+    own_facts_only: bool = False
 
 
 async def snapshot_for(session: AsyncSession, observation: IdentityObservation) -> GraphSnapshot:
@@ -127,6 +128,7 @@ async def resolve_identity(
         allowed_scopes=policy.allowed_scopes(resolution.level, resolution.key.channel),
         outcome=resolution.outcome,
         pending_links=len(resolution.pending),
+        own_facts_only=resolution.level in policy.own_facts_only,
     )
 
 

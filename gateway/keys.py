@@ -7,6 +7,7 @@ from aiohttp import web
 from redis.asyncio import Redis
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
+from context import TokenCounter
 from gateway.config import Settings
 from gateway.metrics import Metrics
 
@@ -16,3 +17,4 @@ ENGINE = web.AppKey("engine", AsyncEngine)
 SESSIONS = web.AppKey("sessions", async_sessionmaker[AsyncSession])
 REDIS = web.AppKey("redis", Redis)
 HTTP = web.AppKey("http", httpx.AsyncClient)
+COUNTER = web.AppKey("counter", TokenCounter)

@@ -13,9 +13,11 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 
+from context import BudgetError
 from gateway.errors import GatewayError, PayloadTooLarge
 from gateway.keys import METRICS, SETTINGS
 from gateway.storage.errors import CustomerScopeRequired, DuplicateMessage, RecordNotFound
+from gateway.tenants import TenantConfigError
 from identity import OwnershipConflict
 
 log = logging.getLogger("relaydesk.http")
@@ -62,6 +64,10 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
         return error_response(404, "not_found", str(exc))
     except (OwnershipConflict, DuplicateMessage) as exc:
         return error_response(409, "conflict", str(exc))
+    except BudgetError as exc:
+        return error_response(422, exc.code, exc.detail)
+    except TenantConfigError as exc:
+        return error_response(422, "invalid_tenant_settings", str(exc))
     except CustomerScopeRequired as exc:
         return error_response(400, "customer_required", str(exc))
     except web.HTTPException as exc:

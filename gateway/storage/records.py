@@ -157,6 +157,8 @@ class SummaryRecord:
     transcript_confidence: float | None
     token_count: int
     updated_at: datetime
+    period_start: datetime | None = None
+    period_end: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,12 +8,14 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from gateway.storage.errors import require_customer
-from gateway.storage.models import CompactionTrace, EpisodeSummary
+from gateway.storage.models import CompactionTrace, Episode, EpisodeSummary
 from gateway.storage.records import CompactionTraceRecord, SummaryRecord
 
 
-def summary_record(row: EpisodeSummary) -> SummaryRecord:
+def summary_record(row: EpisodeSummary, episode: Episode | None = None) -> SummaryRecord:
     return SummaryRecord(
+        period_start=episode.started_at if episode else None,
+        period_end=(episode.ended_at or episode.last_message_at) if episode else None,
         episode_id=row.episode_id,
         customer_id=row.customer_id,
         summary=row.summary,
@@ -78,14 +80,19 @@ async def episode_summary(
 async def customer_summaries(
     session: AsyncSession, customer_id: str, *, exclude_episode: str | None = None, limit: int = 200
 ) -> list[SummaryRecord]:
-    """Summaries of the customer's episodes on any channel, most recent first."""
-    query = select(EpisodeSummary).where(
-        EpisodeSummary.customer_id == require_customer(customer_id)
+    """Summaries of the customer's episodes on any channel, with each episode's period,
+    most recent episode first."""
+    query = (
+        select(EpisodeSummary, Episode)
+        .join(Episode, Episode.id == EpisodeSummary.episode_id)
+        .where(EpisodeSummary.customer_id == require_customer(customer_id))
     )
     if exclude_episode is not None:
         query = query.where(EpisodeSummary.episode_id != exclude_episode)
-    rows = await session.scalars(query.order_by(EpisodeSummary.updated_at.desc()).limit(limit))
-    return [summary_record(row) for row in rows]
+    rows = await session.execute(
+        query.order_by(Episode.last_message_at.desc(), Episode.id).limit(limit)
+    )
+    return [summary_record(summary, episode) for summary, episode in rows]
 
 
 def trace_record(row: CompactionTrace) -> CompactionTraceRecord:

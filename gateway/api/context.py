@@ -1,0 +1,147 @@
+"""`POST /v1/context`: the window and its budget report, without calling the model."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from aiohttp import web
+from pydantic import BaseModel, ConfigDict, Field
+
+from gateway.auth import require_api_key
+from gateway.bodies import read_json
+from gateway.context_service import DialogueTurn, assemble_context
+from gateway.errors import BadRequest
+from gateway.identity_store import resolve_identity
+from gateway.keys import COUNTER, SESSIONS, SETTINGS
+from gateway.openapi import document
+from gateway.storage.repositories import tenants
+from gateway.tenants import effective_settings
+from identity import (
+    Evidence,
+    InvalidIdentifier,
+    PhoneCall,
+    ScopePolicy,
+    TelegramSender,
+    WebChatVisitor,
+    WhatsAppSender,
+    observe,
+    verify_identity_token,
+)
+from identity.stated import stated_values
+
+DEFAULT_DOMAIN = "default"
+
+
+class DialogueIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    role: Literal["user", "assistant", "system"]
+    content: str
+
+
+class ContextIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    channel: Literal["whatsapp", "telegram", "webchat", "phone"]
+    external_id: str = Field(min_length=1, max_length=320)
+    identity_token: str | None = None
+    message: str = Field(max_length=1_000_000)
+    window: int | None = Field(None, ge=1024, le=2_000_000)
+    dialogue: list[DialogueIn] | None = Field(
+        None, description="the caller's own history; stands in for the stored current episode"
+    )
+    campaign_id: str | None = None
+    assistant_id: str | None = None
+
+
+def evidence_for(body: ContextIn, webchat_secret: str | None) -> Evidence:
+    """The evidence a caller of `/v1/context` can present for a channel identity."""
+    external_id = body.external_id
+    if body.channel == "whatsapp":
+        return WhatsAppSender(external_id)
+    if body.channel == "telegram":
+        raw = external_id.removeprefix("telegram:")
+        if not raw.isdigit():
+            raise BadRequest(
+                "telegram external_id must be a numeric user id", code="invalid_identity"
+            )
+        return TelegramSender(int(raw))
+    if body.channel == "webchat":
+        claims = None
+        if body.identity_token and webchat_secret:
+            claims = verify_identity_token(body.identity_token, webchat_secret)
+        return WebChatVisitor(external_id.removeprefix("web:anon:"), claims)
+    return PhoneCall(call_id=f"context:{external_id}", caller=external_id.removeprefix("phone:"))
+
+
+async def build_context(request: web.Request) -> web.Response:
+    require_api_key(request)
+    body = await read_json(request, ContextIn)
+    settings = request.app[SETTINGS]
+    secret = settings.webchat_secret.get_secret_value() if settings.webchat_secret else None
+    try:
+        observation = observe(
+            evidence_for(body, secret),
+            stated=stated_values(body.message, region=settings.default_region),
+            region=settings.default_region,
+        )
+    except InvalidIdentifier as exc:
+        raise BadRequest(f"external_id: {exc}", code="invalid_identity") from exc
+    async with request.app[SESSIONS].begin() as session:
+        layers = await tenants.settings_layers(
+            session, domain=DEFAULT_DOMAIN, host=request.host, assistant_id=body.assistant_id
+        )
+        tenant = effective_settings(layers, channel=body.channel)
+        policy = (
+            ScopePolicy.from_mapping(tenant.scope_policy)
+            if tenant.scope_policy
+            else ScopePolicy.default()
+        )
+        identity = await resolve_identity(session, observation, policy=policy)
+        assembled = await assemble_context(
+            session,
+            identity=identity,
+            settings=tenant,
+            counter=request.app[COUNTER],
+            message=body.message,
+            window=body.window,
+            dialogue=(
+                [DialogueTurn(turn.role, turn.content) for turn in body.dialogue]
+                if body.dialogue is not None
+                else None
+            ),
+            campaign_id=body.campaign_id,
+        )
+    report = assembled.window.report.to_dict()
+    if body.dialogue is not None:
+        report["dialogue"] = {
+            "source": "request",
+            "max_input_chars": tenant.max_input_chars,
+            "chars_dropped": assembled.dialogue_chars_dropped,
+        }
+    return web.json_response(
+        {
+            "customer_id": identity.customer_id,
+            "link_level": identity.level.value,
+            "allowed_scopes": sorted(identity.allowed_scopes),
+            "messages": assembled.window.messages_as_dicts(),
+            "report": report,
+        }
+    )
+
+
+document(
+    "POST",
+    "/v1/context",
+    "The budgeted window and its report for a channel identity and message",
+    body=ContextIn,
+    responses={
+        200: "window and report",
+        400: "malformed body or identity",
+        422: "the fixed context exceeds its budget",
+    },
+)
+
+
+def add_routes(app: web.Application) -> None:
+    app.router.add_post("/v1/context", build_context)

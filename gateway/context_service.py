@@ -1,0 +1,241 @@
+"""Assemble a window for one customer and channel identity from storage (DESIGN §5).
+
+Loads only what the window can use — the current episode's summary and its newest turns, the
+scope-allowed current facts, other episodes' summaries, active anchored messages — and hands
+them to the pure `context.build_window`. Stored token counts are reused; nothing stored is
+re-tokenized.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import date
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from context import (
+    AnchoredMessage,
+    Budget,
+    ContextRequest,
+    CurrentEpisode,
+    FactItem,
+    Instruction,
+    OperationalState,
+    SummaryItem,
+    TokenCounter,
+    Turn,
+    Window,
+    build_window,
+)
+from gateway.clock import utcnow
+from gateway.identity_store import ResolvedIdentity
+from gateway.storage.records import EpisodeRecord, FactRecord, MessageRecord, SummaryRecord
+from gateway.storage.repositories import campaigns, episodes, facts, messages, summaries
+from gateway.tenants import TenantSettings
+
+# The newest turns loaded for the current episode; the episode slice holds far fewer.
+RECENT_TURNS_LIMIT = 400
+TRANSCRIPT_CHANNELS = frozenset({"phone"})
+
+
+@dataclass(frozen=True, slots=True)
+class DialogueTurn:
+    """A turn of a caller-supplied dialogue (it stands in for the stored episode)."""
+
+    role: str
+    content: str
+
+
+@dataclass(frozen=True, slots=True)
+class AssembledContext:
+    window: Window
+    episode_id: str | None
+    dialogue_chars_dropped: int
+
+
+def budget_for(settings: TenantSettings, window: int | None = None) -> Budget:
+    """The tenant's budget; another window size scales it proportionally."""
+    slices = settings.slices
+    if window is None or window == settings.window:
+        return Budget.for_window(
+            settings.window,
+            output_reserve=settings.output_reserve,
+            protocol_margin=settings.protocol_margin,
+            instruction=slices.instruction,
+            state=slices.state,
+            facts=slices.facts,
+            summaries=slices.summaries,
+            current_episode=slices.current_episode,
+            max_single_message_tokens=settings.max_single_message_tokens,
+            truncated_message_target_tokens=settings.truncated_message_target_tokens,
+            max_input_chars=settings.max_input_chars,
+        )
+    return Budget.for_window(window, max_input_chars=settings.max_input_chars)
+
+
+def cut_dialogue(
+    dialogue: Sequence[DialogueTurn], max_chars: int
+) -> tuple[list[DialogueTurn], int]:
+    """Apply the `max_input_chars` hard limit before anything else: keep the newest turns
+    that fit, cut the oldest kept one from its start. Returns (turns, characters dropped)."""
+    kept: list[DialogueTurn] = []
+    room = max_chars
+    for turn in reversed(dialogue):
+        if room <= 0:
+            break
+        kept.append(
+            turn if len(turn.content) <= room else DialogueTurn(turn.role, turn.content[-room:])
+        )
+        room -= len(kept[-1].content)
+    kept.reverse()
+    total = sum(len(turn.content) for turn in dialogue)
+    return kept, total - sum(len(turn.content) for turn in kept)
+
+
+def _turn(message: MessageRecord) -> Turn | None:
+    if message.role not in ("user", "assistant"):
+        return None
+    return Turn(
+        id=str(message.id),
+        role="user" if message.role == "user" else "assistant",
+        text=message.text,
+        tokens=message.token_count,
+        channel=message.channel,
+        created_at=message.created_at,
+        confidence=message.transcript_confidence,
+    )
+
+
+def _fact(record: FactRecord) -> FactItem:
+    return FactItem(
+        id=str(record.id),
+        key=record.key,
+        value=record.value,
+        scope=record.scope,
+        source_channel=record.source_channel,
+        source_message_id=str(record.source_message_id),
+        learned_at=record.created_at,
+        tags=record.tags,
+        confidence=record.confidence,
+        confirmed=record.confirmed,
+        pinned=record.pinned,
+        is_rule="rule" in record.tags,
+    )
+
+
+def _summary(record: SummaryRecord) -> SummaryItem:
+    start = record.period_start or record.updated_at
+    transcript = record.origin_channel in TRANSCRIPT_CHANNELS
+    return SummaryItem(
+        id=f"summary:{record.episode_id}",
+        episode_id=record.episode_id,
+        channel=record.origin_channel,
+        modality="transcript" if transcript else "typed",
+        started_at=start,
+        ended_at=record.period_end or start,
+        text=record.summary,
+        tokens=record.token_count,
+        confidence=record.transcript_confidence if transcript else None,
+    )
+
+
+async def _current_turns(
+    session: AsyncSession, customer_id: str, episode: EpisodeRecord
+) -> tuple[tuple[Turn, ...], str | None, int | None]:
+    summary = await summaries.episode_summary(session, customer_id, episode.id)
+    recent = await messages.recent_messages(
+        session,
+        customer_id,
+        episode.id,
+        limit=RECENT_TURNS_LIMIT,
+        after_id=summary.last_message_id if summary else None,
+    )
+    turns = tuple(turn for turn in map(_turn, recent) if turn is not None)
+    if summary is None:
+        return turns, None, None
+    return turns, summary.summary, summary.token_count
+
+
+async def assemble_context(
+    session: AsyncSession,
+    *,
+    identity: ResolvedIdentity,
+    settings: TenantSettings,
+    counter: TokenCounter,
+    message: str,
+    window: int | None = None,
+    dialogue: Sequence[DialogueTurn] | None = None,
+    campaign_id: str | None = None,
+    today: date | None = None,
+) -> AssembledContext:
+    """Build the window for `message` from `identity`'s customer as stored now."""
+    customer_id = identity.customer_id
+    channel = identity.key.channel
+    budget = budget_for(settings, window)
+    episode = await episodes.latest_open_episode(
+        session, customer_id, channel, identity.identity_id
+    )
+    dropped_chars = 0
+    summary_text: str | None = None
+    summary_tokens: int | None = None
+    if dialogue is not None:
+        now = utcnow()
+        kept, dropped_chars = cut_dialogue(dialogue, budget.max_input_chars)
+        turns = tuple(
+            Turn(
+                id=f"dialogue:{index}",
+                role="assistant" if turn.role == "assistant" else "user",
+                text=turn.content,
+                tokens=counter.count(turn.content),
+                channel=channel,
+                created_at=now,
+            )
+            for index, turn in enumerate(kept)
+            if turn.role in ("user", "assistant")
+        )
+    elif episode is not None:
+        turns, summary_text, summary_tokens = await _current_turns(session, customer_id, episode)
+    else:
+        turns = ()
+
+    allowed = identity.allowed_scopes
+    fact_records = await facts.current_facts(session, customer_id, scopes=sorted(allowed))
+    if identity.own_facts_only:
+        fact_records = [f for f in fact_records if f.source_identity_id == identity.identity_id]
+    other_summaries = await summaries.customer_summaries(
+        session, customer_id, exclude_episode=episode.id if episode else None
+    )
+    anchored: list[AnchoredMessage] = []
+    active_campaign = campaign_id or (episode.campaign_id if episode else None)
+    if active_campaign is not None:
+        for item in await campaigns.active_anchored_messages(
+            session, active_campaign, today or date.today()
+        ):
+            anchored.append(AnchoredMessage(str(item.id), item.campaign_id, item.text))
+
+    request = ContextRequest(
+        instruction=Instruction(settings.instruction),
+        state=OperationalState(
+            channel=channel,
+            link_level=identity.level.value,
+            allowed_scopes=tuple(sorted(allowed)),
+        ),
+        episode=CurrentEpisode(
+            id=episode.id if episode else "new",
+            channel=channel,
+            turns=turns,
+            summary=summary_text,
+            summary_tokens=summary_tokens,
+        ),
+        message=message[: budget.max_input_chars],
+        anchored=tuple(anchored),
+        facts=tuple(_fact(record) for record in fact_records),
+        summaries=tuple(_summary(record) for record in other_summaries),
+        full_history_tokens=await messages.history_token_total(session, customer_id),
+    )
+    return AssembledContext(
+        window=build_window(request, budget, counter),
+        episode_id=episode.id if episode else None,
+        dialogue_chars_dropped=dropped_chars,
+    )

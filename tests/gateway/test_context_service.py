@@ -1,0 +1,105 @@
+"""Window assembly from storage: scope filtering at every link level (SQLite and PostgreSQL)."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from context import TiktokenCounter, load_encoding
+from gateway.context_service import DialogueTurn, assemble_context, cut_dialogue
+from gateway.identity_store import ResolvedIdentity, resolve_identity
+from gateway.storage.records import NewFact, NewMessage
+from gateway.storage.repositories import episodes, facts, messages, summaries
+from gateway.tenants import TenantSettings
+from identity import ChannelIdentityKey, LinkLevel, ScopePolicy, WhatsAppSender, observe
+
+COUNTER = TiktokenCounter(load_encoding())
+VALUES = {
+    "public": "open 9-18",
+    "profile": "Aninha",
+    "account": "PED-4471",
+    "payment": "ana.pix@example.org",
+}
+
+
+async def _seed(session: AsyncSession) -> ResolvedIdentity:
+    owner = await resolve_identity(session, observe(WhatsAppSender("whatsapp:+5511998765432")))
+    episode = await episodes.open_episode(
+        session, customer_id=owner.customer_id, channel="whatsapp", identity_id=owner.identity_id
+    )
+    source = await messages.append_message(
+        session,
+        NewMessage(
+            owner.customer_id, episode.id, "whatsapp", "user", "dados", 2, owner.identity_id
+        ),
+    )
+    for scope, value in VALUES.items():
+        await facts.record_fact(
+            session, owner.customer_id, NewFact(f"{scope}_fact", value, scope, source.id)
+        )
+    return owner
+
+
+@pytest.mark.parametrize("level", list(LinkLevel))
+async def test_window_holds_only_the_scopes_of_the_level(
+    session: AsyncSession, level: LinkLevel
+) -> None:
+    owner = await _seed(session)
+    policy = ScopePolicy.default()
+    # Another identity of the same customer, seen at `level` for this message.
+    viewer = ResolvedIdentity(
+        customer_id=owner.customer_id,
+        identity_id="someone-else",
+        key=ChannelIdentityKey.parse("telegram:99"),
+        level=level,
+        allowed_scopes=policy.allowed_scopes(level, "telegram"),
+        outcome="known",
+        pending_links=0,
+        own_facts_only=level in policy.own_facts_only,
+    )
+    assembled = await assemble_context(
+        session, identity=viewer, settings=TenantSettings(), counter=COUNTER, message="pedido"
+    )
+    system = assembled.window.messages[0].content
+    shown = {scope for scope, value in VALUES.items() if value in system}
+    expected = {
+        LinkLevel.VERIFIED: set(VALUES),
+        LinkLevel.ASSERTED: {"public", "profile"},
+        LinkLevel.INFERRED: {"public"},
+        LinkLevel.ANONYMOUS: set(),  # public exists, but was not learned from this identity
+    }[level]
+    assert shown == expected
+
+
+async def test_other_episodes_enter_only_as_tagged_summaries(session: AsyncSession) -> None:
+    owner = await _seed(session)
+    phone = await episodes.open_episode(session, customer_id=owner.customer_id, channel="phone")
+    raw = await messages.append_message(
+        session,
+        NewMessage(owner.customer_id, phone.id, "phone", "user", "RAW-TRANSCRIPT-TURN 4?71", 9),
+    )
+    await summaries.save_summary(
+        session,
+        customer_id=owner.customer_id,
+        episode_id=phone.id,
+        summary="Customer called about order 4471 (uncertain digits).",
+        last_message_id=raw.id,
+        origin_channel="phone",
+        token_count=12,
+        transcript_confidence=0.62,
+    )
+    assembled = await assemble_context(
+        session, identity=owner, settings=TenantSettings(), counter=COUNTER, message="e o pedido?"
+    )
+    rendered = "\n".join(m.content for m in assembled.window.messages)
+    assert "RAW-TRANSCRIPT-TURN" not in rendered
+    assert "Customer called about order 4471" in rendered
+    assert "phone · transcript · confidence 0.62" in rendered
+
+
+def test_cut_dialogue_keeps_the_newest_characters() -> None:
+    turns = [DialogueTurn("user", "a" * 10), DialogueTurn("assistant", "b" * 10)]
+    kept, dropped = cut_dialogue(turns, 15)
+    assert [t.content for t in kept] == ["a" * 5, "b" * 10]
+    assert dropped == 5
+    assert cut_dialogue(turns, 100) == (turns, 0)
