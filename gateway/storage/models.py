@@ -143,6 +143,9 @@ class Episode(Base):
     status: Mapped[str] = mapped_column(String(16), default="open")
     version: Mapped[int] = mapped_column(Integer, default=1)
     transcript_confidence: Mapped[float | None] = mapped_column(Float)
+    # Running sum of the stored token counts of the episode's messages, kept at ingest so the
+    # full-history cost of a customer is a sum over episodes, not over messages.
+    token_total: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
     started_at: Mapped[datetime] = mapped_column(default=utcnow)
     last_message_at: Mapped[datetime] = mapped_column(default=utcnow)
     ended_at: Mapped[datetime | None]

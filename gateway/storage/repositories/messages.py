@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from gateway.clock import utcnow
 from gateway.storage.errors import DuplicateMessage, RecordNotFound, require_customer
-from gateway.storage.models import Message
+from gateway.storage.models import Episode, Message
 from gateway.storage.records import MessageRecord, NewMessage
 
 
@@ -58,6 +58,12 @@ async def append_message(session: AsyncSession, new: NewMessage) -> MessageRecor
     try:
         async with session.begin_nested():
             session.add(row)
+            await session.flush()
+            await session.execute(
+                update(Episode)
+                .where(Episode.id == new.episode_id)
+                .values(token_total=Episode.token_total + new.token_count)
+            )
     except IntegrityError as exc:
         if new.provider_message_id is not None and await _exists(
             session, new.channel, new.provider_message_id
@@ -135,10 +141,10 @@ async def episode_messages(
 
 
 async def history_token_total(session: AsyncSession, customer_id: str) -> int:
-    """What the full raw history would cost, from the counts stored at ingest."""
+    """What the full raw history would cost, from the per-episode sums kept at ingest."""
     total = await session.scalar(
-        select(func.coalesce(func.sum(Message.token_count), 0)).where(
-            Message.customer_id == require_customer(customer_id)
+        select(func.coalesce(func.sum(Episode.token_total), 0)).where(
+            Episode.customer_id == require_customer(customer_id)
         )
     )
     return int(total or 0)
