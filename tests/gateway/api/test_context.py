@@ -182,3 +182,42 @@ async def test_dialogue_stands_in_for_history_and_is_cut_at_max_input_chars(
     assert report["dialogue"]["chars_dropped"] == total - 1000  # type: ignore[index]
     contents = " ".join(m["content"] for m in body["messages"])  # type: ignore[union-attr]
     assert "turno 29" in contents and "turno 0 " not in contents
+
+
+async def test_active_campaign_messages_are_anchored_through_every_cut(
+    api: TestClient,  # type: ignore[type-arg]
+) -> None:
+    created = await api.post(
+        "/v1/campaigns",
+        json={
+            "name": "renovação",
+            "messages": ["Contato pré-coletado: {nome}"],
+            "variables": {"nome": "Ana Souza"},
+        },
+        headers=AUTH,
+    )
+    campaign = await created.json()
+    long_dialogue = [
+        {"role": "user" if i % 2 == 0 else "assistant", "content": f"mensagem {i} " * 60}
+        for i in range(200)
+    ]
+    body = await _context(
+        api,
+        channel="whatsapp",
+        external_id=NUMBER,
+        message="quero renovar",
+        dialogue=long_dialogue,
+        campaign_id=campaign["id"],
+    )
+    system = body["messages"][0]["content"]  # type: ignore[index]
+    assert "Contato pré-coletado: Ana Souza" in system
+    assert body["report"]["dropped"]  # type: ignore[index]  # the history really was cut
+    await api.delete(f"/v1/campaigns/{campaign['id']}", headers=AUTH)
+    after = await _context(
+        api,
+        channel="whatsapp",
+        external_id=NUMBER,
+        message="quero renovar",
+        campaign_id=campaign["id"],
+    )
+    assert "Contato pré-coletado" not in after["messages"][0]["content"]  # type: ignore[index]
