@@ -81,6 +81,14 @@ class Settings(BaseSettings):
             raise ValueError("must start with redis://, rediss:// or unix://")
         return value
 
+    @field_validator("webchat_secret")
+    @classmethod
+    def _secret_length(cls, value: SecretStr | None) -> SecretStr | None:
+        # HS256 keys shorter than the hash output are refused (RFC 7518 §3.2).
+        if value is not None and len(value.get_secret_value().encode()) < 32:
+            raise ValueError("must be at least 32 bytes long")
+        return value
+
     @field_validator("model")
     @classmethod
     def _model_spec(cls, value: str) -> str:

@@ -16,6 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from gateway.storage.models import ChannelIdentity, Customer, CustomerIdentifier
 from gateway.storage.models import PendingLink as PendingLinkRow
 from gateway.storage.repositories import customers
+from gateway.tenants import TenantSettings
 from identity import (
     DEFAULT_BLOCKED,
     DEFAULT_LIMITS,
@@ -35,6 +36,30 @@ from identity import (
 )
 
 DEFAULT_POLICY = ScopePolicy.default()
+
+
+@dataclass(frozen=True, slots=True)
+class IdentityRules:
+    """A tenant's identity data: scope policy, merge-protection limits, blocked values."""
+
+    policy: ScopePolicy = DEFAULT_POLICY
+    limits: LinkLimits = DEFAULT_LIMITS
+    blocked: BlockedValues = DEFAULT_BLOCKED
+
+
+def rules_for(tenant: TenantSettings, region: str | None) -> IdentityRules:
+    """Read the tenant's identity settings; raises `IdentityConfigError` naming the problem."""
+    return IdentityRules(
+        policy=ScopePolicy.from_mapping(tenant.scope_policy)
+        if tenant.scope_policy
+        else DEFAULT_POLICY,
+        limits=LinkLimits.from_mapping(tenant.link_limits)
+        if tenant.link_limits
+        else DEFAULT_LIMITS,
+        blocked=BlockedValues.from_mapping(tenant.blocked_values, region=region)
+        if tenant.blocked_values
+        else DEFAULT_BLOCKED,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,14 +135,16 @@ async def _verified_counts(
 async def resolve_identity(
     session: AsyncSession,
     observation: IdentityObservation,
-    *,
-    policy: ScopePolicy = DEFAULT_POLICY,
-    limits: LinkLimits = DEFAULT_LIMITS,
-    blocked: BlockedValues = DEFAULT_BLOCKED,
+    rules: IdentityRules | None = None,
 ) -> ResolvedIdentity:
     """Resolve and persist one observation. The caller owns the transaction."""
+    rules = rules or IdentityRules()
+    policy = rules.policy
     resolution = resolve(
-        observation, await snapshot_for(session, observation), limits=limits, blocked=blocked
+        observation,
+        await snapshot_for(session, observation),
+        limits=rules.limits,
+        blocked=rules.blocked,
     )
     customer_id, identity_id = await apply_resolution(session, resolution)
     return ResolvedIdentity(
@@ -169,8 +196,7 @@ async def apply_resolution(session: AsyncSession, resolution: Resolution) -> tup
 
 async def _propose(session: AsyncSession, identity_id: str, pending: PendingLink) -> None:
     target = pending.candidate_customer
-    kind = pending.via.kind if pending.via else "customer"
-    value = pending.via.value if pending.via else target
+    kind, value = pending.via.kind, pending.via.value
     already = await session.scalar(
         select(PendingLinkRow.id).where(
             PendingLinkRow.identity_id == identity_id,

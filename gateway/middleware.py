@@ -18,7 +18,7 @@ from gateway.errors import GatewayError, PayloadTooLarge
 from gateway.keys import METRICS, SETTINGS
 from gateway.storage.errors import CustomerScopeRequired, DuplicateMessage, RecordNotFound
 from gateway.tenants import TenantConfigError
-from identity import OwnershipConflict
+from identity import IdentityConfigError, OwnershipConflict
 
 log = logging.getLogger("relaydesk.http")
 
@@ -66,7 +66,7 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
         return error_response(409, "conflict", str(exc))
     except BudgetError as exc:
         return error_response(422, exc.code, exc.detail)
-    except TenantConfigError as exc:
+    except (TenantConfigError, IdentityConfigError) as exc:
         return error_response(422, "invalid_tenant_settings", str(exc))
     except CustomerScopeRequired as exc:
         return error_response(400, "customer_required", str(exc))

@@ -143,7 +143,28 @@ async def merge_customers(
     )
     await _apply(session, plan)
     source.merged_into = target_customer
+    await _retarget_pending(session, source_customer, target_customer)
     return await _write_audit(session, plan, target_customer)
+
+
+async def _retarget_pending(session: AsyncSession, source: str, target: str) -> None:
+    """Proposals toward the merged-away customer now concern the target; the ones the merge
+    itself fulfilled (identity and candidate now the same customer) are closed."""
+    await session.execute(
+        update(PendingLinkRow)
+        .where(PendingLinkRow.target_customer_id == source, PendingLinkRow.status == "pending")
+        .values(target_customer_id=target)
+    )
+    own = select(ChannelIdentity.id).where(ChannelIdentity.customer_id == target)
+    await session.execute(
+        update(PendingLinkRow)
+        .where(
+            PendingLinkRow.target_customer_id == target,
+            PendingLinkRow.status == "pending",
+            PendingLinkRow.identity_id.in_(own),
+        )
+        .values(status="satisfied", decided_at=utcnow(), decided_by="merge")
+    )
 
 
 async def split_customer(

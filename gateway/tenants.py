@@ -48,7 +48,9 @@ class TenantSettings(BaseModel):
     model: str | None = None
     summary_model: str | None = None
     summary_provider: str | None = None
-    scope_policy: dict[str, list[str]] | None = None
+    scope_policy: dict[str, Any] | None = None
+    link_limits: dict[str, int] | None = None
+    blocked_values: dict[str, Any] | None = None
 
     @model_validator(mode="after")
     def _consistent(self) -> TenantSettings:

@@ -11,7 +11,7 @@ from gateway.auth import require_api_key
 from gateway.bodies import read_json
 from gateway.context_service import DialogueTurn, assemble_context
 from gateway.errors import BadRequest
-from gateway.identity_store import resolve_identity
+from gateway.identity_store import resolve_identity, rules_for
 from gateway.keys import COUNTER, SESSIONS, SETTINGS
 from gateway.openapi import document
 from gateway.storage.repositories import tenants
@@ -20,7 +20,6 @@ from identity import (
     Evidence,
     InvalidIdentifier,
     PhoneCall,
-    ScopePolicy,
     TelegramSender,
     WebChatVisitor,
     WhatsAppSender,
@@ -79,25 +78,23 @@ async def build_context(request: web.Request) -> web.Response:
     body = await read_json(request, ContextIn)
     settings = request.app[SETTINGS]
     secret = settings.webchat_secret.get_secret_value() if settings.webchat_secret else None
-    try:
-        observation = observe(
-            evidence_for(body, secret),
-            stated=stated_values(body.message, region=settings.default_region),
-            region=settings.default_region,
-        )
-    except InvalidIdentifier as exc:
-        raise BadRequest(f"external_id: {exc}", code="invalid_identity") from exc
+    region = settings.default_region
     async with request.app[SESSIONS].begin() as session:
         layers = await tenants.settings_layers(
             session, domain=DEFAULT_DOMAIN, host=request.host, assistant_id=body.assistant_id
         )
         tenant = effective_settings(layers, channel=body.channel)
-        policy = (
-            ScopePolicy.from_mapping(tenant.scope_policy)
-            if tenant.scope_policy
-            else ScopePolicy.default()
-        )
-        identity = await resolve_identity(session, observation, policy=policy)
+        rules = rules_for(tenant, region)
+        try:
+            observation = observe(
+                evidence_for(body, secret),
+                stated=stated_values(body.message, region=region),
+                region=region,
+                blocked=rules.blocked,
+            )
+        except InvalidIdentifier as exc:
+            raise BadRequest(f"external_id: {exc}", code="invalid_identity") from exc
+        identity = await resolve_identity(session, observation, rules=rules)
         assembled = await assemble_context(
             session,
             identity=identity,

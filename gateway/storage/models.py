@@ -99,7 +99,17 @@ class CustomerIdentifier(Base):
     """An identifier (phone, e-mail, account…) known for a customer, and how sure we are."""
 
     __tablename__ = "customer_identifiers"
-    __table_args__ = (UniqueConstraint("customer_id", "kind", "value"),)
+    # One row per source identity: after a merge the customer may hold the same identifier from
+    # two identities, and a split must be able to give each row back to where it came from.
+    __table_args__ = (
+        UniqueConstraint(
+            "customer_id",
+            "kind",
+            "value",
+            "source_identity_id",
+            name="uq_customer_identifiers_source",
+        ),
+    )
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
     customer_id: Mapped[str] = mapped_column(ForeignKey("customers.id"), index=True)

@@ -28,6 +28,7 @@ def test_defaults_are_the_embedded_ones(monkeypatch: pytest.MonkeyPatch) -> None
         ("RELAYDESK_REDIS_URL", "http://localhost"),
         ("RELAYDESK_MODEL", "gpt-4o"),
         ("RELAYDESK_PUBLIC_URL", "example.org/no-scheme"),
+        ("RELAYDESK_WEBCHAT_SECRET", "too-short"),
     ],
 )
 def test_a_wrong_value_names_the_variable(

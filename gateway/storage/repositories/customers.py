@@ -141,12 +141,15 @@ async def add_identifier(
     link_level: str,
     source_identity_id: str | None,
 ) -> IdentifierRecord:
-    """Attach an identifier, or raise its level if the customer already has it."""
+    """Attach an identifier learned from `source_identity_id`, or update that row's level."""
     existing = await session.scalar(
         select(CustomerIdentifier).where(
             CustomerIdentifier.customer_id == require_customer(customer_id),
             CustomerIdentifier.kind == kind,
             CustomerIdentifier.value == value,
+            CustomerIdentifier.source_identity_id.is_(None)
+            if source_identity_id is None
+            else CustomerIdentifier.source_identity_id == source_identity_id,
         )
     )
     if existing is not None:

@@ -221,3 +221,76 @@ async def test_active_campaign_messages_are_anchored_through_every_cut(
         campaign_id=campaign["id"],
     )
     assert "Contato pré-coletado" not in after["messages"][0]["content"]  # type: ignore[index]
+
+
+def _token(sub: str, **claims: object) -> str:
+    import time
+
+    import jwt
+
+    payload = {"sub": sub, "exp": int(time.time()) + 600, **claims}
+    return jwt.encode(payload, "webchat-secret-for-tests-0123456789abcdef", algorithm="HS256")
+
+
+async def test_web_token_with_verified_phone_joins_and_merge_protection_holds(
+    api: TestClient,  # type: ignore[type-arg]
+) -> None:
+    owner = await _context(api, channel="whatsapp", external_id=NUMBER, message="oi")
+    joined = await _context(
+        api,
+        channel="webchat",
+        external_id="visitor-a",
+        message="oi",
+        identity_token=_token("acct-1", phone_number=NUMBER, phone_number_verified=True),
+    )
+    assert joined["customer_id"] == owner["customer_id"]
+    assert joined["link_level"] == "verified"
+    # A second web account proving the same phone would give the customer two accounts
+    # (limit 1): no merge, a pending link instead.
+    second = await _context(
+        api,
+        channel="webchat",
+        external_id="visitor-b",
+        message="oi",
+        identity_token=_token("acct-2", phone_number=NUMBER, phone_number_verified=True),
+    )
+    assert second["customer_id"] != owner["customer_id"]
+    pending = await (await api.get("/v1/operator/pending-links", headers=AUTH)).json()
+    assert [p["reason"] for p in pending["pending_links"]] == ["merge_limit"]
+    # An unverified phone claim in a valid token is only asserted: no join.
+    claimed = await _context(
+        api,
+        channel="webchat",
+        external_id="visitor-c",
+        message="oi",
+        identity_token=_token("acct-3", phone_number=NUMBER, phone_number_verified=False),
+    )
+    assert claimed["customer_id"] != owner["customer_id"]
+    forged = await _context(
+        api,
+        channel="webchat",
+        external_id="visitor-d",
+        message="oi",
+        identity_token=_token("acct-1", phone_number=NUMBER, phone_number_verified=True)[:-3]
+        + "abc",
+    )
+    assert forged["link_level"] == "anonymous"
+    assert forged["customer_id"] != owner["customer_id"]
+
+
+async def test_tenant_blocked_values_never_link(api: TestClient) -> None:  # type: ignore[type-arg]
+    # Without the block, stating this number would propose a link to its owner (see above).
+    await _context(api, channel="whatsapp", external_id=NUMBER, message="oi")
+    async with api.app[SESSIONS].begin() as session:
+        await tenants.save_tenant_settings(
+            session, domain="default", settings={"blocked_values": {"phones": [NUMBER]}}
+        )
+    web = await _context(
+        api, channel="webchat", external_id="visitor-z", message=f"meu número é {NUMBER}"
+    )
+    assert web["link_level"] == "anonymous"
+    pending = await (await api.get("/v1/operator/pending-links", headers=AUTH)).json()
+    assert pending["pending_links"] == []
+    blocked_sender = await _context(api, channel="whatsapp", external_id=NUMBER, message="oi")
+    assert blocked_sender["link_level"] == "anonymous"
+    assert blocked_sender["allowed_scopes"] == ["public"]

@@ -58,3 +58,22 @@ async def test_upgrade_from_empty_to_head_then_down_one_and_back(
         assert await _tables(empty_database) == set(Base.metadata.tables)
     finally:
         await engine.dispose()
+
+
+async def test_migrated_schema_matches_the_models(empty_database: DatabaseUnderTest) -> None:
+    from alembic.autogenerate import compare_metadata
+    from alembic.runtime.migration import MigrationContext
+
+    engine = empty_database.engine()
+    try:
+        await upgrade(engine)
+
+        def diff(connection):  # type: ignore[no-untyped-def]
+            context = MigrationContext.configure(connection, opts={"compare_type": False})
+            return compare_metadata(context, Base.metadata)
+
+        async with engine.connect() as connection:
+            differences = await connection.run_sync(diff)
+        assert differences == []
+    finally:
+        await engine.dispose()
