@@ -30,8 +30,9 @@ def make_turns(counter: TiktokenCounter, roles: str, words: int = 10) -> tuple[T
     for i, letter in enumerate(roles):
         role: Role = "user" if letter == "u" else "assistant"
         text = f"turno {i} " + "palavra " * words
-        out.append(Turn(f"t{i}", role, text, counter.count(text), "webchat",
-                        T0 + timedelta(minutes=i)))
+        out.append(
+            Turn(f"t{i}", role, text, counter.count(text), "webchat", T0 + timedelta(minutes=i))
+        )
     return tuple(out)
 
 
@@ -42,8 +43,9 @@ def current(counter: TiktokenCounter, text: str = "e agora?") -> Fitted:
 
 def test_short_text_is_untouched(counter: TiktokenCounter) -> None:
     fitted = fit_text("olá", None, Budget.default(), counter)
-    assert fitted == Fitted("olá", counter.count("olá"), truncated=False,
-                            original_tokens=counter.count("olá"))
+    assert fitted == Fitted(
+        "olá", counter.count("olá"), truncated=False, original_tokens=counter.count("olá")
+    )
 
 
 def test_stored_count_is_trusted(counter: TiktokenCounter) -> None:
@@ -73,8 +75,9 @@ def test_message_at_the_limit_is_kept_whole(counter: TiktokenCounter) -> None:
 
 
 def test_character_cap_applies_before_counting(counter: TiktokenCounter) -> None:
-    budget = Budget(max_input_chars=1000, max_single_message_tokens=5000,
-                    truncated_message_target_tokens=700)
+    budget = Budget(
+        max_input_chars=1000, max_single_message_tokens=5000, truncated_message_target_tokens=700
+    )
     text = "a" * 600 + "b" * 1400
     fitted = fit_text(text, 99, budget, counter)
     assert fitted.truncated

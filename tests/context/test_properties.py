@@ -37,9 +37,36 @@ ALL_SCOPES = ("public", "profile", "account", "payment")
 PROPERTY = settings(max_examples=120, deadline=None)
 
 WORDS = (
-    "pedido", "entrega", "boleto", "pix", "chave", "endereço", "atraso", "troca", "olá", "obrigado",
-    "order", "refund", "tracking", "email", "please", "12345", "R$", "99,90", "ação", "São",
-    "Paulo", "😀", "#", "—", "\n", "não", "já", "CEP", "01310-100", "<|endoftext|>",
+    "pedido",
+    "entrega",
+    "boleto",
+    "pix",
+    "chave",
+    "endereço",
+    "atraso",
+    "troca",
+    "olá",
+    "obrigado",
+    "order",
+    "refund",
+    "tracking",
+    "email",
+    "please",
+    "12345",
+    "R$",
+    "99,90",
+    "ação",
+    "São",
+    "Paulo",
+    "😀",
+    "#",
+    "—",
+    "\n",
+    "não",
+    "já",
+    "CEP",
+    "01310-100",
+    "<|endoftext|>",
 )
 
 
@@ -52,8 +79,9 @@ def texts(max_words: int) -> st.SearchStrategy[str]:
     return st.lists(st.sampled_from(WORDS), max_size=max_words).map(" ".join)
 
 
-long_texts = st.builds(lambda word, n: (word + " ") * n, st.sampled_from(WORDS[:12]),
-                       st.integers(1300, 2500))
+long_texts = st.builds(
+    lambda word, n: (word + " ") * n, st.sampled_from(WORDS[:12]), st.integers(1300, 2500)
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,7 +124,8 @@ class Spec:
 
 
 turn_specs = st.builds(
-    TurnSpec, st.sampled_from(("user", "assistant")),
+    TurnSpec,
+    st.sampled_from(("user", "assistant")),
     st.one_of(texts(40), texts(40), texts(40), texts(40), texts(40), texts(40), long_texts),
 )
 fact_specs = st.builds(
@@ -104,7 +133,9 @@ fact_specs = st.builds(
     st.sampled_from(("email", "pix_key", "cep", "nome", "plano", "regra")),
     texts(30),
     st.sampled_from(ALL_SCOPES),
-    st.booleans(), st.booleans(), st.booleans(),
+    st.booleans(),
+    st.booleans(),
+    st.booleans(),
     st.sampled_from(("whatsapp", "phone", "webchat")),
     st.booleans(),
 )
@@ -115,6 +146,8 @@ summary_specs = st.builds(
     st.integers(1, 5000),
     st.one_of(st.none(), st.floats(0, 1)),
 )
+
+
 def sized(items: st.SearchStrategy[T], most: int) -> st.SearchStrategy[tuple[T, ...]]:
     """Tuples with a length drawn uniformly, so long histories are as common as short ones."""
     return st.integers(0, most).flatmap(
@@ -135,10 +168,15 @@ def free_budgets(draw: st.DrawFn) -> Budget:
     reserve, margin = draw(st.integers(0, 1000)), draw(st.integers(0, 200))
     window = sum(slices.values()) + reserve + margin + draw(st.integers(0, 100))
     limit = draw(st.integers(100, 1500))
-    return Budget(window=window, output_reserve=reserve, protocol_margin=margin,
-                  max_single_message_tokens=limit,
-                  truncated_message_target_tokens=draw(st.integers(20, limit - 1)),
-                  head_turns=draw(st.integers(0, 3)), **slices)
+    return Budget(
+        window=window,
+        output_reserve=reserve,
+        protocol_margin=margin,
+        max_single_message_tokens=limit,
+        truncated_message_target_tokens=draw(st.integers(20, limit - 1)),
+        head_turns=draw(st.integers(0, 3)),
+        **slices,
+    )
 
 
 budgets = st.one_of(
@@ -162,27 +200,56 @@ specs = st.builds(
 
 def build_request(spec: Spec, counter: TiktokenCounter) -> ContextRequest:
     turns = tuple(
-        Turn(f"t{i:03}", "user" if t.role == "user" else "assistant", f"[t{i:03}] {t.text}",
-             counter.count(f"[t{i:03}] {t.text}"), CHANNEL, T0 + timedelta(minutes=i))
+        Turn(
+            f"t{i:03}",
+            "user" if t.role == "user" else "assistant",
+            f"[t{i:03}] {t.text}",
+            counter.count(f"[t{i:03}] {t.text}"),
+            CHANNEL,
+            T0 + timedelta(minutes=i),
+        )
         for i, t in enumerate(spec.turns)
     )
     facts = tuple(
-        FactItem(f"f{i:03}", f.key, f.value, f.scope, f.source, f"m{i}", T0,
-                 pinned=f.pinned, is_rule=f.is_rule, confirmed=f.confirmed, confidence=0.5,
-                 tokens=counter.count(f.value) if f.stored_count else None)
+        FactItem(
+            f"f{i:03}",
+            f.key,
+            f.value,
+            f.scope,
+            f.source,
+            f"m{i}",
+            T0,
+            pinned=f.pinned,
+            is_rule=f.is_rule,
+            confirmed=f.confirmed,
+            confidence=0.5,
+            tokens=counter.count(f.value) if f.stored_count else None,
+        )
         for i, f in enumerate(spec.facts)
     )
     summaries = tuple(
-        SummaryItem(f"s{i:03}", f"ep{i:03}", s.channel,
-                    "transcript" if s.channel == "phone" else "typed",
-                    T0 - timedelta(hours=s.hours_ago + 1), T0 - timedelta(hours=s.hours_ago),
-                    s.text, counter.count(s.text), confidence=s.confidence)
+        SummaryItem(
+            f"s{i:03}",
+            f"ep{i:03}",
+            s.channel,
+            "transcript" if s.channel == "phone" else "typed",
+            T0 - timedelta(hours=s.hours_ago + 1),
+            T0 - timedelta(hours=s.hours_ago),
+            s.text,
+            counter.count(s.text),
+            confidence=s.confidence,
+        )
         for i, s in enumerate(spec.summaries)
     )
     return ContextRequest(
         instruction=Instruction(spec.instruction),
-        state=OperationalState(CHANNEL, "verified", ALL_SCOPES, open_ticket="T-1",
-                               extra=tuple((f"x{i}", v) for i, v in enumerate(spec.extras))),
+        state=OperationalState(
+            CHANNEL,
+            "verified",
+            ALL_SCOPES,
+            open_ticket="T-1",
+            extra=tuple((f"x{i}", v) for i, v in enumerate(spec.extras)),
+        ),
         episode=CurrentEpisode("ep-now", CHANNEL, turns, summary=spec.episode_summary),
         message=spec.message,
         anchored=tuple(AnchoredMessage(f"a{i}", "camp", a) for i, a in enumerate(spec.anchored)),
@@ -282,8 +349,9 @@ def test_layout_and_last_turns(spec: Spec, counter: TiktokenCounter) -> None:
     for role in ("user", "assistant"):
         last = next((t for t in reversed(turns) if t.role == role), None)
         if last is not None:
-            assert any(m.role == role and m.content.startswith(f"[{last.id}]")
-                       for m in messages[1:-1])
+            assert any(
+                m.role == role and m.content.startswith(f"[{last.id}]") for m in messages[1:-1]
+            )
 
 
 @PROPERTY
@@ -296,14 +364,18 @@ def test_other_channels_enter_only_as_summaries(
         Turn(f"p{i}", "user", f"RAWCALL{i} {text}", counter.count(text), "phone", T0)
         for i, text in enumerate(foreign)
     )
-    call = SummaryItem("call", "ep-call", "phone", "transcript", T0, T0, "ligação resumida", 3,
-                       confidence=0.62)
+    call = SummaryItem(
+        "call", "ep-call", "phone", "transcript", T0, T0, "ligação resumida", 3, confidence=0.62
+    )
     request = replace(request, summaries=(*request.summaries, call))
     if smuggle:
         turns = (*request.episode.turns, *raw)
         with pytest.raises(ContextInputError) as caught:
-            build_window(replace(request, episode=replace(request.episode, turns=turns)),
-                         spec.budget, counter)
+            build_window(
+                replace(request, episode=replace(request.episode, turns=turns)),
+                spec.budget,
+                counter,
+            )
         assert caught.value.code == "foreign_channel_turn"
         return
     window = try_build(request, spec.budget, counter)
@@ -337,8 +409,9 @@ PREFIX_KINDS = {"fact", "summary", "episode_summary", "state"}
 def test_prefix_unchanged_when_only_new_turns_arrive(
     spec: Spec, split: float, later_message: str, counter: TiktokenCounter
 ) -> None:
-    spec = replace(spec, budget=Budget.for_window(16384), facts=spec.facts[:10],
-                   summaries=spec.summaries[:4])
+    spec = replace(
+        spec, budget=Budget.for_window(16384), facts=spec.facts[:10], summaries=spec.summaries[:4]
+    )
     full = build_request(spec, counter)
     cut = int(len(full.episode.turns) * split)
     earlier = replace(full, episode=replace(full.episode, turns=full.episode.turns[:cut]))
@@ -349,8 +422,7 @@ def test_prefix_unchanged_when_only_new_turns_arrive(
     assume(before is not None and after is not None)
     assert before is not None and after is not None
     # Membership of the prefix only moves when something did not fit.
-    assume(not any(d.kind in PREFIX_KINDS for d in (*before.report.dropped,
-                                                      *after.report.dropped)))
+    assume(not any(d.kind in PREFIX_KINDS for d in (*before.report.dropped, *after.report.dropped)))
     assert before.report.prefix_sha256 == after.report.prefix_sha256
     assert before.messages[0] == after.messages[0]
 
@@ -364,8 +436,9 @@ def test_fact_outside_allowed_scopes_always_refused(
     allowed = tuple(s for s in ALL_SCOPES if s != bad_scope)
     leaked = FactItem("leak", "pix_key", "123", bad_scope, "whatsapp", "m", T0)
     safe = tuple(f for f in request.facts if f.scope in allowed)
-    request = replace(request, state=replace(request.state, allowed_scopes=allowed),
-                      facts=(*safe, leaked))
+    request = replace(
+        request, state=replace(request.state, allowed_scopes=allowed), facts=(*safe, leaked)
+    )
     with pytest.raises(ScopeViolation) as caught:
         build_window(request, spec.budget, counter)
     assert caught.value.code == "fact_scope_not_allowed"

@@ -27,8 +27,17 @@ def fact(
     confirmed: bool = True,
 ) -> FactItem:
     return FactItem(
-        id, key, value, "profile", "whatsapp", f"m-{id}", learned_at,
-        tags=tags, pinned=pinned, is_rule=is_rule, confirmed=confirmed,
+        id,
+        key,
+        value,
+        "profile",
+        "whatsapp",
+        f"m-{id}",
+        learned_at,
+        tags=tags,
+        pinned=pinned,
+        is_rule=is_rule,
+        confirmed=confirmed,
     )
 
 
@@ -38,14 +47,21 @@ def summary(id: str, text: str, ended_at: datetime) -> SummaryItem:
 
 def test_terms_fold_accents_case_stopwords_and_plurals() -> None:
     assert terms("Qual é o ENDEREÇO de entrega dos pedidos?") == (
-        "endereco", "entrega", "pedido",
+        "endereco",
+        "entrega",
+        "pedido",
     )
     assert terms("Where are my orders?") == ("order",)
 
 
 def test_terms_keep_numbers_and_split_identifiers() -> None:
     assert terms("pedido #12345, e-mail ana@example.org") == (
-        "pedido", "12345", "mail", "ana", "example", "org",
+        "pedido",
+        "12345",
+        "mail",
+        "ana",
+        "example",
+        "org",
     )
     assert terms("order_id") == ("order", "id")
 

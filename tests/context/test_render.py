@@ -40,7 +40,14 @@ def fact(**changes: object) -> FactItem:
 
 def summary(channel: str, modality: str, confidence: float | None) -> SummaryItem:
     return SummaryItem(
-        "s1", "e1", channel, modality, T0, T0, "Cliente perguntou do pedido.", 8,  # type: ignore[arg-type]
+        "s1",
+        "e1",
+        channel,
+        modality,
+        T0,
+        T0,
+        "Cliente perguntou do pedido.",
+        8,  # type: ignore[arg-type]
         confidence=confidence,
     )
 
@@ -103,8 +110,11 @@ def test_skeleton_only_when_quoting_keeps_the_value() -> None:
 
 def test_state_lines_are_canonical() -> None:
     state = OperationalState(
-        "whatsapp", "verified", ("payment", "public", "profile", "public"),
-        open_ticket="T-9", extra=(("plan", "premium\nvip"),),
+        "whatsapp",
+        "verified",
+        ("payment", "public", "profile", "public"),
+        open_ticket="T-9",
+        extra=(("plan", "premium\nvip"),),
     )
     lines = state_lines(state, transcript=False)
     assert lines.core == (

@@ -48,8 +48,9 @@ def conversation(
         text = f"Mensagem {i} do {'cliente' if role == 'user' else 'atendente'}: " + " ".join(
             f"detalhe{i}x{j}" for j in range(words)
         )
-        out.append(Turn(f"t{i}", role, text, counter.count(text), channel,
-                        T0 + timedelta(minutes=i)))
+        out.append(
+            Turn(f"t{i}", role, text, counter.count(text), channel, T0 + timedelta(minutes=i))
+        )
     return tuple(out)
 
 
@@ -69,8 +70,16 @@ def summary(
     counter: TokenCounter, id: str, channel: str, text: str, ended_at: datetime, **changes: object
 ) -> SummaryItem:
     modality: Modality = "transcript" if channel == "phone" else "typed"
-    item = SummaryItem(id, f"ep-{id}", channel, modality, ended_at - timedelta(minutes=20),
-                       ended_at, text, counter.count(text))
+    item = SummaryItem(
+        id,
+        f"ep-{id}",
+        channel,
+        modality,
+        ended_at - timedelta(minutes=20),
+        ended_at,
+        text,
+        counter.count(text),
+    )
     return dataclasses.replace(item, **changes)  # type: ignore[arg-type]
 
 
@@ -114,7 +123,12 @@ def test_layout_system_first_turns_then_current_message_last(counter: TiktokenCo
     turns = conversation(counter, 4)
     window = build_window(request(counter, turns=turns), Budget.default(), counter)
     assert [m.role for m in window.messages] == [
-        "system", "user", "assistant", "user", "assistant", "user",
+        "system",
+        "user",
+        "assistant",
+        "user",
+        "assistant",
+        "user",
     ]
     assert [m.content for m in window.messages[1:-1]] == [t.text for t in turns]
     assert window.messages[-1].content == "Qual o status do meu pedido?"
@@ -127,8 +141,13 @@ def test_system_blocks_in_canonical_order(counter: TiktokenCounter) -> None:
         anchored=(AnchoredMessage("a1", "black-friday", "Contato: Ana, plano Ouro."),),
         facts=(fact(counter, "f1", "email", "ana@example.com"),),
         summaries=(summary(counter, "s1", "webchat", "Trocou o endereço.", T0),),
-        episode=CurrentEpisode("ep-now", "whatsapp", conversation(counter, 2),
-                               summary="Cliente quer rastrear o pedido 77.", summary_tokens=10),
+        episode=CurrentEpisode(
+            "ep-now",
+            "whatsapp",
+            conversation(counter, 2),
+            summary="Cliente quer rastrear o pedido 77.",
+            summary_tokens=10,
+        ),
     )
     text = system(build_window(req, Budget.default(), counter))
     markers = [
@@ -178,8 +197,16 @@ def test_anchored_messages_survive_every_cut(counter: TiktokenCounter) -> None:
 
 def test_mandatory_context_that_cannot_fit_is_an_error(counter: TiktokenCounter) -> None:
     # Earlier slices can cede at most their whole budgets: 100 + 100 + 100 tokens here.
-    budget = Budget(window=1000, output_reserve=0, protocol_margin=0, instruction=100,
-                    state=100, facts=0, summaries=0, current_episode=100)
+    budget = Budget(
+        window=1000,
+        output_reserve=0,
+        protocol_margin=0,
+        instruction=100,
+        state=100,
+        facts=0,
+        summaries=0,
+        current_episode=100,
+    )
     turns = conversation(counter, 2, words=60)
     with pytest.raises(BudgetError) as caught:
         build_window(request(counter, turns=turns), budget, counter)
@@ -189,12 +216,13 @@ def test_mandatory_context_that_cannot_fit_is_an_error(counter: TiktokenCounter)
 def test_fact_outside_allowed_scopes_is_refused(counter: TiktokenCounter) -> None:
     secret = fact(counter, "f9", "pix_key", "123", scope="payment")
     state = OperationalState("phone", "inferred", ("public",))
-    req = request(counter, state=state, facts=(secret,),
-                  episode=CurrentEpisode("ep-now", "phone"))
+    req = request(counter, state=state, facts=(secret,), episode=CurrentEpisode("ep-now", "phone"))
     with pytest.raises(ScopeViolation) as caught:
         build_window(req, Budget.default(), counter)
     assert (caught.value.code, caught.value.fact_id, caught.value.scope) == (
-        "fact_scope_not_allowed", "f9", "payment",
+        "fact_scope_not_allowed",
+        "f9",
+        "payment",
     )
 
 
@@ -240,8 +268,16 @@ def test_other_channel_episode_enters_only_as_a_tagged_summary(counter: Tiktoken
 
 
 def test_unconfirmed_transcript_fact_is_marked(counter: TiktokenCounter) -> None:
-    heard = fact(counter, "f1", "pix_key", "11 9999-0000", confirmed=False,
-                 source_channel="phone", confidence=0.62, scope="payment")
+    heard = fact(
+        counter,
+        "f1",
+        "pix_key",
+        "11 9999-0000",
+        confirmed=False,
+        source_channel="phone",
+        confidence=0.62,
+        scope="payment",
+    )
     text = system(build_window(request(counter, facts=(heard,)), Budget.default(), counter))
     assert '- pix_key: "11 9999-0000" (unconfirmed, from phone transcript, confidence 0.62)' in text
 
@@ -251,12 +287,17 @@ def test_facts_cut_by_relevance_never_pinned_or_by_age(counter: TiktokenCounter)
         fact(counter, f"x{i:02}", f"nota_{i:02}", f"assunto aleatório número {i} " * 3)
         for i in range(150)
     )
-    old_relevant = fact(counter, "old", "pix_key", "chave pix 123",
-                        learned_at=T0 - timedelta(days=2000))
+    old_relevant = fact(
+        counter, "old", "pix_key", "chave pix 123", learned_at=T0 - timedelta(days=2000)
+    )
     pinned = fact(counter, "pin", "apelido", "Aninha", pinned=True)
     budget = Budget(facts=150, current_episode=4250)
-    req = request(counter, message="qual é a minha chave pix?",
-                  facts=(*filler, old_relevant, pinned), turns=conversation(counter, 300))
+    req = request(
+        counter,
+        message="qual é a minha chave pix?",
+        facts=(*filler, old_relevant, pinned),
+        turns=conversation(counter, 300),
+    )
     window = build_window(req, budget, counter)
     text = system(window)
     assert '- pix_key: "chave pix 123"' in text
@@ -273,10 +314,14 @@ def test_fact_block_order_does_not_follow_relevance(counter: TiktokenCounter) ->
         fact(counter, "f3", "regra", "sem ligações", is_rule=True),
         fact(counter, "f4", "vip", "sim", pinned=True),
     )
-    first = system(build_window(request(counter, facts=facts, message="zona norte"),
-                                Budget.default(), counter))
-    second = system(build_window(request(counter, facts=facts[::-1], message="apelido"),
-                                 Budget.default(), counter))
+    first = system(
+        build_window(request(counter, facts=facts, message="zona norte"), Budget.default(), counter)
+    )
+    second = system(
+        build_window(
+            request(counter, facts=facts[::-1], message="apelido"), Budget.default(), counter
+        )
+    )
     assert first == second
     lines = [line for line in first.splitlines() if line.startswith("- ") and '"' in line]
     assert [line.split(":")[0] for line in lines] == ["- vip", "- regra", "- apelido", "- zona"]
@@ -299,11 +344,17 @@ def test_summaries_over_budget_are_reported(counter: TiktokenCounter) -> None:
 
 
 def test_surplus_flows_forward_and_report_adds_up(counter: TiktokenCounter) -> None:
-    window = build_window(request(counter, turns=conversation(counter, 500)),
-                          Budget.default(), counter)
+    window = build_window(
+        request(counter, turns=conversation(counter, 500)), Budget.default(), counter
+    )
     slices = window.report.slices
     assert [s.name for s in slices] == [
-        "instruction", "state", "facts", "summaries", "current_episode", "output_reserve",
+        "instruction",
+        "state",
+        "facts",
+        "summaries",
+        "current_episode",
+        "output_reserve",
     ]
     for before, after in zip(slices[:4], slices[1:5], strict=True):
         assert after.received == before.ceded
@@ -343,12 +394,17 @@ def test_leftover_is_offered_back_in_a_second_pass(counter: TiktokenCounter) -> 
 
 
 def test_state_extras_drop_before_the_core(counter: TiktokenCounter) -> None:
-    state = OperationalState("whatsapp", "verified", SCOPES,
-                             extra=(("nota", "x " * 400), ("plano", "Ouro")))
+    state = OperationalState(
+        "whatsapp", "verified", SCOPES, extra=(("nota", "x " * 400), ("plano", "Ouro"))
+    )
     budget = Budget(instruction=60, state=80, facts=2260)
-    req = request(counter, state=state, instruction=Instruction("Seja breve."),
-                  facts=tuple(fact(counter, f"f{i}", f"k{i}", "v " * 100) for i in range(60)),
-                  turns=conversation(counter, 600))
+    req = request(
+        counter,
+        state=state,
+        instruction=Instruction("Seja breve."),
+        facts=tuple(fact(counter, f"f{i}", f"k{i}", "v " * 100) for i in range(60)),
+        turns=conversation(counter, 600),
+    )
     window = build_window(req, budget, counter)
     assert dropped(window, "state") == {"nota": "over_budget"}
     assert "- plano: Ouro" in system(window)
@@ -389,8 +445,9 @@ def test_oversized_turn_is_truncated_and_reported(counter: TiktokenCounter) -> N
 
 def test_episode_summary_dropped_when_no_room(counter: TiktokenCounter) -> None:
     turns = conversation(counter, 6)
-    episode = CurrentEpisode("ep-now", "whatsapp", turns,
-                             summary="resumo " * 9000, summary_tokens=9000)
+    episode = CurrentEpisode(
+        "ep-now", "whatsapp", turns, summary="resumo " * 9000, summary_tokens=9000
+    )
     window = build_window(request(counter, episode=episode), Budget.default(), counter)
     assert dropped(window, "episode_summary") == {"ep-now": "over_budget"}
     assert "Earlier in this conversation" not in system(window)
@@ -402,7 +459,8 @@ def test_episode_summary_dropped_when_no_room(counter: TiktokenCounter) -> None:
 
 def test_estimate_matches_an_independent_recount(counter: TiktokenCounter) -> None:
     req = request(
-        counter, turns=conversation(counter, 200),
+        counter,
+        turns=conversation(counter, 200),
         facts=tuple(fact(counter, f"f{i}", f"k{i}", f"v{i}") for i in range(20)),
         summaries=(summary(counter, "s", "phone", "ligação", T0, confidence=0.5),),
     )
@@ -412,12 +470,21 @@ def test_estimate_matches_an_independent_recount(counter: TiktokenCounter) -> No
 
 
 def test_report_dict_is_the_http_contract(counter: TiktokenCounter) -> None:
-    window = build_window(request(counter, turns=conversation(counter, 300)),
-                          Budget.default(), counter)
+    window = build_window(
+        request(counter, turns=conversation(counter, 300)), Budget.default(), counter
+    )
     body = window.report.to_dict()
     assert set(body) == {
-        "window", "output_reserve", "protocol_margin", "input_budget", "estimated_tokens",
-        "full_history_tokens", "savings", "slices", "dropped", "prefix_sha256",
+        "window",
+        "output_reserve",
+        "protocol_margin",
+        "input_budget",
+        "estimated_tokens",
+        "full_history_tokens",
+        "savings",
+        "slices",
+        "dropped",
+        "prefix_sha256",
     }
     assert (body["window"], body["output_reserve"], body["protocol_margin"]) == (8192, 800, 192)
     assert body["input_budget"] == 7200
@@ -440,8 +507,9 @@ def test_full_history_and_savings(counter: TiktokenCounter) -> None:
     assert report.full_history_tokens == expected
     assert report.savings == round(1 - report.estimated_tokens / expected, 4)
     assert report.savings > 0.5
-    hinted = build_window(request(counter, turns=turns, full_history_tokens=10 * expected),
-                          Budget.default(), counter)
+    hinted = build_window(
+        request(counter, turns=turns, full_history_tokens=10 * expected), Budget.default(), counter
+    )
     assert hinted.report.full_history_tokens == 10 * expected
     huge = "log " * 5000
     truncated = build_window(request(counter, message=huge), Budget.default(), counter)
@@ -452,7 +520,8 @@ def test_full_history_and_savings(counter: TiktokenCounter) -> None:
 
 def test_identical_inputs_give_identical_windows(counter: TiktokenCounter) -> None:
     req = request(
-        counter, turns=conversation(counter, 120),
+        counter,
+        turns=conversation(counter, 120),
         facts=tuple(fact(counter, f"f{i}", f"k{i % 7}", f"valor {i}") for i in range(80)),
     )
     assert build_window(req, Budget.default(), counter) == build_window(
@@ -463,14 +532,17 @@ def test_identical_inputs_give_identical_windows(counter: TiktokenCounter) -> No
 def test_prefix_is_stable_when_only_turns_arrive(counter: TiktokenCounter) -> None:
     facts = tuple(fact(counter, f"f{i}", f"k{i}", f"valor {i}") for i in range(10))
     turns = conversation(counter, 40)
-    before = build_window(request(counter, turns=turns[:30], facts=facts, message="oi"),
-                          Budget.default(), counter)
-    after = build_window(request(counter, turns=turns, facts=facts, message="e o pix?"),
-                         Budget.default(), counter)
+    before = build_window(
+        request(counter, turns=turns[:30], facts=facts, message="oi"), Budget.default(), counter
+    )
+    after = build_window(
+        request(counter, turns=turns, facts=facts, message="e o pix?"), Budget.default(), counter
+    )
     assert before.report.prefix_sha256 == after.report.prefix_sha256
     changed = (*facts[:-1], dataclasses.replace(facts[-1], value="outro"))
-    edited = build_window(request(counter, turns=turns, facts=changed, message="e o pix?"),
-                          Budget.default(), counter)
+    edited = build_window(
+        request(counter, turns=turns, facts=changed, message="e o pix?"), Budget.default(), counter
+    )
     assert edited.report.prefix_sha256 != after.report.prefix_sha256
 
 

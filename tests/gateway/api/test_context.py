@@ -294,3 +294,58 @@ async def test_tenant_blocked_values_never_link(api: TestClient) -> None:  # typ
     blocked_sender = await _context(api, channel="whatsapp", external_id=NUMBER, message="oi")
     assert blocked_sender["link_level"] == "anonymous"
     assert blocked_sender["allowed_scopes"] == ["public"]
+
+
+def _unsigned(sub: str) -> str:
+    import base64
+    import json
+    import time
+
+    def part(data: dict[str, object]) -> str:
+        return base64.urlsafe_b64encode(json.dumps(data).encode()).rstrip(b"=").decode()
+
+    claims = {
+        "sub": sub,
+        "exp": int(time.time()) + 600,
+        "phone_number": NUMBER,
+        "phone_number_verified": True,
+    }
+    return f"{part({'alg': 'none', 'typ': 'JWT'})}.{part(claims)}."
+
+
+async def test_bad_tokens_look_exactly_like_no_token(api: TestClient) -> None:  # type: ignore[type-arg]
+    import time
+
+    import jwt
+
+    owner = await _context(api, channel="whatsapp", external_id=NUMBER, message="oi")
+    expired = jwt.encode(
+        {
+            "sub": "acct-1",
+            "exp": int(time.time()) - 3600,
+            "phone_number": NUMBER,
+            "phone_number_verified": True,
+        },
+        "webchat-secret-for-tests-0123456789abcdef",
+        algorithm="HS256",
+    )
+    # HS512 is refused whatever the key (only HS256 tokens are read).
+    wrong_alg = jwt.encode(
+        {"sub": "acct-1", "exp": int(time.time()) + 600},
+        "webchat-secret-for-tests-0123456789abcdef" * 2,
+        algorithm="HS512",
+    )
+    shapes = []
+    for index, token in enumerate([None, "garbage", expired, wrong_alg, _unsigned("acct-1")]):
+        body = await _context(
+            api,
+            channel="webchat",
+            external_id=f"visitor-{index}",
+            message="oi",
+            identity_token=token,
+        )
+        assert body["link_level"] == "anonymous"
+        assert body["customer_id"] != owner["customer_id"]
+        assert body["allowed_scopes"] == ["public"]
+        shapes.append(sorted(body))
+    assert all(shape == shapes[0] for shape in shapes)
