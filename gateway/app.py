@@ -9,15 +9,34 @@ import httpx
 from aiohttp import web
 from redis.asyncio import Redis
 
+from channels.base import Channel
+from channels.webchat import WebChatChannel
 from context import TiktokenCounter, load_encoding
-from gateway import health, openapi
+from gateway import health, openapi, webchat_routes
 from gateway.api import campaigns, context, operator
+from gateway.clock import utcnow
 from gateway.config import Settings
-from gateway.keys import COUNTER, ENGINE, HTTP, METRICS, REDIS, SESSIONS, SETTINGS
+from gateway.keys import (
+    COUNTER,
+    ENGINE,
+    HTTP,
+    HUB,
+    METRICS,
+    PIPELINE,
+    REDIS,
+    SCHEDULER,
+    SESSIONS,
+    SETTINGS,
+)
+from gateway.locks import InProcessLocks, RedisLocks
 from gateway.metrics import Metrics
 from gateway.middleware import body_limit_middleware, error_middleware, metrics_middleware
+from gateway.pipeline import Pipeline, ProviderPool
+from gateway.providers import ModelProvider, make_provider
+from gateway.scheduler import TurnScheduler
 from gateway.storage.engine import make_engine, make_sessionmaker
 from gateway.storage.migrate import upgrade
+from gateway.webchat_hub import WebChatHub
 
 log = logging.getLogger("relaydesk.app")
 
@@ -52,6 +71,37 @@ async def http_ctx(app: web.Application) -> AsyncIterator[None]:
     await client.aclose()
 
 
+async def pipeline_ctx(app: web.Application) -> AsyncIterator[None]:
+    settings = app[SETTINGS]
+    redis = app.get(REDIS)
+    http = app[HTTP]
+    api_key = settings.model_api_key.get_secret_value() if settings.model_api_key else None
+
+    def make(spec: str) -> ModelProvider:
+        return make_provider(spec, http=http, base_url=settings.model_base_url, api_key=api_key)
+
+    hub = WebChatHub()
+    channels: dict[str, Channel] = {"webchat": WebChatChannel(hub.deliver, utcnow)}
+    pipeline = Pipeline(
+        settings=settings,
+        sessions=app[SESSIONS],
+        counter=app[COUNTER],
+        locks=RedisLocks(redis) if redis is not None else InProcessLocks(),
+        channels=channels,
+        providers=ProviderPool(make(settings.model), make),
+        metrics=app[METRICS],
+        redis=redis,
+    )
+    scheduler = TurnScheduler(pipeline.drain, pipeline.pending_conversations)
+    app[HUB] = hub
+    app[PIPELINE] = pipeline
+    app[SCHEDULER] = scheduler
+    scheduler.start()
+    yield
+    await scheduler.close()
+    await hub.close_all()
+
+
 def create_app(settings: Settings) -> web.Application:
     app = web.Application(
         middlewares=[metrics_middleware, error_middleware, body_limit_middleware],
@@ -61,10 +111,11 @@ def create_app(settings: Settings) -> web.Application:
     app[METRICS] = Metrics.create()
     # The tokenizer is loaded once per process and shared (it is read-only).
     app[COUNTER] = TiktokenCounter(load_encoding())
-    app.cleanup_ctx.extend([database_ctx, redis_ctx, http_ctx])
+    app.cleanup_ctx.extend([database_ctx, redis_ctx, http_ctx, pipeline_ctx])
     health.add_routes(app)
     openapi.add_routes(app)
     campaigns.add_routes(app)
     operator.add_routes(app)
     context.add_routes(app)
+    webchat_routes.add_routes(app)
     return app

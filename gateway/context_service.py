@@ -141,7 +141,7 @@ def _summary(record: SummaryRecord) -> SummaryItem:
 
 
 async def _current_turns(
-    session: AsyncSession, customer_id: str, episode: EpisodeRecord
+    session: AsyncSession, customer_id: str, episode: EpisodeRecord, before_id: int | None
 ) -> tuple[tuple[Turn, ...], str | None, int | None]:
     summary = await summaries.episode_summary(session, customer_id, episode.id)
     recent = await messages.recent_messages(
@@ -150,6 +150,7 @@ async def _current_turns(
         episode.id,
         limit=RECENT_TURNS_LIMIT,
         after_id=summary.last_message_id if summary else None,
+        before_id=before_id,
     )
     turns = tuple(turn for turn in map(_turn, recent) if turn is not None)
     if summary is None:
@@ -168,14 +169,23 @@ async def assemble_context(
     dialogue: Sequence[DialogueTurn] | None = None,
     campaign_id: str | None = None,
     today: date | None = None,
+    episode_id: str | None = None,
+    message_id: int | None = None,
 ) -> AssembledContext:
-    """Build the window for `message` from `identity`'s customer as stored now."""
+    """Build the window for `message` from `identity`'s customer as stored now.
+
+    For a stored inbound message pass its `episode_id` and `message_id`: the episode's turns
+    are then the ones before it (later arrivals wait for their own turn).
+    """
     customer_id = identity.customer_id
     channel = identity.key.channel
     budget = budget_for(settings, window)
-    episode = await episodes.latest_open_episode(
-        session, customer_id, channel, identity.identity_id
-    )
+    if episode_id is not None:
+        episode: EpisodeRecord | None = await episodes.get_episode(session, customer_id, episode_id)
+    else:
+        episode = await episodes.latest_open_episode(
+            session, customer_id, channel, identity.identity_id
+        )
     dropped_chars = 0
     summary_text: str | None = None
     summary_tokens: int | None = None
@@ -195,7 +205,9 @@ async def assemble_context(
             if turn.role in ("user", "assistant")
         )
     elif episode is not None:
-        turns, summary_text, summary_tokens = await _current_turns(session, customer_id, episode)
+        turns, summary_text, summary_tokens = await _current_turns(
+            session, customer_id, episode, message_id
+        )
     else:
         turns = ()
 
@@ -229,6 +241,7 @@ async def assemble_context(
             summary_tokens=summary_tokens,
         ),
         message=message[: budget.max_input_chars],
+        message_id=str(message_id) if message_id is not None else "current",
         anchored=tuple(anchored),
         facts=tuple(_fact(record) for record in fact_records),
         summaries=tuple(_summary(record) for record in other_summaries),

@@ -10,6 +10,9 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from context import TokenCounter
 from gateway.config import Settings
 from gateway.metrics import Metrics
+from gateway.pipeline import Pipeline
+from gateway.scheduler import TurnScheduler
+from gateway.webchat_hub import WebChatHub
 
 SETTINGS = web.AppKey("settings", Settings)
 METRICS = web.AppKey("metrics", Metrics)
@@ -18,3 +21,6 @@ SESSIONS = web.AppKey("sessions", async_sessionmaker[AsyncSession])
 REDIS = web.AppKey("redis", Redis)
 HTTP = web.AppKey("http", httpx.AsyncClient)
 COUNTER = web.AppKey("counter", TokenCounter)
+PIPELINE = web.AppKey("pipeline", Pipeline)
+SCHEDULER = web.AppKey("scheduler", TurnScheduler)
+HUB = web.AppKey("hub", WebChatHub)

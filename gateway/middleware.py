@@ -13,6 +13,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 
+from channels.base import PayloadInvalid, SignatureInvalid
 from context import BudgetError
 from gateway.errors import GatewayError, PayloadTooLarge
 from gateway.keys import METRICS, SETTINGS
@@ -60,6 +61,10 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
         return await handler(request)
     except GatewayError as exc:
         return error_response(exc.status, exc.code, exc.detail)
+    except SignatureInvalid as exc:
+        return error_response(exc.status, "invalid_signature", str(exc))
+    except PayloadInvalid as exc:
+        return error_response(400, "invalid_payload", str(exc))
     except RecordNotFound as exc:
         return error_response(404, "not_found", str(exc))
     except (OwnershipConflict, DuplicateMessage) as exc:

@@ -28,6 +28,15 @@ class SliceBudgets(BaseModel):
     current_episode: int | None = Field(None, ge=0)
 
 
+class ModelTierSettings(BaseModel):
+    """Use `model` for windows up to `max_window_tokens` (seed 001's tiered strategy)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    max_window_tokens: int = Field(ge=1)
+    model: str = Field(min_length=1)
+
+
 class TenantSettings(BaseModel):
     """The effective context settings of one tenant (after the lookup)."""
 
@@ -48,6 +57,8 @@ class TenantSettings(BaseModel):
     model: str | None = None
     summary_model: str | None = None
     summary_provider: str | None = None
+    model_tiers: list[ModelTierSettings] | None = None
+    fallback_message: str | None = None
     scope_policy: dict[str, Any] | None = None
     link_limits: dict[str, int] | None = None
     blocked_values: dict[str, Any] | None = None

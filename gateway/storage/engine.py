@@ -37,7 +37,10 @@ def _sqlite_pragmas(dbapi_connection: Any, connection_record: Any) -> None:
 
 
 def _sqlite_begin(connection: Connection) -> None:
-    connection.exec_driver_sql("BEGIN")
+    # IMMEDIATE takes the write lock up front: a deferred transaction that reads and then
+    # writes fails at once with SQLITE_BUSY when another writer got in between, instead of
+    # waiting its turn under the busy timeout.
+    connection.exec_driver_sql("BEGIN IMMEDIATE")
 
 
 def make_sessionmaker(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:

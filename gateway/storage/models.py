@@ -169,6 +169,7 @@ class Message(Base):
         UniqueConstraint("channel", "provider_message_id"),
         Index("ix_messages_customer_id_id", "customer_id", "id"),
         Index("ix_messages_episode_id_id", "episode_id", "id"),
+        Index("ix_messages_thread_key_id", "thread_key", "id"),
     )
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
@@ -179,6 +180,8 @@ class Message(Base):
     role: Mapped[str] = mapped_column(String(16))
     text: Mapped[str] = mapped_column(Text)
     provider_message_id: Mapped[str | None] = mapped_column(String(200))
+    # The chat thread on its channel ("webchat:<visitor>", "whatsapp:+55…"): inbound and replies.
+    thread_key: Mapped[str | None] = mapped_column(String(360))
     token_count: Mapped[int] = mapped_column(Integer)
     transcript_confidence: Mapped[float | None] = mapped_column(Float)
     words: Mapped[dict[str, Any] | None] = mapped_column(JSON)
@@ -187,6 +190,42 @@ class Message(Base):
     redacted: Mapped[bool] = mapped_column(Boolean, default=False)
     supersedes_id: Mapped[int | None] = mapped_column(BigId, ForeignKey("messages.id"))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class TurnRow(Base):
+    """One inbound message's turn: pending until answered; usage and budget report kept."""
+
+    __tablename__ = "turns"
+    __table_args__ = (Index("ix_turns_conversation_status", "conversation_key", "status"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    inbound_message_id: Mapped[int] = mapped_column(BigId, ForeignKey("messages.id"), unique=True)
+    customer_id: Mapped[str] = mapped_column(ForeignKey("customers.id"), index=True)
+    episode_id: Mapped[str] = mapped_column(ForeignKey("episodes.id"))
+    conversation_key: Mapped[str] = mapped_column(String(200))
+    status: Mapped[str] = mapped_column(String(16), default="pending")
+    reply_message_id: Mapped[int | None] = mapped_column(BigId, ForeignKey("messages.id"))
+    provider: Mapped[str | None] = mapped_column(String(32))
+    model: Mapped[str | None] = mapped_column(String(128))
+    prompt_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    completion_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    cached_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    report: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    error: Mapped[str | None] = mapped_column(Text)
+    delivery_status: Mapped[str | None] = mapped_column(String(16))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
+
+
+class ConversationFence(Base):
+    """The highest lock fencing token that wrote to a conversation; a stale holder's token is
+    lower and its write is refused."""
+
+    __tablename__ = "conversation_fences"
+
+    conversation_key: Mapped[str] = mapped_column(String(200), primary_key=True)
+    fence: Mapped[int] = mapped_column(BigInteger, default=0)
 
 
 class Fact(Base):

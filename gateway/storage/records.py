@@ -86,6 +86,7 @@ class MessageRecord:
     words: dict[str, Any] | None = None
     media: dict[str, Any] | None = None
     extra: dict[str, Any] | None = None
+    thread_key: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +108,7 @@ class NewMessage:
     supersedes_id: int | None = None
     redacted: bool = False
     created_at: datetime | None = None
+    thread_key: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,3 +213,23 @@ class AuditRecord:
     subject_id: str
     details: dict[str, Any]
     created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class TurnRecord:
+    id: int
+    inbound_message_id: int
+    customer_id: str
+    episode_id: str
+    conversation_key: str
+    status: str
+    reply_message_id: int | None
+    provider: str | None
+    model: str | None
+    prompt_tokens: int
+    completion_tokens: int
+    cached_tokens: int
+    attempts: int
+    report: dict[str, Any] | None
+    error: str | None
+    delivery_status: str | None

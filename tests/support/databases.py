@@ -92,3 +92,39 @@ async def migrate(database: DatabaseUnderTest) -> None:
         await upgrade(engine)
     finally:
         await engine.dispose()
+
+
+async def create_database(url: str = POSTGRES_URL) -> str:
+    """A fresh, empty PostgreSQL database for a whole app (its URL); drop it with
+    `drop_database`."""
+    name = f"relaydesk_test_{uuid.uuid4().hex[:12]}"
+    engine = create_async_engine(url, poolclass=NullPool, isolation_level="AUTOCOMMIT")
+    try:
+        async with engine.connect() as connection:
+            await connection.execute(text(f'CREATE DATABASE "{name}"'))
+    finally:
+        await engine.dispose()
+    return url.rsplit("/", 1)[0] + "/" + name
+
+
+async def drop_database(database_url: str, url: str = POSTGRES_URL) -> None:
+    name = database_url.rsplit("/", 1)[1]
+    engine = create_async_engine(url, poolclass=NullPool, isolation_level="AUTOCOMMIT")
+    try:
+        async with engine.connect() as connection:
+            await connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    finally:
+        await engine.dispose()
+
+
+async def redis_reachable(url: str = REDIS_URL) -> str | None:
+    from redis.asyncio import Redis
+
+    client = Redis.from_url(url, socket_connect_timeout=2)
+    try:
+        await client.ping()
+        return None
+    except Exception as exc:
+        return f"{type(exc).__name__}: {exc}"[:200]
+    finally:
+        await client.aclose()

@@ -123,6 +123,13 @@ async def update_identity(
     return identity_record(row)
 
 
+async def identity_by_id(session: AsyncSession, identity_id: str) -> ChannelIdentityRecord:
+    row = await session.get(ChannelIdentity, identity_id)
+    if row is None:
+        raise RecordNotFound(f"identity {identity_id} not found")
+    return identity_record(row)
+
+
 async def list_identities(session: AsyncSession, customer_id: str) -> list[ChannelIdentityRecord]:
     rows = await session.scalars(
         select(ChannelIdentity)

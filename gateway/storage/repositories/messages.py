@@ -30,6 +30,7 @@ def message_record(row: Message) -> MessageRecord:
         words=row.words,
         media=row.media,
         extra=row.extra,
+        thread_key=row.thread_key,
     )
 
 
@@ -54,6 +55,7 @@ async def append_message(session: AsyncSession, new: NewMessage) -> MessageRecor
         redacted=new.redacted,
         supersedes_id=new.supersedes_id,
         created_at=new.created_at or utcnow(),
+        thread_key=new.thread_key,
     )
     try:
         async with session.begin_nested():
@@ -111,6 +113,7 @@ async def recent_messages(
     *,
     limit: int,
     after_id: int | None = None,
+    before_id: int | None = None,
 ) -> list[MessageRecord]:
     """The newest `limit` messages of an episode (after `after_id`), oldest first.
 
@@ -121,6 +124,8 @@ async def recent_messages(
     )
     if after_id is not None:
         query = query.where(Message.id > after_id)
+    if before_id is not None:
+        query = query.where(Message.id < before_id)
     rows = list(await session.scalars(query.order_by(Message.id.desc()).limit(limit)))
     rows.reverse()
     return [message_record(row) for row in rows]
@@ -159,3 +164,14 @@ async def unsummarized_tokens(
     if after_id is not None:
         query = query.where(Message.id > after_id)
     return int(await session.scalar(query) or 0)
+
+
+async def thread_messages(
+    session: AsyncSession, thread_key: str, *, after_id: int | None = None, limit: int = 200
+) -> list[MessageRecord]:
+    """A chat thread's messages after a cursor, oldest first (web chat catch-up)."""
+    query = select(Message).where(Message.thread_key == thread_key)
+    if after_id is not None:
+        query = query.where(Message.id > after_id)
+    rows = await session.scalars(query.order_by(Message.id).limit(limit))
+    return [message_record(row) for row in rows]

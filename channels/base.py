@@ -1,0 +1,139 @@
+"""The channel protocol: `verify` and `parse` are synchronous and pure, `send` is the only I/O.
+
+The gateway reads the request body once, wraps it in a `RawRequest`, and hands it to the
+channel. A channel never stores anything and never builds its own web app.
+
+    ChannelError
+    ├── SignatureInvalid    the caller is not who it claims (→ 401/403, nothing stored)
+    ├── PayloadInvalid      malformed body (→ 400 with the reason)
+    └── SendFailed          the provider refused or could not be reached (retried by the caller)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Literal, Protocol
+from urllib.parse import parse_qsl
+
+MessageKind = Literal["text", "media", "location", "contact", "voice", "button", "edit"]
+
+
+class ChannelError(Exception):
+    pass
+
+
+class SignatureInvalid(ChannelError):
+    def __init__(self, reason: str, *, status: int = 403) -> None:
+        super().__init__(reason)
+        self.status = status
+
+
+class PayloadInvalid(ChannelError):
+    pass
+
+
+class SendFailed(ChannelError):
+    def __init__(self, reason: str, *, retryable: bool, retry_after_s: float | None = None):
+        super().__init__(reason)
+        self.retryable = retryable
+        self.retry_after_s = retry_after_s
+
+
+@dataclass(frozen=True, slots=True)
+class RawRequest:
+    """One HTTP request as a channel sees it: already read, immutable."""
+
+    method: str
+    url: str
+    headers: Mapping[str, str]
+    body: bytes
+
+    def header(self, name: str) -> str | None:
+        lowered = name.lower()
+        for key, value in self.headers.items():
+            if key.lower() == lowered:
+                return value
+        return None
+
+    def form(self) -> dict[str, str]:
+        """The body as `application/x-www-form-urlencoded` fields (last value wins)."""
+        try:
+            text = self.body.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise PayloadInvalid("form body is not UTF-8") from exc
+        return dict(parse_qsl(text, keep_blank_values=True))
+
+
+@dataclass(frozen=True, slots=True)
+class Media:
+    url: str
+    content_type: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Word:
+    """A transcribed word with the recognizer's confidence."""
+
+    text: str
+    confidence: float
+    start: float | None = None
+    end: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class InboundMessage:
+    """One customer message, parsed once at the edge.
+
+    `sender` is the channel's own id for the customer (Twilio `From`, Telegram user id, web
+    visitor id, caller number); `provider_message_id` with `channel` is the idempotency key.
+    """
+
+    channel: str
+    provider_message_id: str
+    sender: str
+    text: str
+    received_at: datetime
+    kind: MessageKind = "text"
+    sender_name: str | None = None
+    media: tuple[Media, ...] = ()
+    identity_token: str | None = None
+    contact_phone: str | None = None
+    contact_user_id: int | None = None
+    edit_of: str | None = None
+    transcript_confidence: float | None = None
+    words: tuple[Word, ...] = ()
+    extra: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class OutboundMessage:
+    channel: str
+    recipient: str
+    text: str
+    reply_to: str | None = None
+    message_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SendResult:
+    provider_message_ids: tuple[str, ...]
+
+
+class Channel(Protocol):
+    """What every adapter provides; the gateway owns routes and the registry."""
+
+    name: str
+
+    def verify(self, request: RawRequest) -> None:
+        """Raise `SignatureInvalid` unless the request really comes from the provider."""
+        ...
+
+    def parse(self, request: RawRequest) -> tuple[InboundMessage, ...]:
+        """The messages in a verified request; raise `PayloadInvalid` with the reason."""
+        ...
+
+    async def send(self, message: OutboundMessage) -> SendResult:
+        """Deliver a reply; raise `SendFailed`."""
+        ...

@@ -1,0 +1,118 @@
+"""Per-conversation mutual exclusion: one turn of a conversation at a time.
+
+In-process (default): an `asyncio.Lock` per conversation; it cannot expire, so no fencing is
+needed (`fence` is None). Redis: `SET NX PX` with a renewal watchdog and a fencing token from a
+per-conversation counter; a holder whose lock expired mid-turn keeps running but its token is
+older than the new holder's, and the database refuses its writes (`turns.claim_fence`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import secrets
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Protocol
+
+from redis.asyncio import Redis
+
+
+@dataclass(frozen=True, slots=True)
+class Held:
+    key: str
+    fence: int | None
+
+
+class ConversationLocks(Protocol):
+    def hold(self, key: str, *, floor: int = 0) -> contextlib.AbstractAsyncContextManager[Held]:
+        """Hold the conversation's lock; `floor` is the last fence the database saw."""
+        ...
+
+
+class InProcessLocks:
+    def __init__(self) -> None:
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._users: dict[str, int] = {}
+
+    @contextlib.asynccontextmanager
+    async def hold(self, key: str, *, floor: int = 0) -> AsyncIterator[Held]:
+        lock = self._locks.setdefault(key, asyncio.Lock())
+        self._users[key] = self._users.get(key, 0) + 1
+        try:
+            async with lock:
+                yield Held(key, None)
+        finally:
+            self._users[key] -= 1
+            if self._users[key] == 0:  # forget idle conversations
+                del self._users[key]
+                self._locks.pop(key, None)
+
+
+# Raise the counter to the database's floor (after a Redis restart), then take the next token.
+_NEXT_FENCE = """
+local current = tonumber(redis.call('GET', KEYS[1]) or '0')
+if current < tonumber(ARGV[1]) then redis.call('SET', KEYS[1], ARGV[1]) end
+return redis.call('INCR', KEYS[1])
+"""
+_RELEASE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"""
+_RENEW = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+return 0
+"""
+
+
+class LockTimeout(Exception):
+    pass
+
+
+class RedisLocks:
+    def __init__(
+        self,
+        redis: Redis,
+        *,
+        ttl_ms: int = 30_000,
+        renew: bool = True,
+        wait_s: float = 300.0,
+        prefix: str = "relaydesk",
+    ) -> None:
+        self._redis = redis
+        self._ttl_ms = ttl_ms
+        self._renew = renew
+        self._wait_s = wait_s
+        self._prefix = prefix
+
+    @contextlib.asynccontextmanager
+    async def hold(self, key: str, *, floor: int = 0) -> AsyncIterator[Held]:
+        lock_key = f"{self._prefix}:lock:{key}"
+        owner = secrets.token_hex(16)
+        await self._acquire(lock_key, owner)
+        fence = int(await self._redis.eval(_NEXT_FENCE, 1, f"{self._prefix}:fence:{key}", floor))
+        watchdog = asyncio.create_task(self._keep(lock_key, owner)) if self._renew else None
+        try:
+            yield Held(key, fence)
+        finally:
+            if watchdog is not None:
+                watchdog.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await watchdog
+            await self._redis.eval(_RELEASE, 1, lock_key, owner)
+
+    async def _acquire(self, lock_key: str, owner: str) -> None:
+        delay = 0.005
+        deadline = asyncio.get_running_loop().time() + self._wait_s
+        while not await self._redis.set(lock_key, owner, nx=True, px=self._ttl_ms):
+            if asyncio.get_running_loop().time() > deadline:
+                raise LockTimeout(f"could not lock {lock_key} within {self._wait_s}s")
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 0.2)
+
+    async def _keep(self, lock_key: str, owner: str) -> None:
+        while True:
+            await asyncio.sleep(self._ttl_ms / 3000)
+            renewed = await self._redis.eval(_RENEW, 1, lock_key, owner, self._ttl_ms)
+            if not renewed:
+                return  # lost it: the fence will refuse this holder's writes

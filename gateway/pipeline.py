@@ -1,0 +1,377 @@
+"""The flow of one inbound message (DESIGN §2), from a parsed message to a sent reply.
+
+`accept` makes the message durable — identity resolved, raw message and a pending turn stored
+in one transaction — and is all a webhook waits for. `drain` then answers a conversation's
+pending turns one at a time, in arrival order, under the conversation lock: window, model,
+reply and usage stored (refused if a newer lock holder wrote), reply sent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from redis.asyncio import Redis
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from channels.base import Channel, InboundMessage, OutboundMessage, SendFailed
+from context import TokenCounter
+from gateway.config import Settings
+from gateway.context_service import assemble_context, budget_for
+from gateway.identity_store import ResolvedIdentity, resolve_identity, rules_for
+from gateway.inbound_identity import observe_inbound
+from gateway.locks import ConversationLocks, Held
+from gateway.metrics import Metrics
+from gateway.providers import (
+    FALLBACK_MESSAGE,
+    ModelProvider,
+    ModelTier,
+    ProviderError,
+    choose_tier,
+)
+from gateway.storage.errors import DuplicateMessage
+from gateway.storage.records import MessageRecord, NewMessage, TurnRecord
+from gateway.storage.repositories import customers, episodes, messages, tenants, turns
+from gateway.tenants import TenantSettings, effective_settings
+from identity import ChannelIdentityKey, LinkLevel
+
+log = logging.getLogger("relaydesk.pipeline")
+
+DEFAULT_DOMAIN = "default"
+SEEN_TTL_S = 7 * 24 * 3600
+
+
+@dataclass(frozen=True, slots=True)
+class Accepted:
+    message_id: int
+    customer_id: str
+    duplicate: bool
+    conversation_key: str
+
+
+class StaleWriter(Exception):
+    """This process's conversation lock expired and a newer holder already wrote."""
+
+
+def conversation_key(customer_id: str, channel: str) -> str:
+    return f"{customer_id}:{channel}"
+
+
+class Pipeline:
+    def __init__(
+        self,
+        *,
+        settings: Settings,
+        sessions: async_sessionmaker[AsyncSession],
+        counter: TokenCounter,
+        locks: ConversationLocks,
+        channels: dict[str, Channel],
+        providers: ProviderPool,
+        metrics: Metrics,
+        redis: Redis | None = None,
+    ) -> None:
+        self.settings = settings
+        self.sessions = sessions
+        self.counter = counter
+        self.locks = locks
+        self.channels = channels
+        self.providers = providers
+        self.metrics = metrics
+        self.redis = redis
+        self._inflight: dict[tuple[str, str], asyncio.Future[Accepted]] = {}
+
+    # Accepting: durable before any 2xx.
+
+    async def accept(self, inbound: InboundMessage, *, host: str | None = None) -> Accepted:
+        """Store one inbound message (idempotent on channel + provider message id)."""
+        key = (inbound.channel, inbound.provider_message_id)
+        running = self._inflight.get(key)
+        if running is not None:  # a concurrent replay in this process: share its outcome
+            first = await asyncio.shield(running)
+            return Accepted(first.message_id, first.customer_id, True, first.conversation_key)
+        future: asyncio.Future[Accepted] = asyncio.get_running_loop().create_future()
+        self._inflight[key] = future
+        try:
+            accepted = await self._accept(inbound, host)
+            future.set_result(accepted)
+            return accepted
+        except BaseException as exc:
+            future.set_exception(exc)
+            future.exception()  # retrieved here, so a replay-less failure is not logged twice
+            raise
+        finally:
+            del self._inflight[key]
+
+    async def _accept(self, inbound: InboundMessage, host: str | None) -> Accepted:
+        if self.redis is not None:
+            seen_key = f"relaydesk:seen:{inbound.channel}:{inbound.provider_message_id}"
+            first_time = await self.redis.set(seen_key, "1", nx=True, ex=SEEN_TTL_S)
+            if not first_time:
+                existing = await self._existing(inbound)
+                if existing is not None:
+                    return existing
+                # Seen but not stored (the first attempt failed): store it now.
+        for attempt in range(3):
+            try:
+                async with self.sessions.begin() as session:
+                    accepted = await self._store(session, inbound, host)
+                break
+            except DuplicateMessage:
+                existing = await self._existing(inbound)
+                if existing is None:
+                    raise
+                return existing
+            except IntegrityError:
+                # A concurrent first message of the same sender created its identity; the
+                # retry finds it.
+                if attempt == 2:
+                    raise
+        self.metrics.inbound_messages.labels(inbound.channel).inc()
+        return accepted
+
+    async def _existing(self, inbound: InboundMessage) -> Accepted | None:
+        async with self.sessions() as session:
+            found = await messages.find_by_provider_id(
+                session, inbound.channel, inbound.provider_message_id
+            )
+        if found is None:
+            return None
+        return Accepted(
+            found.id, found.customer_id, True, conversation_key(found.customer_id, found.channel)
+        )
+
+    async def tenant(
+        self, session: AsyncSession, host: str | None, channel: str | None
+    ) -> TenantSettings:
+        layers = await tenants.settings_layers(session, domain=DEFAULT_DOMAIN, host=host)
+        return effective_settings(layers, channel=channel)
+
+    async def _store(
+        self, session: AsyncSession, inbound: InboundMessage, host: str | None
+    ) -> Accepted:
+        tenant = await self.tenant(session, host, inbound.channel)
+        region = self.settings.default_region
+        rules = rules_for(tenant, region)
+        secret = self.settings.webchat_secret
+        observation = observe_inbound(
+            inbound,
+            webchat_secret=secret.get_secret_value() if secret else None,
+            region=region,
+            blocked=rules.blocked,
+        )
+        identity = await resolve_identity(session, observation, rules=rules)
+        now = inbound.received_at
+        episode = await episodes.latest_open_episode(
+            session, identity.customer_id, inbound.channel, identity.identity_id
+        )
+        idle = timedelta(minutes=tenant.episode_idle_minutes)
+        if episode is not None and now - episode.last_message_at > idle:
+            await episodes.close_episode(session, episode.id, episode.last_message_at)
+            episode = None
+        if episode is None:
+            episode = await episodes.open_episode(
+                session,
+                customer_id=identity.customer_id,
+                channel=inbound.channel,
+                identity_id=identity.identity_id,
+                started_at=now,
+                campaign_id=inbound.extra.get("campaign_id") or None,
+            )
+        stored = await messages.append_message(
+            session,
+            NewMessage(
+                customer_id=identity.customer_id,
+                episode_id=episode.id,
+                channel=inbound.channel,
+                role="user",
+                text=inbound.text,
+                token_count=self.counter.count(inbound.text),  # the one count, at ingest
+                identity_id=identity.identity_id,
+                provider_message_id=inbound.provider_message_id,
+                transcript_confidence=inbound.transcript_confidence,
+                media={"items": [vars_of(m) for m in inbound.media]} if inbound.media else None,
+                extra={
+                    **dict(inbound.extra),
+                    "sender": inbound.sender,
+                    "kind": inbound.kind,
+                    "link_level": identity.level.value,
+                    "allowed_scopes": sorted(identity.allowed_scopes),
+                    "own_facts_only": identity.own_facts_only,
+                },
+                created_at=now,
+                thread_key=f"{inbound.channel}:{inbound.sender}",
+            ),
+        )
+        await episodes.touch_episode(session, episode.id, now)
+        key = conversation_key(identity.customer_id, inbound.channel)
+        await turns.create_turn(
+            session,
+            inbound_message_id=stored.id,
+            customer_id=identity.customer_id,
+            episode_id=episode.id,
+            conversation_key=key,
+        )
+        return Accepted(stored.id, identity.customer_id, False, key)
+
+    # Answering: one turn at a time per conversation.
+
+    async def drain(self, key: str) -> int:
+        """Answer the conversation's pending turns in order; returns how many were answered."""
+        answered = 0
+        while True:
+            async with self.sessions() as session:
+                floor = await turns.current_fence(session, key)
+            async with self.locks.hold(key, floor=floor) as held:
+                async with self.sessions() as session:
+                    turn = await turns.next_pending(session, key)
+                if turn is None:
+                    return answered
+                await self._answer(turn, held)
+                answered += 1
+
+    async def _answer(self, turn: TurnRecord, held: Held) -> None:
+        async with self.sessions() as session:
+            inbound = await messages.get_message(session, turn.customer_id, turn.inbound_message_id)
+            channel = inbound.channel
+            tenant = await self.tenant(session, None, channel)
+            identity = await _identity_of(session, inbound)
+            assembled = await assemble_context(
+                session,
+                identity=identity,
+                settings=tenant,
+                counter=self.counter,
+                message=inbound.text,
+                episode_id=turn.episode_id,
+                message_id=inbound.id,
+            )
+        window = assembled.window
+        budget = budget_for(tenant)
+        provider = self.providers.for_window(tenant, window.report.estimated_tokens)
+        fields: dict[str, Any] = {"report": window.report.to_dict(), "provider": provider.name}
+        try:
+            completion = await provider.complete(window.messages, max_tokens=budget.output_reserve)
+            text = completion.text
+            fields.update(
+                status="done",
+                model=completion.model,
+                prompt_tokens=completion.usage.prompt_tokens,
+                completion_tokens=completion.usage.completion_tokens,
+                cached_tokens=completion.usage.cached_tokens,
+                attempts=completion.attempts,
+            )
+        except ProviderError as exc:
+            log.warning("model call failed", extra={"fields": {"turn": turn.id, "error": str(exc)}})
+            text = tenant.fallback_message or FALLBACK_MESSAGE
+            fields.update(status="failed", model=provider.model, error=str(exc)[:2000])
+            fields["attempts"] = exc.attempts
+        reply = await self._store_reply(turn, held, inbound, text, fields)
+        await self._send(turn, inbound, reply)
+
+    async def _store_reply(
+        self,
+        turn: TurnRecord,
+        held: Held,
+        inbound: MessageRecord,
+        text: str,
+        fields: dict[str, Any],
+    ) -> MessageRecord:
+        async with self.sessions.begin() as session:
+            if held.fence is not None and not await turns.claim_fence(
+                session, turn.conversation_key, held.fence
+            ):
+                raise StaleWriter(f"turn {turn.id}: a newer lock holder wrote first")
+            reply = await messages.append_message(
+                session,
+                NewMessage(
+                    customer_id=turn.customer_id,
+                    episode_id=turn.episode_id,
+                    channel=inbound.channel,
+                    role="assistant",
+                    text=text,
+                    token_count=self.counter.count(text),
+                    identity_id=inbound.identity_id,
+                    provider_message_id=f"reply:{inbound.id}",
+                    thread_key=inbound.thread_key,
+                    extra={"in_reply_to": inbound.id},
+                ),
+            )
+            await episodes.touch_episode(session, turn.episode_id, reply.created_at)
+            await turns.finish_turn(session, turn.id, reply_message_id=reply.id, **fields)
+        return reply
+
+    async def _send(self, turn: TurnRecord, inbound: MessageRecord, reply: MessageRecord) -> None:
+        channel = self.channels.get(inbound.channel)
+        sender = str((inbound.extra or {}).get("sender", ""))
+        status, error = "sent", None
+        if channel is None:
+            status, error = "failed", f"no channel {inbound.channel!r} configured"
+        else:
+            try:
+                await channel.send(
+                    OutboundMessage(
+                        channel=inbound.channel,
+                        recipient=sender,
+                        text=reply.text,
+                        reply_to=inbound.provider_message_id,
+                        message_id=str(reply.id),
+                    )
+                )
+            except SendFailed as exc:
+                status, error = "failed", str(exc)
+        async with self.sessions.begin() as session:
+            extra: dict[str, Any] = {"delivery_status": status}
+            if error is not None:
+                extra["error"] = error[:2000]
+            await turns.finish_turn(session, turn.id, **extra)
+
+    async def pending_conversations(self) -> list[str]:
+        async with self.sessions() as session:
+            return await turns.pending_conversations(session)
+
+
+def vars_of(media: Any) -> dict[str, Any]:
+    return {"url": media.url, "content_type": media.content_type}
+
+
+async def _identity_of(session: AsyncSession, inbound: MessageRecord) -> ResolvedIdentity:
+    """The identity as resolved when the message arrived (its evidence decides the scopes)."""
+    extra = inbound.extra or {}
+    identity_id = inbound.identity_id or ""
+    row = await customers.identity_by_id(session, identity_id)
+    return ResolvedIdentity(
+        customer_id=inbound.customer_id,
+        identity_id=identity_id,
+        key=ChannelIdentityKey.parse(row.external_id),
+        level=LinkLevel.parse(str(extra.get("link_level", "anonymous"))),
+        allowed_scopes=frozenset(extra.get("allowed_scopes", ["public"])),
+        outcome="known",
+        pending_links=0,
+        own_facts_only=bool(extra.get("own_facts_only", True)),
+    )
+
+
+class ProviderPool:
+    """The process's model providers by spec; a tenant may pick its own model or tiers."""
+
+    def __init__(self, default: ModelProvider, make: Any) -> None:
+        self._default = default
+        self._make = make
+        self._by_spec: dict[str, ModelProvider] = {}
+
+    def for_window(self, tenant: TenantSettings, window_tokens: int) -> ModelProvider:
+        spec = tenant.model
+        if tenant.model_tiers:
+            tier = choose_tier(
+                [ModelTier(t.max_window_tokens, t.model) for t in tenant.model_tiers],
+                window_tokens,
+            )
+            spec = tier.spec if tier is not None else spec
+        if spec is None:
+            return self._default
+        if spec not in self._by_spec:
+            self._by_spec[spec] = self._make(spec)
+        return self._by_spec[spec]

@@ -1,0 +1,91 @@
+"""Background turn processing: one drain task per conversation, every task tracked.
+
+`kick(key)` after a message is stored; a kick while the conversation is draining makes the
+drain look again before it stops. A periodic sweep resumes conversations whose turns are
+still pending (after a crash, a restart, or a failed attempt), so an accepted message is
+always answered eventually.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+
+log = logging.getLogger("relaydesk.scheduler")
+
+
+class TurnScheduler:
+    def __init__(
+        self,
+        drain: Callable[[str], Awaitable[int]],
+        pending: Callable[[], Awaitable[list[str]]],
+        *,
+        sweep_every_s: float = 15.0,
+    ) -> None:
+        self._drain = drain
+        self._pending = pending
+        self._sweep_every_s = sweep_every_s
+        self._running: dict[str, asyncio.Task[None]] = {}
+        self._again: set[str] = set()
+        self._sweeper: asyncio.Task[None] | None = None
+        self._closed = False
+
+    def start(self) -> None:
+        self._sweeper = asyncio.create_task(self._sweep_forever(), name="turn-sweeper")
+
+    def kick(self, key: str) -> None:
+        if self._closed:
+            return
+        if key in self._running:
+            self._again.add(key)
+            return
+        self._running[key] = asyncio.create_task(self._run(key), name=f"drain:{key}")
+
+    async def _run(self, key: str) -> None:
+        try:
+            while True:
+                self._again.discard(key)
+                try:
+                    await self._drain(key)
+                except asyncio.CancelledError:
+                    raise
+                except Exception:
+                    # The turn stays pending; the sweep retries it later.
+                    log.exception("drain failed", extra={"fields": {"conversation": key}})
+                    return
+                if key not in self._again:
+                    return
+        finally:
+            self._running.pop(key, None)
+
+    async def sweep(self) -> None:
+        for key in await self._pending():
+            self.kick(key)
+
+    async def _sweep_forever(self) -> None:
+        while True:
+            try:
+                await self.sweep()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("sweep failed")
+            await asyncio.sleep(self._sweep_every_s)
+
+    async def idle(self) -> None:
+        """Wait until no conversation is draining (tests and the demo use this)."""
+        while self._running:
+            await asyncio.gather(*list(self._running.values()), return_exceptions=True)
+
+    async def close(self) -> None:
+        self._closed = True
+        tasks = list(self._running.values())
+        if self._sweeper is not None:
+            tasks.append(self._sweeper)
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task

@@ -1,0 +1,123 @@
+"""Turns (one per inbound message) and the conversation fences that refuse stale writers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import select, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from gateway.storage.errors import RecordNotFound
+from gateway.storage.models import ConversationFence, TurnRow
+from gateway.storage.records import TurnRecord
+
+
+def turn_record(row: TurnRow) -> TurnRecord:
+    return TurnRecord(
+        id=row.id,
+        inbound_message_id=row.inbound_message_id,
+        customer_id=row.customer_id,
+        episode_id=row.episode_id,
+        conversation_key=row.conversation_key,
+        status=row.status,
+        reply_message_id=row.reply_message_id,
+        provider=row.provider,
+        model=row.model,
+        prompt_tokens=row.prompt_tokens,
+        completion_tokens=row.completion_tokens,
+        cached_tokens=row.cached_tokens,
+        attempts=row.attempts,
+        report=row.report,
+        error=row.error,
+        delivery_status=row.delivery_status,
+    )
+
+
+async def create_turn(
+    session: AsyncSession,
+    *,
+    inbound_message_id: int,
+    customer_id: str,
+    episode_id: str,
+    conversation_key: str,
+) -> TurnRecord:
+    row = TurnRow(
+        inbound_message_id=inbound_message_id,
+        customer_id=customer_id,
+        episode_id=episode_id,
+        conversation_key=conversation_key,
+    )
+    session.add(row)
+    await session.flush()
+    return turn_record(row)
+
+
+async def turn_for_message(session: AsyncSession, inbound_message_id: int) -> TurnRecord | None:
+    row = await session.scalar(
+        select(TurnRow).where(TurnRow.inbound_message_id == inbound_message_id)
+    )
+    return turn_record(row) if row else None
+
+
+async def next_pending(session: AsyncSession, conversation_key: str) -> TurnRecord | None:
+    """The oldest unanswered turn of a conversation (arrival order = message id order)."""
+    row = await session.scalar(
+        select(TurnRow)
+        .where(TurnRow.conversation_key == conversation_key, TurnRow.status == "pending")
+        .order_by(TurnRow.inbound_message_id)
+        .limit(1)
+    )
+    return turn_record(row) if row else None
+
+
+async def pending_conversations(session: AsyncSession, limit: int = 10_000) -> list[str]:
+    """Conversations with unanswered turns (after a restart, they are resumed)."""
+    rows = await session.scalars(
+        select(TurnRow.conversation_key)
+        .where(TurnRow.status == "pending")
+        .group_by(TurnRow.conversation_key)
+        .limit(limit)
+    )
+    return list(rows)
+
+
+async def finish_turn(session: AsyncSession, turn_id: int, **fields: Any) -> TurnRecord:
+    row = await session.get(TurnRow, turn_id)
+    if row is None:
+        raise RecordNotFound(f"turn {turn_id} not found")
+    for name, value in fields.items():
+        setattr(row, name, value)
+    await session.flush()
+    return turn_record(row)
+
+
+async def current_fence(session: AsyncSession, conversation_key: str) -> int:
+    value = await session.scalar(
+        select(ConversationFence.fence).where(
+            ConversationFence.conversation_key == conversation_key
+        )
+    )
+    return int(value or 0)
+
+
+async def claim_fence(session: AsyncSession, conversation_key: str, fence: int) -> bool:
+    """Record `fence` as the conversation's writer, in the caller's transaction; False when a
+    newer holder already wrote (the caller's lock expired and someone else took it)."""
+    dialect = session.bind.dialect.name if session.bind is not None else "sqlite"
+    insert = pg_insert if dialect == "postgresql" else sqlite_insert
+    await session.execute(
+        insert(ConversationFence)
+        .values(conversation_key=conversation_key, fence=0)
+        .on_conflict_do_nothing(index_elements=["conversation_key"])
+    )
+    result = await session.execute(
+        update(ConversationFence)
+        .where(
+            ConversationFence.conversation_key == conversation_key,
+            ConversationFence.fence <= fence,
+        )
+        .values(fence=fence)
+    )
+    return bool(result.rowcount)  # type: ignore[attr-defined]

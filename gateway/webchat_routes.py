@@ -1,0 +1,174 @@
+"""Web chat: REST `/webchat/messages` and the websocket `/webchat/ws` (DESIGN §8).
+
+Websocket protocol (JSON text frames):
+
+    → {"type": "hello", "visitor_id": str, "identity_token": str | null, "after": str | null}
+    ← {"type": "ready", "visitor_id": str}
+    ← {"type": "message", ...} for every stored message of the thread after `after`
+    → {"type": "message", "text": str, "client_message_id": str}
+    ← {"type": "ack", "client_message_id": str, "message_id": str, "duplicate": bool}
+    ← {"type": "message", "role": "assistant", ...} when the reply is ready
+    ← {"type": "error", "error": code, "detail": str} for a bad frame (the socket stays open)
+
+A resent `client_message_id` (after a reconnect) is acknowledged again and stored once.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from aiohttp import WSMsgType, web
+
+from channels.base import PayloadInvalid, RawRequest
+from channels.webchat import message_from, visitor_id_of
+from gateway.clock import utcnow
+from gateway.errors import BadRequest
+from gateway.keys import HUB, PIPELINE, SCHEDULER, SESSIONS
+from gateway.openapi import document
+from gateway.storage.records import MessageRecord
+from gateway.storage.repositories import messages
+from gateway.webchat_hub import message_frame
+
+MAX_FRAME_BYTES = 64 * 1024
+
+
+def frame_of(record: MessageRecord) -> dict[str, Any]:
+    extra = record.extra or {}
+    return message_frame(
+        record.id,
+        record.role,
+        record.text,
+        record.created_at.isoformat(),
+        extra.get("client_message_id") if record.role == "user" else None,
+    )
+
+
+def _cursor(raw: str | None) -> int | None:
+    if raw in (None, "", "null"):
+        return None
+    if not raw.isdigit():
+        raise BadRequest("after must be a message id", code="invalid_cursor")
+    return int(raw)
+
+
+async def post_message(request: web.Request) -> web.Response:
+    body = await request.read()
+    raw = RawRequest(request.method, str(request.url), dict(request.headers), body)
+    channel = request.app[PIPELINE].channels["webchat"]
+    channel.verify(raw)
+    [inbound] = channel.parse(raw)
+    accepted = await request.app[PIPELINE].accept(inbound, host=request.host)
+    if not accepted.duplicate:
+        request.app[SCHEDULER].kick(accepted.conversation_key)
+    return web.json_response(
+        {"message_id": str(accepted.message_id), "duplicate": accepted.duplicate}, status=202
+    )
+
+
+async def get_messages(request: web.Request) -> web.Response:
+    try:
+        visitor = visitor_id_of(dict(request.query))
+    except PayloadInvalid as exc:
+        raise BadRequest(str(exc), code="invalid_query") from exc
+    after = _cursor(request.query.get("after"))
+    async with request.app[SESSIONS]() as session:
+        found = await messages.thread_messages(session, f"webchat:{visitor}", after_id=after)
+    return web.json_response({"messages": [frame_of(m) for m in found]})
+
+
+async def websocket(request: web.Request) -> web.WebSocketResponse:
+    socket = web.WebSocketResponse(heartbeat=30, max_msg_size=MAX_FRAME_BYTES)
+    await socket.prepare(request)
+    hub = request.app[HUB]
+    visitor: str | None = None
+    token: str | None = None
+    try:
+        async for frame in socket:
+            if frame.type != WSMsgType.TEXT:
+                continue
+            try:
+                data = json.loads(frame.data)
+                if not isinstance(data, dict):
+                    raise PayloadInvalid("a frame must be a JSON object")
+                if visitor is None:
+                    visitor, token = await _hello(request, socket, data)
+                    hub.add(visitor, socket)
+                elif data.get("type") == "message":
+                    await _message(request, socket, data, visitor, token)
+                else:
+                    raise PayloadInvalid(f"unknown frame type {data.get('type')!r}")
+            except (PayloadInvalid, json.JSONDecodeError, BadRequest) as exc:
+                await socket.send_json({"type": "error", "error": "bad_frame", "detail": str(exc)})
+    finally:
+        if visitor is not None:
+            hub.remove(visitor, socket)
+    return socket
+
+
+async def _hello(
+    request: web.Request, socket: web.WebSocketResponse, data: dict[str, Any]
+) -> tuple[str, str | None]:
+    if data.get("type") != "hello":
+        raise PayloadInvalid("the first frame must be a hello")
+    visitor = visitor_id_of(data)
+    raw_token = data.get("identity_token")
+    token = raw_token if isinstance(raw_token, str) and raw_token else None
+    after = data.get("after")
+    cursor = _cursor(str(after) if after is not None else None)
+    await socket.send_json({"type": "ready", "visitor_id": visitor})
+    async with request.app[SESSIONS]() as session:
+        backlog = await messages.thread_messages(
+            session, f"webchat:{visitor}", after_id=cursor, limit=500
+        )
+    for record in backlog:
+        await socket.send_json(frame_of(record))
+    return visitor, token
+
+
+async def _message(
+    request: web.Request,
+    socket: web.WebSocketResponse,
+    data: dict[str, Any],
+    visitor: str,
+    token: str | None,
+) -> None:
+    inbound = message_from(data, visitor_id=visitor, token=token, received_at=utcnow())
+    accepted = await request.app[PIPELINE].accept(inbound, host=request.host)
+    client_id = inbound.extra["client_message_id"]
+    await socket.send_json(
+        {
+            "type": "ack",
+            "client_message_id": client_id,
+            "message_id": str(accepted.message_id),
+            "duplicate": accepted.duplicate,
+        }
+    )
+    if not accepted.duplicate:
+        request.app[SCHEDULER].kick(accepted.conversation_key)
+
+
+document(
+    "POST",
+    "/webchat/messages",
+    "Send a web chat message (REST fallback of the websocket)",
+    secured=False,
+    responses={202: "stored; the reply arrives on the websocket or by polling", 400: "malformed"},
+)
+document(
+    "GET",
+    "/webchat/messages",
+    "Messages of a visitor's thread after a cursor",
+    secured=False,
+    parameters=[
+        {"name": "visitor_id", "in": "query", "required": True, "schema": {"type": "string"}},
+        {"name": "after", "in": "query", "required": False, "schema": {"type": "string"}},
+    ],
+    responses={200: "messages", 400: "malformed query"},
+)
+
+
+def add_routes(app: web.Application) -> None:
+    app.router.add_post("/webchat/messages", post_message)
+    app.router.add_get("/webchat/messages", get_messages)
+    app.router.add_get("/webchat/ws", websocket)

@@ -1,0 +1,104 @@
+"""Conversation locks: in-process exclusion, and Redis locks whose stale holders are fenced
+off by the database (real Redis, real SQLite/PostgreSQL)."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+import pytest
+from redis.asyncio import Redis
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from gateway.locks import InProcessLocks, RedisLocks
+from gateway.storage.repositories import turns
+from tests.support.databases import REDIS_URL, redis_reachable, unavailable
+
+
+@pytest.fixture
+async def redis():  # type: ignore[no-untyped-def]
+    why = await redis_reachable()
+    if why is not None:
+        unavailable("Redis", why)
+    client = Redis.from_url(REDIS_URL)
+    yield client
+    await client.aclose()
+
+
+async def test_in_process_lock_serializes_one_conversation_only() -> None:
+    locks = InProcessLocks()
+    events: list[str] = []
+
+    async def turn(key: str, name: str) -> None:
+        async with locks.hold(key) as held:
+            assert held.fence is None
+            events.append(f"start {name}")
+            await asyncio.sleep(0.05)
+            events.append(f"end {name}")
+
+    await asyncio.gather(turn("a", "a1"), turn("a", "a2"), turn("b", "b1"))
+    a_events = [e for e in events if " a" in e]
+    assert a_events in (
+        ["start a1", "end a1", "start a2", "end a2"],
+        ["start a2", "end a2", "start a1", "end a1"],
+    )
+    assert events.index("start b1") < events.index("end a1") or events.index(
+        "start b1"
+    ) < events.index("end a2")
+
+
+async def test_redis_lock_excludes_and_fences_increase(redis: Redis) -> None:
+    locks = RedisLocks(redis, ttl_ms=5_000)
+    key = f"conv-{uuid.uuid4().hex}"
+    inside = 0
+    peak = 0
+    fences: list[int] = []
+
+    async def turn() -> None:
+        nonlocal inside, peak
+        async with locks.hold(key) as held:
+            assert held.fence is not None
+            fences.append(held.fence)
+            inside += 1
+            peak = max(peak, inside)
+            await asyncio.sleep(0.02)
+            inside -= 1
+
+    await asyncio.gather(*(turn() for _ in range(8)))
+    assert peak == 1
+    assert fences == sorted(fences) and len(set(fences)) == 8
+
+
+async def test_fence_counter_never_goes_below_the_database_floor(redis: Redis) -> None:
+    locks = RedisLocks(redis)
+    key = f"conv-{uuid.uuid4().hex}"
+    async with locks.hold(key, floor=41) as held:
+        assert held.fence == 42
+
+
+async def test_a_stale_holder_cannot_write(redis: Redis, session: AsyncSession) -> None:
+    # The first holder's lock expires mid-turn (no renewal); a second holder takes it and
+    # writes; the first one's late write is refused by the fence.
+    locks = RedisLocks(redis, ttl_ms=150, renew=False)
+    key = f"conv-{uuid.uuid4().hex}"
+    stale_entered = asyncio.Event()
+    fresh_done = asyncio.Event()
+    outcome: dict[str, bool] = {}
+
+    async def stale() -> None:
+        async with locks.hold(key) as held:
+            stale_entered.set()
+            await fresh_done.wait()
+            assert held.fence is not None
+            outcome["stale"] = await turns.claim_fence(session, key, held.fence)
+
+    async def fresh() -> None:
+        await stale_entered.wait()
+        async with locks.hold(key) as held:  # waits until the stale lock expires
+            assert held.fence is not None
+            outcome["fresh"] = await turns.claim_fence(session, key, held.fence)
+        fresh_done.set()
+
+    await asyncio.wait_for(asyncio.gather(stale(), fresh()), 10)
+    assert outcome == {"fresh": True, "stale": False}
+    assert await turns.current_fence(session, key) > 0
