@@ -7,12 +7,14 @@ from collections.abc import AsyncIterator
 
 import httpx
 from aiohttp import web
+from pydantic import SecretStr
 from redis.asyncio import Redis
 
 from channels.base import Channel
+from channels.twilio_whatsapp import TwilioWhatsAppChannel
 from channels.webchat import WebChatChannel
 from context import TiktokenCounter, load_encoding
-from gateway import health, openapi, webchat_routes
+from gateway import health, openapi, webchat_routes, webhook_routes
 from gateway.api import campaigns, context, operator
 from gateway.clock import utcnow
 from gateway.config import Settings
@@ -71,17 +73,32 @@ async def http_ctx(app: web.Application) -> AsyncIterator[None]:
     await client.aclose()
 
 
+def secret(value: SecretStr | None) -> str | None:
+    return value.get_secret_value() if value is not None else None
+
+
 async def pipeline_ctx(app: web.Application) -> AsyncIterator[None]:
     settings = app[SETTINGS]
     redis = app.get(REDIS)
     http = app[HTTP]
-    api_key = settings.model_api_key.get_secret_value() if settings.model_api_key else None
+    api_key = secret(settings.model_api_key)
 
     def make(spec: str) -> ModelProvider:
         return make_provider(spec, http=http, base_url=settings.model_base_url, api_key=api_key)
 
     hub = WebChatHub()
-    channels: dict[str, Channel] = {"webchat": WebChatChannel(hub.deliver, utcnow)}
+    whatsapp = TwilioWhatsAppChannel(
+        account_sid=settings.twilio_account_sid,
+        auth_token=secret(settings.twilio_auth_token),
+        sender=settings.twilio_whatsapp_from,
+        public_url=settings.public_url,
+        api_base=settings.twilio_api_base,
+        clock=utcnow,
+    )
+    channels: dict[str, Channel] = {
+        "webchat": WebChatChannel(hub.deliver, utcnow),
+        "whatsapp": whatsapp,
+    }
     pipeline = Pipeline(
         settings=settings,
         sessions=app[SESSIONS],
@@ -100,6 +117,7 @@ async def pipeline_ctx(app: web.Application) -> AsyncIterator[None]:
     yield
     await scheduler.close()
     await hub.close_all()
+    await whatsapp.close()
 
 
 def create_app(settings: Settings) -> web.Application:
@@ -118,4 +136,5 @@ def create_app(settings: Settings) -> web.Application:
     operator.add_routes(app)
     context.add_routes(app)
     webchat_routes.add_routes(app)
+    webhook_routes.add_routes(app)
     return app

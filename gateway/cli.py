@@ -7,6 +7,7 @@ import asyncio
 import logging
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from aiohttp import web
 
@@ -43,6 +44,60 @@ def _migrate(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
+def _sizes(raw: str) -> tuple[int, ...]:
+    try:
+        sizes = tuple(int(part.replace("_", "")) for part in raw.split(",") if part.strip())
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not a list of message counts: {raw!r}") from exc
+    if not sizes or any(size < 2 for size in sizes):
+        raise argparse.ArgumentTypeError("sizes must be message counts of at least 2")
+    return sizes
+
+
+def _bench_context(settings: Settings, args: argparse.Namespace) -> int:
+    from gateway.bench import BaselineUnavailable, BenchOptions, run_context_bench
+
+    defaults = BenchOptions()
+    try:
+        options = BenchOptions(
+            sizes=args.sizes or defaults.sizes,
+            repeat=defaults.repeat if args.repeat is None else args.repeat,
+            postgres_url=(
+                defaults.postgres_url if args.postgres_url is None else args.postgres_url or None
+            ),
+        )
+    except ValueError as exc:
+        print(f"relaydesk: {exc}", file=sys.stderr)
+        return 2
+
+    def progress(line: str) -> None:
+        print(f"bench: {line}", file=sys.stderr, flush=True)
+
+    # One log line per timed request would drown the progress lines.
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+
+    try:
+        result = asyncio.run(run_context_bench(options, progress))
+    except BaselineUnavailable as exc:
+        print(f"relaydesk: {exc}", file=sys.stderr)
+        return 2
+    print(result.table())
+    if args.json:
+        print(result.json_line())
+    return 0
+
+
+def _demo(settings: Settings, args: argparse.Namespace) -> int:
+    import tempfile
+
+    from gateway.demo import main as demo_main
+
+    if args.dir:
+        return demo_main(Path(args.dir), sys.stdout)
+    with tempfile.TemporaryDirectory(prefix="relaydesk-demo-") as workdir:
+        return demo_main(Path(workdir), sys.stdout)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="relaydesk", description="Multichannel chatbot gateway with budgeted context."
@@ -57,6 +112,40 @@ def build_parser() -> argparse.ArgumentParser:
     migrate = commands.add_parser("migrate", help="upgrade the database schema")
     migrate.add_argument("--revision", default="head", help="target revision (default head)")
     migrate.set_defaults(run=_migrate)
+
+    demo = commands.add_parser(
+        "demo", help="run a short multichannel story offline and print the profile and window"
+    )
+    demo.add_argument("--dir", help="keep the demo database here (default: a temporary folder)")
+    demo.set_defaults(run=_demo)
+
+    bench = commands.add_parser("bench", help="benchmarks")
+    benchmarks = bench.add_subparsers(dest="benchmark", required=True)
+    context = benchmarks.add_parser(
+        "context",
+        help="window build time vs LangChain trim_messages and a naive builder, and the "
+        "POST /v1/context latency, by history size",
+    )
+    context.add_argument(
+        "--json", action="store_true", help="also print one JSON object as the last line"
+    )
+    context.add_argument(
+        "--sizes",
+        type=_sizes,
+        help="stored messages of the customer, comma-separated (default 100,1000,10000,100000)",
+    )
+    context.add_argument(
+        "--repeat",
+        type=int,
+        help="timed calls per figure (default 15; from 10k messages the two baselines "
+        "repeat at most 5 times)",
+    )
+    context.add_argument(
+        "--postgres-url",
+        help="PostgreSQL server where a temporary database is created and dropped (default "
+        "RELAYDESK_BENCH_POSTGRES_URL, else the local server); an empty value skips PostgreSQL",
+    )
+    context.set_defaults(run=_bench_context)
     return parser
 
 

@@ -13,7 +13,8 @@ import re
 import sys
 from typing import Any
 
-PHONE = re.compile(r"\+?\d[\d\s().-]{6,}\d")
+# Digits that look like a phone number; dots and colons excluded so addresses and times pass.
+PHONE = re.compile(r"(?<![\w.+/(])\+?\(?\d[\d\s()-]{7,}\d(?![\w.:])")
 EMAIL = re.compile(r"[\w.+-]+@([\w-]+\.[\w.-]+)")
 BODY_FIELDS = frozenset({"text", "body", "message", "content", "transcript"})
 
@@ -61,3 +62,4 @@ def configure_logging(level: str = "INFO") -> None:
     # aiohttp's access log prints full query strings (visitor ids, phone numbers).
     logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
     logging.getLogger("alembic").setLevel(logging.WARNING)
+    logging.getLogger("httpx").setLevel(logging.WARNING)

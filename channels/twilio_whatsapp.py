@@ -1,0 +1,234 @@
+"""WhatsApp through Twilio: signed form webhooks in, the Messages API out.
+
+`verify` checks `X-Twilio-Signature` with the twilio library's `RequestValidator` against the
+public URL Twilio called (so it is right behind a proxy); `parse` keeps every parameter, known
+or not; `send` goes through the SDK's async client (no blocking call on the event loop),
+splitting long bodies in order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from urllib.parse import parse_qsl, urlsplit
+
+from multidict import MultiDict
+from twilio.base.exceptions import TwilioRestException
+from twilio.http.async_http_client import AsyncTwilioHttpClient
+from twilio.request_validator import (
+    SIGNATURE_HEADER,
+    SIGNATURE_SETTINGS_HEADER,
+    RequestValidator,
+    get_signature_algorithm,
+)
+from twilio.rest import Client
+
+from channels.base import (
+    InboundMessage,
+    Media,
+    MessageKind,
+    OutboundMessage,
+    PayloadInvalid,
+    RawRequest,
+    SendFailed,
+    SendResult,
+    SignatureInvalid,
+)
+
+# Twilio accepts up to 1600 characters per WhatsApp message body.
+MAX_BODY_CHARS = 1600
+AUDIO_PLACEHOLDER = "[voice note, not transcribed]"
+
+
+def split_body(text: str, limit: int = MAX_BODY_CHARS) -> list[str]:
+    """Split at paragraph, line or word boundaries where possible, never past `limit`."""
+    parts: list[str] = []
+    rest = text.strip()
+    while len(rest) > limit:
+        cut = max(rest.rfind(sep, 0, limit) for sep in ("\n\n", "\n", ". ", " "))
+        if cut <= limit // 2:
+            cut = limit
+        parts.append(rest[:cut].rstrip())
+        rest = rest[cut:].lstrip()
+    if rest or not parts:
+        parts.append(rest)
+    return parts
+
+
+def form_params(body: bytes) -> MultiDict[str]:
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise PayloadInvalid("form body is not UTF-8") from exc
+    try:
+        pairs = parse_qsl(text, keep_blank_values=True, strict_parsing=bool(text))
+    except ValueError as exc:
+        raise PayloadInvalid(f"body is not a form: {exc}") from exc
+    return MultiDict(pairs)
+
+
+def _kind(params: MultiDict[str], media: Sequence[Media]) -> MessageKind:
+    declared = params.get("MessageType", "")
+    if params.get("Latitude") and params.get("Longitude") or declared == "location":
+        return "location"
+    if any((m.content_type or "").startswith("audio/") for m in media) or declared == "audio":
+        return "voice"
+    if (
+        params.get("ButtonText")
+        or params.get("ButtonPayload")
+        or declared
+        in {
+            "button",
+            "interactive",
+        }
+    ):
+        return "button"
+    return "media" if media else "text"
+
+
+def _text(params: MultiDict[str], kind: MessageKind, media: Sequence[Media]) -> str:
+    body = params.get("Body", "")
+    if kind == "location":
+        place = ", ".join(p for p in (params.get("Label"), params.get("Address")) if p)
+        where = f"{params.get('Latitude')}, {params.get('Longitude')}"
+        body = body or f"[location] {place} ({where})".replace(" ()", "").strip()
+    elif kind == "button":
+        body = body or params.get("ButtonText") or params.get("ButtonPayload") or ""
+    elif kind == "voice":
+        body = body or AUDIO_PLACEHOLDER
+    elif media and not body:
+        body = "[" + ", ".join(m.content_type or "attachment" for m in media) + "]"
+    return body
+
+
+class TwilioWhatsAppChannel:
+    name = "whatsapp"
+
+    def __init__(
+        self,
+        *,
+        account_sid: str | None,
+        auth_token: str | None,
+        sender: str | None,
+        public_url: str | None,
+        api_base: str | None = None,
+        clock: Callable[[], datetime],
+        attempts: int = 4,
+        base_delay_s: float = 0.5,
+    ) -> None:
+        self._account_sid = account_sid
+        self._auth_token = auth_token
+        self._sender = sender
+        self._public_url = public_url.rstrip("/") if public_url else None
+        self._api_base = api_base
+        self._clock = clock
+        self._attempts = attempts
+        self._base_delay_s = base_delay_s
+        self._client: Client | None = None
+        self._http: AsyncTwilioHttpClient | None = None
+
+    # Inbound
+
+    def signed_url(self, request: RawRequest) -> str:
+        """The URL Twilio signed: our public URL plus the path and query it called."""
+        if self._public_url is None:
+            return request.url
+        called = urlsplit(request.url)
+        query = f"?{called.query}" if called.query else ""
+        return f"{self._public_url}{called.path}{query}"
+
+    def verify(self, request: RawRequest) -> None:
+        if not self._auth_token:
+            raise SignatureInvalid("TWILIO_AUTH_TOKEN is not configured", status=403)
+        signature = request.header(SIGNATURE_HEADER)
+        if not signature:
+            raise SignatureInvalid(f"missing {SIGNATURE_HEADER}")
+        algorithm = get_signature_algorithm(request.header(SIGNATURE_SETTINGS_HEADER))
+        content_type = (request.header("Content-Type") or "").split(";")[0].strip()
+        params: object
+        if content_type == "application/json":
+            params = request.body.decode("utf-8", errors="replace")
+        else:
+            params = form_params(request.body)
+        validator = RequestValidator(self._auth_token)
+        if not validator.validate(self.signed_url(request), params, signature, algorithm):
+            raise SignatureInvalid("X-Twilio-Signature does not match")
+
+    def parse(self, request: RawRequest) -> tuple[InboundMessage, ...]:
+        params = form_params(request.body)
+        sid = params.get("MessageSid") or params.get("SmsMessageSid") or params.get("SmsSid")
+        sender = params.get("From")
+        if not sid:
+            raise PayloadInvalid("MessageSid is missing")
+        if not sender:
+            raise PayloadInvalid("From is missing")
+        try:
+            count = int(params.get("NumMedia", "0") or "0")
+        except ValueError as exc:
+            raise PayloadInvalid("NumMedia is not a number") from exc
+        media = tuple(
+            Media(params[f"MediaUrl{i}"], params.get(f"MediaContentType{i}"))
+            for i in range(max(0, min(count, 10)))
+            if params.get(f"MediaUrl{i}")
+        )
+        kind = _kind(params, media)
+        return (
+            InboundMessage(
+                channel="whatsapp",
+                provider_message_id=sid,
+                sender=sender,
+                text=_text(params, kind, media),
+                received_at=self._clock(),
+                kind=kind,
+                sender_name=params.get("ProfileName") or None,
+                media=media,
+                # Every parameter is kept (new ones included), the last value of a repeat.
+                extra={key: params.getall(key)[-1] for key in params},
+            ),
+        )
+
+    # Outbound
+
+    def _rest(self) -> Client:
+        if self._client is None:
+            if not (self._account_sid and self._auth_token and self._sender):
+                raise SendFailed("Twilio is not configured", retryable=False)
+            self._http = AsyncTwilioHttpClient()
+            self._client = Client(self._account_sid, self._auth_token, http_client=self._http)
+            if self._api_base:
+                self._client.api.base_url = self._api_base
+        return self._client
+
+    async def send(self, message: OutboundMessage) -> SendResult:
+        client = self._rest()
+        recipient = message.recipient
+        if not recipient.startswith("whatsapp:"):
+            recipient = f"whatsapp:{recipient}"
+        sids = []
+        for part in split_body(message.text):
+            sids.append(await self._create(client, recipient, part))
+        return SendResult(provider_message_ids=tuple(sids))
+
+    async def _create(self, client: Client, to: str, body: str) -> str:
+        for attempt in range(1, self._attempts + 1):
+            try:
+                created = await client.messages.create_async(to=to, from_=self._sender, body=body)
+                return str(created.sid)
+            except TwilioRestException as exc:
+                retryable = exc.status == 429 or exc.status >= 500
+                if not retryable or attempt == self._attempts:
+                    raise SendFailed(
+                        f"Twilio answered {exc.status}: {exc.msg}", retryable=retryable
+                    ) from exc
+            except (OSError, TimeoutError) as exc:
+                if attempt == self._attempts:
+                    raise SendFailed(f"Twilio unreachable: {exc}", retryable=True) from exc
+            delay = min(8.0, self._base_delay_s * 2 ** (attempt - 1))
+            await asyncio.sleep(random.uniform(0, delay))
+        raise SendFailed("unreachable", retryable=True)  # the loop always returns or raises
+
+    async def close(self) -> None:
+        if self._http is not None:
+            await self._http.close()

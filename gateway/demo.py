@@ -1,0 +1,190 @@
+"""`relaydesk demo`: a short multichannel story through the real HTTP endpoints, offline.
+
+It starts the gateway in this process on the embedded defaults (an SQLite file, in-process
+queue, offline model), then: a web chat visit with a signed identity token, a signed Twilio
+WhatsApp webhook from the same person, and finally prints the unified profile and the window
+Relaydesk would send the model, with its budget report.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+from urllib.parse import urlencode
+
+import httpx
+import jwt
+from aiohttp import web
+from twilio.request_validator import RequestValidator
+
+from gateway.app import create_app
+from gateway.config import Settings
+from gateway.keys import SCHEDULER
+
+PHONE = "+5511998765432"
+API_KEY = "demo-api-key"
+WEBCHAT_SECRET = "demo-webchat-secret-0123456789abcdef-0123"
+TWILIO_TOKEN = "demo-twilio-auth-token"
+
+
+@dataclass(frozen=True, slots=True)
+class DemoResult:
+    profile: dict[str, Any]
+    context: dict[str, Any]
+
+
+def _identity_token(sub: str) -> str:
+    claims = {
+        "sub": sub,
+        "exp": int(time.time()) + 3600,
+        "phone_number": PHONE,
+        "phone_number_verified": True,
+        "name": "Ana Souza",
+    }
+    return jwt.encode(claims, WEBCHAT_SECRET, algorithm="HS256")
+
+
+def _signed_whatsapp(base_url: str, text: str) -> tuple[str, dict[str, str], bytes]:
+    url = f"{base_url}/webhooks/twilio/whatsapp"
+    params = {
+        "MessageSid": "SM" + uuid.uuid4().hex,
+        "AccountSid": "AC" + "0" * 32,
+        "From": f"whatsapp:{PHONE}",
+        "To": "whatsapp:+14155238886",
+        "Body": text,
+        "NumMedia": "0",
+        "ProfileName": "Ana",
+        "WaId": PHONE.lstrip("+"),
+        "MessageType": "text",
+    }
+    signature = RequestValidator(TWILIO_TOKEN).compute_signature(url, params)
+    headers = {
+        "X-Twilio-Signature": signature,
+        "Content-Type": "application/x-www-form-urlencoded",
+    }
+    return url, headers, urlencode(params).encode()
+
+
+async def run_demo(workdir: Path, out: TextIO) -> DemoResult:
+    workdir.mkdir(parents=True, exist_ok=True)
+    database = workdir / "relaydesk-demo.db"
+    database.unlink(missing_ok=True)
+    runner: web.AppRunner | None = None
+    try:
+        site_port = _free_port()
+        base_url = f"http://127.0.0.1:{site_port}"
+        settings = Settings(
+            RELAYDESK_DATABASE_URL=f"sqlite+aiosqlite:///{database}",
+            RELAYDESK_API_KEY=API_KEY,
+            RELAYDESK_WEBCHAT_SECRET=WEBCHAT_SECRET,
+            RELAYDESK_PUBLIC_URL=base_url,
+            TWILIO_AUTH_TOKEN=TWILIO_TOKEN,
+        )
+        app = create_app(settings)
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        await web.TCPSite(runner, "127.0.0.1", site_port).start()
+        async with httpx.AsyncClient(base_url=base_url, timeout=30) as http:
+            return await _story(http, app, base_url, out)
+    finally:
+        if runner is not None:
+            await runner.cleanup()
+
+
+async def _story(
+    http: httpx.AsyncClient, app: web.Application, base_url: str, out: TextIO
+) -> DemoResult:
+    auth = {"Authorization": f"Bearer {API_KEY}"}
+    say = _printer(out)
+    say("1. Web chat: Ana opens the widget on the store's site, logged in (identity token).")
+    visitor = "demo" + uuid.uuid4().hex
+    posted = await http.post(
+        "/webchat/messages",
+        json={
+            "visitor_id": visitor,
+            "client_message_id": "w1",
+            "text": "Olá! Meu pedido PED-4471 ainda não chegou. Meu e-mail é ana@example.org",
+        },
+        headers={"Authorization": f"Bearer {_identity_token('acct-ana')}"},
+    )
+    posted.raise_for_status()
+    await app[SCHEDULER].idle()
+    thread = (await http.get("/webchat/messages", params={"visitor_id": visitor})).json()
+    for message in thread["messages"]:
+        say(f"   {message['role']:>9}: {message['text']}")
+
+    say("2. WhatsApp: the same person writes from her phone (signed Twilio webhook).")
+    url, headers, body = _signed_whatsapp(base_url, "Oi, é a Ana de novo. Alguma novidade?")
+    webhook = await http.post(url, content=body, headers=headers)
+    say(f"   webhook answered {webhook.status_code} (stored before the reply is generated)")
+    webhook.raise_for_status()
+    await app[SCHEDULER].idle()
+
+    context = (
+        await http.post(
+            "/v1/context",
+            json={
+                "channel": "whatsapp",
+                "external_id": PHONE,
+                "message": "E o meu pedido PED-4471?",
+            },
+            headers=auth,
+        )
+    ).json()
+    customer_id = context["customer_id"]
+    profile = (await http.get(f"/v1/operator/customers/{customer_id}", headers=auth)).json()
+
+    say("3. One customer across channels:")
+    say(f"   customer {customer_id}")
+    for identity in profile["identities"]:
+        say(
+            f"   - {identity['external_id']:<28} {identity['link_level']:<9} "
+            f"{identity['evidence'].get('description', '')}"
+        )
+    say("4. The window Relaydesk would send the model for a new WhatsApp message:")
+    for message in context["messages"]:
+        say(f"   [{message['role']}]")
+        for line in message["content"].splitlines():
+            say(f"     {line}")
+    report = context["report"]
+    say("5. Budget report:")
+    say(
+        f"   window {report['window']} = input {report['input_budget']} "
+        f"+ reserve {report['output_reserve']} + margin {report['protocol_margin']}"
+    )
+    for item in report["slices"]:
+        say(f"   {item['name']:<16} budget {item['budget']:>5}  used {item['used']:>5}")
+    say(
+        f"   estimated {report['estimated_tokens']} tokens; full history "
+        f"{report['full_history_tokens']}; prefix sha256 {report['prefix_sha256'][:16]}…"
+    )
+    say(
+        "   report as JSON: "
+        + json.dumps({k: report[k] for k in ("estimated_tokens", "savings", "dropped")})
+    )
+    return DemoResult(profile=profile, context=context)
+
+
+def _printer(out: TextIO) -> Any:
+    def say(line: str) -> None:
+        print(line, file=out, flush=True)
+
+    return say
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def main(workdir: Path, out: TextIO) -> int:
+    asyncio.run(run_demo(workdir, out))
+    return 0

@@ -1,0 +1,49 @@
+"""Provider webhooks: verify, parse, store (durable before the 2xx), answer later.
+
+A wrong signature is refused before anything is read into storage; a malformed body is a 400
+with the reason; storage down is a 503 so the provider retries instead of dropping.
+"""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from channels.base import RawRequest
+from gateway.keys import PIPELINE, SCHEDULER
+from gateway.openapi import document
+
+EMPTY_TWIML = '<?xml version="1.0" encoding="UTF-8"?><Response></Response>'
+
+
+async def receive(request: web.Request, channel_name: str) -> list[int]:
+    """The shared path of every webhook; returns the stored message ids."""
+    body = await request.read()
+    raw = RawRequest(request.method, str(request.url), dict(request.headers), body)
+    pipeline = request.app[PIPELINE]
+    channel = pipeline.channels[channel_name]
+    channel.verify(raw)
+    stored = []
+    for inbound in channel.parse(raw):
+        accepted = await pipeline.accept(inbound, host=request.host)
+        if not accepted.duplicate:
+            request.app[SCHEDULER].kick(accepted.conversation_key)
+        stored.append(accepted.message_id)
+    return stored
+
+
+async def twilio_whatsapp(request: web.Request) -> web.Response:
+    await receive(request, "whatsapp")
+    return web.Response(text=EMPTY_TWIML, content_type="text/xml")
+
+
+document(
+    "POST",
+    "/webhooks/twilio/whatsapp",
+    "Twilio WhatsApp inbound webhook (form-encoded, X-Twilio-Signature)",
+    secured=False,
+    responses={200: "stored (empty TwiML)", 400: "malformed", 403: "bad signature"},
+)
+
+
+def add_routes(app: web.Application) -> None:
+    app.router.add_post("/webhooks/twilio/whatsapp", twilio_whatsapp)
