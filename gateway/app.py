@@ -84,7 +84,13 @@ async def pipeline_ctx(app: web.Application) -> AsyncIterator[None]:
     api_key = secret(settings.model_api_key)
 
     def make(spec: str) -> ModelProvider:
-        return make_provider(spec, http=http, base_url=settings.model_base_url, api_key=api_key)
+        return make_provider(
+            spec,
+            http=http,
+            base_url=settings.model_base_url,
+            api_key=api_key,
+            count=app[COUNTER].count,
+        )
 
     hub = WebChatHub()
     whatsapp = TwilioWhatsAppChannel(
