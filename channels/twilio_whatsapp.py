@@ -15,6 +15,7 @@ from datetime import datetime
 from urllib.parse import parse_qsl, urlsplit
 
 from multidict import MultiDict
+from twilio.base import values
 from twilio.base.exceptions import TwilioRestException
 from twilio.http.async_http_client import AsyncTwilioHttpClient
 from twilio.request_validator import (
@@ -127,6 +128,9 @@ class TwilioWhatsAppChannel:
         self._attempts = attempts
         self._base_delay_s = base_delay_s
         self._client: Client | None = None
+        self._status_callback = (
+            f"{self._public_url}/webhooks/twilio/status" if self._public_url else None
+        )
         self._http: AsyncTwilioHttpClient | None = None
 
     # Inbound
@@ -155,6 +159,15 @@ class TwilioWhatsAppChannel:
         validator = RequestValidator(self._auth_token)
         if not validator.validate(self.signed_url(request), params, signature, algorithm):
             raise SignatureInvalid("X-Twilio-Signature does not match")
+
+    def parse_status(self, request: RawRequest) -> tuple[str, str, str | None]:
+        """A status callback: (message sid, status, error code)."""
+        params = form_params(request.body)
+        sid = params.get("MessageSid") or params.get("SmsSid")
+        status = params.get("MessageStatus") or params.get("SmsStatus")
+        if not sid or not status:
+            raise PayloadInvalid("MessageSid and MessageStatus are required")
+        return sid, status, params.get("ErrorCode") or None
 
     def parse(self, request: RawRequest) -> tuple[InboundMessage, ...]:
         params = form_params(request.body)
@@ -195,7 +208,7 @@ class TwilioWhatsAppChannel:
         if self._client is None:
             if not (self._account_sid and self._auth_token and self._sender):
                 raise SendFailed("Twilio is not configured", retryable=False)
-            self._http = AsyncTwilioHttpClient()
+            self._http = AsyncTwilioHttpClient(timeout=30)
             self._client = Client(self._account_sid, self._auth_token, http_client=self._http)
             if self._api_base:
                 self._client.api.base_url = self._api_base
@@ -214,7 +227,12 @@ class TwilioWhatsAppChannel:
     async def _create(self, client: Client, to: str, body: str) -> str:
         for attempt in range(1, self._attempts + 1):
             try:
-                created = await client.messages.create_async(to=to, from_=self._sender, body=body)
+                created = await client.messages.create_async(
+                    to=to,
+                    from_=self._sender,
+                    body=body,
+                    status_callback=self._status_callback or values.unset,
+                )
                 return str(created.sid)
             except TwilioRestException as exc:
                 retryable = exc.status == 429 or exc.status >= 500

@@ -11,10 +11,11 @@ from pydantic import SecretStr
 from redis.asyncio import Redis
 
 from channels.base import Channel
+from channels.telegram import TelegramChannel
 from channels.twilio_whatsapp import TwilioWhatsAppChannel
 from channels.webchat import WebChatChannel
 from context import TiktokenCounter, load_encoding
-from gateway import health, openapi, webchat_routes, webhook_routes
+from gateway import chat_page, health, openapi, webchat_routes, webhook_routes
 from gateway.api import campaigns, context, operator
 from gateway.clock import utcnow
 from gateway.config import Settings
@@ -101,9 +102,16 @@ async def pipeline_ctx(app: web.Application) -> AsyncIterator[None]:
         api_base=settings.twilio_api_base,
         clock=utcnow,
     )
+    telegram = TelegramChannel(
+        token=secret(settings.telegram_bot_token),
+        webhook_secret=secret(settings.telegram_webhook_secret),
+        api_base=settings.telegram_api_base,
+        clock=utcnow,
+    )
     channels: dict[str, Channel] = {
         "webchat": WebChatChannel(hub.deliver, utcnow),
         "whatsapp": whatsapp,
+        "telegram": telegram,
     }
     pipeline = Pipeline(
         settings=settings,
@@ -115,7 +123,9 @@ async def pipeline_ctx(app: web.Application) -> AsyncIterator[None]:
         metrics=app[METRICS],
         redis=redis,
     )
-    scheduler = TurnScheduler(pipeline.drain, pipeline.pending_conversations)
+    scheduler = TurnScheduler(
+        pipeline.drain, pipeline.pending_conversations, redeliver=pipeline.retry_deliveries
+    )
     app[HUB] = hub
     app[PIPELINE] = pipeline
     app[SCHEDULER] = scheduler
@@ -124,6 +134,7 @@ async def pipeline_ctx(app: web.Application) -> AsyncIterator[None]:
     await scheduler.close()
     await hub.close_all()
     await whatsapp.close()
+    await telegram.close()
 
 
 def create_app(settings: Settings) -> web.Application:
@@ -142,5 +153,6 @@ def create_app(settings: Settings) -> web.Application:
     operator.add_routes(app)
     context.add_routes(app)
     webchat_routes.add_routes(app)
+    chat_page.add_routes(app)
     webhook_routes.add_routes(app)
     return app

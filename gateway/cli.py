@@ -137,7 +137,7 @@ def build_parser() -> argparse.ArgumentParser:
     context.add_argument(
         "--repeat",
         type=int,
-        help="timed calls per figure (default 15; from 10k messages the two baselines "
+        help="timed calls per figure (default 15; from 50k messages the two baselines "
         "repeat at most 5 times)",
     )
     context.add_argument(

@@ -20,6 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from channels.base import Channel, InboundMessage, OutboundMessage, SendFailed
 from context import TokenCounter
+from gateway import delivery
 from gateway.config import Settings
 from gateway.context_service import assemble_context, budget_for
 from gateway.identity_store import ResolvedIdentity, resolve_identity, rules_for
@@ -42,6 +43,7 @@ from identity import ChannelIdentityKey, LinkLevel
 log = logging.getLogger("relaydesk.pipeline")
 
 DEFAULT_DOMAIN = "default"
+MAX_DELIVERY_ATTEMPTS = 5
 SEEN_TTL_S = 7 * 24 * 3600
 
 
@@ -181,6 +183,10 @@ class Pipeline:
                 started_at=now,
                 campaign_id=inbound.extra.get("campaign_id") or None,
             )
+        thread_key = f"{inbound.channel}:{inbound.sender}"
+        supersedes_id = None
+        if inbound.edit_of is not None:
+            supersedes_id = await _latest_version(session, thread_key, inbound.edit_of)
         stored = await messages.append_message(
             session,
             NewMessage(
@@ -203,18 +209,20 @@ class Pipeline:
                     "own_facts_only": identity.own_facts_only,
                 },
                 created_at=now,
-                thread_key=f"{inbound.channel}:{inbound.sender}",
+                thread_key=thread_key,
+                supersedes_id=supersedes_id,
             ),
         )
         await episodes.touch_episode(session, episode.id, now)
         key = conversation_key(identity.customer_id, inbound.channel)
-        await turns.create_turn(
-            session,
-            inbound_message_id=stored.id,
-            customer_id=identity.customer_id,
-            episode_id=episode.id,
-            conversation_key=key,
-        )
+        if inbound.kind != "edit":  # an edit is kept as history, not answered as a new question
+            await turns.create_turn(
+                session,
+                inbound_message_id=stored.id,
+                customer_id=identity.customer_id,
+                episode_id=episode.id,
+                conversation_key=key,
+            )
         return Accepted(stored.id, identity.customer_id, False, key)
 
     # Answering: one turn at a time per conversation.
@@ -304,14 +312,16 @@ class Pipeline:
         return reply
 
     async def _send(self, turn: TurnRecord, inbound: MessageRecord, reply: MessageRecord) -> None:
+        """Deliver the stored reply; a retryable failure is left for `retry_deliveries`."""
         channel = self.channels.get(inbound.channel)
         sender = str((inbound.extra or {}).get("sender", ""))
         status, error = "sent", None
+        sent_ids: tuple[str, ...] = ()
         if channel is None:
             status, error = "failed", f"no channel {inbound.channel!r} configured"
         else:
             try:
-                await channel.send(
+                result = await channel.send(
                     OutboundMessage(
                         channel=inbound.channel,
                         recipient=sender,
@@ -320,13 +330,45 @@ class Pipeline:
                         message_id=str(reply.id),
                     )
                 )
+                sent_ids = tuple(i for i in result.provider_message_ids if i)
             except SendFailed as exc:
-                status, error = "failed", str(exc)
+                status = "retry" if exc.retryable else "failed"
+                error = str(exc)
+        attempts = turn.delivery_attempts + 1
+        if status == "retry" and attempts >= MAX_DELIVERY_ATTEMPTS:
+            status = "failed"
         async with self.sessions.begin() as session:
-            extra: dict[str, Any] = {"delivery_status": status}
+            fields: dict[str, Any] = {"delivery_status": status, "delivery_attempts": attempts}
             if error is not None:
-                extra["error"] = error[:2000]
-            await turns.finish_turn(session, turn.id, **extra)
+                fields["error"] = error[:2000]
+                log.warning(
+                    "reply not delivered",
+                    extra={"fields": {"turn": turn.id, "status": status, "error": error}},
+                )
+            await turns.finish_turn(session, turn.id, **fields)
+            if sent_ids:
+                await delivery.record_sent(
+                    session,
+                    channel=inbound.channel,
+                    provider_ids=sent_ids,
+                    turn_id=turn.id,
+                    reply_message_id=reply.id,
+                )
+
+    async def retry_deliveries(self) -> int:
+        """Send again the replies whose delivery failed in a retryable way."""
+        async with self.sessions() as session:
+            waiting = await turns.undelivered(session, limit=100)
+        for turn in waiting:
+            async with self.sessions() as session:
+                inbound = await messages.get_message(
+                    session, turn.customer_id, turn.inbound_message_id
+                )
+                if turn.reply_message_id is None:
+                    continue
+                reply = await messages.get_message(session, turn.customer_id, turn.reply_message_id)
+            await self._send(turn, inbound, reply)
+        return len(waiting)
 
     async def pending_conversations(self) -> list[str]:
         async with self.sessions() as session:
@@ -335,6 +377,21 @@ class Pipeline:
 
 def vars_of(media: Any) -> dict[str, Any]:
     return {"url": media.url, "content_type": media.content_type}
+
+
+async def _latest_version(session: AsyncSession, thread_key: str, message_key: str) -> int | None:
+    """The newest stored version (original or earlier edit) of the channel message an edit
+    replaces: the thread's user rows whose `extra["message_key"]` is `message_key`."""
+    found: int | None = None
+    after: int | None = None
+    while True:
+        page = await messages.thread_messages(session, thread_key, after_id=after, limit=200)
+        for record in page:
+            if record.role == "user" and (record.extra or {}).get("message_key") == message_key:
+                found = record.id
+        if len(page) < 200:
+            return found
+        after = page[-1].id
 
 
 async def _identity_of(session: AsyncSession, inbound: MessageRecord) -> ResolvedIdentity:

@@ -22,10 +22,12 @@ class TurnScheduler:
         drain: Callable[[str], Awaitable[int]],
         pending: Callable[[], Awaitable[list[str]]],
         *,
+        redeliver: Callable[[], Awaitable[int]] | None = None,
         sweep_every_s: float = 15.0,
     ) -> None:
         self._drain = drain
         self._pending = pending
+        self._redeliver = redeliver
         self._sweep_every_s = sweep_every_s
         self._running: dict[str, asyncio.Task[None]] = {}
         self._again: set[str] = set()
@@ -63,6 +65,8 @@ class TurnScheduler:
     async def sweep(self) -> None:
         for key in await self._pending():
             self.kick(key)
+        if self._redeliver is not None:
+            await self._redeliver()
 
     async def _sweep_forever(self) -> None:
         while True:

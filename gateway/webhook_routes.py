@@ -9,7 +9,9 @@ from __future__ import annotations
 from aiohttp import web
 
 from channels.base import RawRequest
-from gateway.keys import PIPELINE, SCHEDULER
+from channels.twilio_whatsapp import TwilioWhatsAppChannel
+from gateway import delivery
+from gateway.keys import PIPELINE, SCHEDULER, SESSIONS
 from gateway.openapi import document
 
 EMPTY_TWIML = '<?xml version="1.0" encoding="UTF-8"?><Response></Response>'
@@ -36,6 +38,27 @@ async def twilio_whatsapp(request: web.Request) -> web.Response:
     return web.Response(text=EMPTY_TWIML, content_type="text/xml")
 
 
+async def twilio_status(request: web.Request) -> web.Response:
+    body = await request.read()
+    raw = RawRequest(request.method, str(request.url), dict(request.headers), body)
+    channel = request.app[PIPELINE].channels["whatsapp"]
+    assert isinstance(channel, TwilioWhatsAppChannel)
+    channel.verify(raw)
+    sid, status, error_code = channel.parse_status(raw)
+    async with request.app[SESSIONS].begin() as session:
+        await delivery.apply_status(
+            session, channel="whatsapp", provider_id=sid, status=status, error_code=error_code
+        )
+    return web.Response(status=204)
+
+
+document(
+    "POST",
+    "/webhooks/twilio/status",
+    "Twilio delivery status callback (only moves a message's status forward)",
+    secured=False,
+    responses={204: "applied or ignored", 400: "malformed", 403: "bad signature"},
+)
 document(
     "POST",
     "/webhooks/twilio/whatsapp",
@@ -47,3 +70,4 @@ document(
 
 def add_routes(app: web.Application) -> None:
     app.router.add_post("/webhooks/twilio/whatsapp", twilio_whatsapp)
+    app.router.add_post("/webhooks/twilio/status", twilio_status)

@@ -214,6 +214,26 @@ class TurnRow(Base):
     report: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     error: Mapped[str | None] = mapped_column(Text)
     delivery_status: Mapped[str | None] = mapped_column(String(16))
+    delivery_attempts: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
+
+
+class OutboundMessage(Base):
+    """One message a provider accepted from us (a long reply may be several), with the
+    delivery status its callbacks report; the status only moves forward."""
+
+    __tablename__ = "outbound_messages"
+    __table_args__ = (UniqueConstraint("channel", "provider_message_id"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    channel: Mapped[str] = mapped_column(String(32))
+    provider_message_id: Mapped[str] = mapped_column(String(200))
+    turn_id: Mapped[int | None] = mapped_column(BigId, ForeignKey("turns.id"), index=True)
+    reply_message_id: Mapped[int | None] = mapped_column(BigId, ForeignKey("messages.id"))
+    part: Mapped[int] = mapped_column(Integer, default=0)
+    status: Mapped[str] = mapped_column(String(16), default="queued")
+    error_code: Mapped[str | None] = mapped_column(String(32))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
 

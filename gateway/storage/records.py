@@ -233,3 +233,4 @@ class TurnRecord:
     report: dict[str, Any] | None
     error: str | None
     delivery_status: str | None
+    delivery_attempts: int = 0

@@ -32,6 +32,7 @@ class FakeOpenAI:
 
     delay_s: float = 0.0
     status: int | None = None
+    reply: str | None = None  # a fixed answer instead of "re: <last user message>"
     calls: list[Call] = field(default_factory=list)
     _released: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -63,7 +64,10 @@ class FakeOpenAI:
                 "choices": [
                     {
                         "index": 0,
-                        "message": {"role": "assistant", "content": f"re: {call.last_user_text}"},
+                        "message": {
+                            "role": "assistant",
+                            "content": self.reply or f"re: {call.last_user_text}",
+                        },
                         "finish_reason": "stop",
                     }
                 ],

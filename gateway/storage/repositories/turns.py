@@ -32,6 +32,7 @@ def turn_record(row: TurnRow) -> TurnRecord:
         report=row.report,
         error=row.error,
         delivery_status=row.delivery_status,
+        delivery_attempts=row.delivery_attempts,
     )
 
 
@@ -81,6 +82,17 @@ async def pending_conversations(session: AsyncSession, limit: int = 10_000) -> l
         .limit(limit)
     )
     return list(rows)
+
+
+async def undelivered(session: AsyncSession, *, limit: int) -> list[TurnRecord]:
+    """Answered turns whose reply is waiting for another delivery attempt."""
+    rows = await session.scalars(
+        select(TurnRow)
+        .where(TurnRow.delivery_status == "retry")
+        .order_by(TurnRow.updated_at, TurnRow.id)
+        .limit(limit)
+    )
+    return [turn_record(row) for row in rows]
 
 
 async def finish_turn(session: AsyncSession, turn_id: int, **fields: Any) -> TurnRecord:

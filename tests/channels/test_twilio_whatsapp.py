@@ -1,0 +1,184 @@
+"""The Twilio WhatsApp adapter on real payloads: signature vectors and recorded webhooks."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from urllib.parse import urlencode
+
+import pytest
+from twilio.request_validator import RequestValidator
+
+from channels.base import PayloadInvalid, RawRequest, SignatureInvalid
+from channels.twilio_whatsapp import AUDIO_PLACEHOLDER, TwilioWhatsAppChannel, split_body
+from tests.support.fixtures import FIXTURES as SHARED_FIXTURES
+
+FIXTURES = SHARED_FIXTURES / "twilio_whatsapp"
+VECTORS = json.loads((FIXTURES / "signature_test_vectors.json").read_text())
+NOW = datetime(2026, 11, 29, tzinfo=UTC)
+
+
+def channel(token: str = "12345", public_url: str | None = None) -> TwilioWhatsAppChannel:
+    return TwilioWhatsAppChannel(
+        account_sid="AC" + "1" * 32,
+        auth_token=token,
+        sender="whatsapp:+14155238886",
+        public_url=public_url,
+        clock=lambda: NOW,
+    )
+
+
+def fixture_request(
+    name: str, url: str = "https://relay.example.org/webhooks/twilio/whatsapp"
+) -> RawRequest:
+    body = (FIXTURES / name).read_bytes()
+    return RawRequest("POST", url, {"Content-Type": "application/x-www-form-urlencoded"}, body)
+
+
+@pytest.mark.parametrize("case", VECTORS["cases"], ids=[c["name"] for c in VECTORS["cases"]])
+def test_every_signature_vector_behaves_as_expected(case: dict) -> None:  # type: ignore[type-arg]
+    if "raw_body" in case:
+        body = case["raw_body"].encode()
+        headers = {"Content-Type": "application/json"}
+    else:
+        body = urlencode([tuple(pair) for pair in case["params"]]).encode()
+        headers = {"Content-Type": "application/x-www-form-urlencoded"}
+    signed = RawRequest(
+        "POST", case["url"], {**headers, "X-Twilio-Signature": case["expected_signature"]}, body
+    )
+    if case["valid"]:
+        channel(VECTORS["auth_token"]).verify(signed)
+    else:
+        with pytest.raises(SignatureInvalid):
+            channel(VECTORS["auth_token"]).verify(signed)
+    tampered = RawRequest(
+        "POST",
+        case["url"],
+        {**headers, "X-Twilio-Signature": case["expected_signature"]},
+        body + (b"&x=1" if "raw_body" not in case else b" "),
+    )
+    with pytest.raises(SignatureInvalid):
+        channel(VECTORS["auth_token"]).verify(tampered)
+
+
+def _signed(name: str, public: str, internal: str, token: str = "secret-token") -> RawRequest:
+    body = (FIXTURES / name).read_bytes()
+    params = dict(pair.split("=", 1) for pair in body.decode().split("&"))
+    from urllib.parse import unquote_plus
+
+    params = {unquote_plus(k): unquote_plus(v) for k, v in params.items()}
+    signature = RequestValidator(token).compute_signature(public, params)
+    return RawRequest(
+        "POST",
+        internal,
+        {"Content-Type": "application/x-www-form-urlencoded", "X-Twilio-Signature": signature},
+        body,
+    )
+
+
+def test_signature_is_checked_against_the_public_url_behind_a_proxy() -> None:
+    public = "https://relay.example.org/webhooks/twilio/whatsapp"
+    request = _signed(
+        "inbound_text.form.txt", public, "http://10.0.0.7:8080/webhooks/twilio/whatsapp"
+    )
+    channel("secret-token", public_url="https://relay.example.org").verify(request)
+    with pytest.raises(SignatureInvalid):
+        channel("secret-token").verify(request)  # without the public URL the host differs
+    with pytest.raises(SignatureInvalid):
+        channel("other-token", public_url="https://relay.example.org").verify(request)
+
+
+def test_missing_signature_or_token_is_refused() -> None:
+    request = fixture_request("inbound_text.form.txt")
+    with pytest.raises(SignatureInvalid):
+        channel().verify(request)
+    with pytest.raises(SignatureInvalid):
+        TwilioWhatsAppChannel(
+            account_sid=None, auth_token=None, sender=None, public_url=None, clock=lambda: NOW
+        ).verify(request)
+
+
+def test_inbound_text() -> None:
+    [message] = channel().parse(fixture_request("inbound_text.form.txt"))
+    assert (message.channel, message.kind, message.text) == ("whatsapp", "text", "test")
+    assert message.provider_message_id == "SM892512e202b34d4109b10a3893fa9640"
+    assert message.sender == "whatsapp:+31612345678"
+    assert message.extra["ApiVersion"] == "2010-04-01"  # every parameter kept
+
+
+def test_inbound_image() -> None:
+    [message] = channel().parse(fixture_request("inbound_image.form.txt"))
+    assert message.kind == "media"
+    assert len(message.media) == 1
+    assert message.media[0].content_type == "image/jpeg"
+    assert message.media[0].url.startswith("https://api.twilio.com/")
+    assert message.text == "[image/jpeg]"
+
+
+def test_inbound_location() -> None:
+    [message] = channel().parse(fixture_request("inbound_location.form.txt"))
+    assert message.kind == "location"
+    assert message.text.startswith("[location]")
+    assert message.extra["Latitude"] in message.text
+
+
+def test_voice_note_built_from_the_image_sample() -> None:
+    body = (FIXTURES / "inbound_image.form.txt").read_text().replace("image%2Fjpeg", "audio%2Fogg")
+    request = RawRequest("POST", "https://x/y", {}, body.encode())
+    [message] = channel().parse(request)
+    assert message.kind == "voice"
+    assert message.text == AUDIO_PLACEHOLDER
+    assert message.media[0].content_type == "audio/ogg"
+
+
+def test_current_parameters_and_unknown_ones_are_kept() -> None:
+    body = urlencode(
+        {
+            "MessageSid": "SMx",
+            "From": "whatsapp:+5511998765432",
+            "Body": "",
+            "NumMedia": "0",
+            "ProfileName": "Ana",
+            "WaId": "5511998765432",
+            "MessageType": "button",
+            "ButtonText": "Falar com atendente",
+            "ButtonPayload": "human",
+            "BrandNewParam": "42",
+        }
+    ).encode()
+    [message] = channel().parse(RawRequest("POST", "https://x/y", {}, body))
+    assert (message.kind, message.text, message.sender_name) == (
+        "button",
+        "Falar com atendente",
+        "Ana",
+    )
+    assert message.extra["BrandNewParam"] == "42"
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"",
+        b"From=whatsapp%3A%2B5511",
+        b"MessageSid=SM1",
+        b"\xff\xfe",
+        b"MessageSid=SM1&From=x&NumMedia=many",
+    ],
+)
+def test_malformed_bodies_have_a_reason(body: bytes) -> None:
+    with pytest.raises(PayloadInvalid) as raised:
+        channel().parse(RawRequest("POST", "https://x/y", {}, body))
+    assert str(raised.value)
+
+
+def test_status_callbacks_parse() -> None:
+    sid, status, error = channel().parse_status(fixture_request("status_delivered.form.txt"))
+    assert status == "delivered" and sid.startswith("SM") and error is None
+    assert channel().parse_status(fixture_request("status_sent.form.txt"))[1] == "sent"
+
+
+def test_split_body_keeps_order_and_limit() -> None:
+    text = " ".join(f"palavra{i}" for i in range(1000))
+    parts = split_body(text)
+    assert all(len(p) <= 1600 for p in parts) and len(parts) > 1
+    assert " ".join(parts) == text
