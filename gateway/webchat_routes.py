@@ -92,8 +92,11 @@ async def websocket(request: web.Request) -> web.WebSocketResponse:
                 if not isinstance(data, dict):
                     raise PayloadInvalid("a frame must be a JSON object")
                 if visitor is None:
-                    visitor, token = await _hello(request, socket, data)
+                    visitor, token, cursor = await _hello(socket, data)
+                    # Join the hub before reading the backlog, so a reply stored meanwhile
+                    # arrives live (the widget dedupes by message id) rather than never.
                     hub.add(visitor, socket)
+                    await _backlog(request, socket, visitor, cursor)
                 elif data.get("type") == "message":
                     await _message(request, socket, data, visitor, token)
                 else:
@@ -107,8 +110,8 @@ async def websocket(request: web.Request) -> web.WebSocketResponse:
 
 
 async def _hello(
-    request: web.Request, socket: web.WebSocketResponse, data: dict[str, Any]
-) -> tuple[str, str | None]:
+    socket: web.WebSocketResponse, data: dict[str, Any]
+) -> tuple[str, str | None, int | None]:
     if data.get("type") != "hello":
         raise PayloadInvalid("the first frame must be a hello")
     visitor = visitor_id_of(data)
@@ -117,13 +120,18 @@ async def _hello(
     after = data.get("after")
     cursor = _cursor(str(after) if after is not None else None)
     await socket.send_json({"type": "ready", "visitor_id": visitor})
+    return visitor, token, cursor
+
+
+async def _backlog(
+    request: web.Request, socket: web.WebSocketResponse, visitor: str, cursor: int | None
+) -> None:
     async with request.app[SESSIONS]() as session:
         backlog = await messages.thread_messages(
             session, f"webchat:{visitor}", after_id=cursor, limit=500
         )
     for record in backlog:
         await socket.send_json(frame_of(record))
-    return visitor, token
 
 
 async def _message(

@@ -1,0 +1,514 @@
+/*
+ * Relaydesk web chat widget. Plain JavaScript, no build step, no third-party resources.
+ *
+ * Protocol (see gateway/webchat_routes.py): on open the widget sends
+ *   {"type": "hello", "visitor_id", "identity_token", "after"}
+ * where `after` is the highest message id received in a `message` frame, so the server replays
+ * only what this page has not seen. (Ids from acks do not move it: a reply to an earlier message
+ * may have a lower id and still be on its way.) Every message is rendered once, in id order:
+ * stored messages are keyed by `message_id`, the visitor's own not-yet-stored messages by
+ * `client_message_id`.
+ *
+ * Messages the server has not acknowledged stay in an outbox in localStorage and are resent with
+ * the same `client_message_id` after every reconnect (the server stores them once).
+ *
+ * Identity token, first found wins: `window.RelaydeskChat = {identityToken: "..."}` set before
+ * this script runs (on a page of the gateway's origin that includes this script: `/chat` itself
+ * allows no inline script), the `?token=` query parameter; later a parent frame may send
+ * `postMessage({type: "relaydesk:identity", token})` (the widget posts `{type: "relaydesk:ready"}`
+ * to its parent when it is listening) and the widget reconnects with it; `token: null` drops it.
+ */
+(() => {
+  "use strict";
+
+  const KEYS = { visitor: "relaydesk.visitor_id", outbox: "relaydesk.outbox" };
+  const VISITOR_ID = /^[A-Za-z0-9_-]{16,128}$/;
+  const CLIENT_ID = /^[A-Za-z0-9_.:-]{1,128}$/;
+  const MESSAGE_ID = /^[0-9]{1,30}$/;
+  const MAX_TEXT_CHARS = 8000;
+  const BACKOFF_MIN_MS = 250;
+  const BACKOFF_MAX_MS = 5000;
+  // No ack this long after a send: the connection is treated as dead and replaced.
+  const ACK_TIMEOUT_MS = 15000;
+
+  const storage = makeStorage();
+  const config = window.RelaydeskChat && typeof window.RelaydeskChat === "object"
+    ? window.RelaydeskChat : {};
+
+  const state = {
+    visitorId: loadVisitorId(),
+    token: initialToken(),
+    socket: null,
+    ready: false,
+    cursor: null, // highest message_id seen in a `message` frame
+    inflight: [], // client ids sent on this socket, awaiting ack or error, in order
+    backoff: BACKOFF_MIN_MS,
+    reconnectTimer: 0,
+    ackTimer: 0,
+    statusName: "connecting",
+    statusText: "Connecting…",
+  };
+
+  const byMessageId = new Map();
+  const byClientId = new Map();
+
+  let list, form, input, status;
+
+  // ---- storage ----------------------------------------------------------------------------
+
+  function makeStorage() {
+    const memory = new Map();
+    let local = null;
+    try {
+      local = window.localStorage;
+      local.setItem("relaydesk.probe", "1");
+      local.removeItem("relaydesk.probe");
+    } catch (_) {
+      local = null; // storage blocked (privacy mode, third-party frame): this page only
+    }
+    return {
+      get(key) {
+        if (local) {
+          try {
+            return local.getItem(key);
+          } catch (_) { /* fall through to memory */ }
+        }
+        return memory.has(key) ? memory.get(key) : null;
+      },
+      set(key, value) {
+        memory.set(key, value);
+        if (local) {
+          try {
+            local.setItem(key, value);
+          } catch (_) { /* quota or blocked: memory copy still works */ }
+        }
+      },
+    };
+  }
+
+  function randomId(prefix) {
+    const bytes = new Uint8Array(16);
+    window.crypto.getRandomValues(bytes);
+    return prefix + Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+  }
+
+  function loadVisitorId() {
+    let id = storage.get(KEYS.visitor);
+    if (!id || !VISITOR_ID.test(id)) {
+      id = randomId("v");
+      storage.set(KEYS.visitor, id);
+    }
+    return id;
+  }
+
+  function initialToken() {
+    if (typeof config.identityToken === "string" && config.identityToken) {
+      return config.identityToken;
+    }
+    const fromQuery = new URLSearchParams(window.location.search).get("token");
+    return fromQuery || null;
+  }
+
+  // The outbox is read and written through storage on every change, so two tabs of the same
+  // visitor do not overwrite each other's pending messages.
+  const outbox = {
+    load() {
+      try {
+        const items = JSON.parse(storage.get(KEYS.outbox) || "[]");
+        return Array.isArray(items)
+          ? items.filter((m) => m && typeof m.text === "string" && CLIENT_ID.test(m.client_message_id))
+          : [];
+      } catch (_) {
+        return [];
+      }
+    },
+    add(entry) {
+      const items = outbox.load();
+      items.push(entry);
+      storage.set(KEYS.outbox, JSON.stringify(items));
+    },
+    remove(clientId) {
+      const items = outbox.load();
+      const kept = items.filter((m) => m.client_message_id !== clientId);
+      if (kept.length !== items.length) storage.set(KEYS.outbox, JSON.stringify(kept));
+    },
+  };
+
+  // ---- rendering --------------------------------------------------------------------------
+
+  function idLess(a, b) {
+    // Decimal strings of any length, compared without losing precision.
+    return a.length !== b.length ? a.length < b.length : a < b;
+  }
+
+  function bubble(role, text, createdAt) {
+    const item = document.createElement("li");
+    const mine = role === "user";
+    item.className = mine ? "msg msg--user" : "msg msg--assistant";
+    const who = document.createElement("span");
+    who.className = "visually-hidden";
+    who.textContent = mine ? "You: " : "Assistant: ";
+    const body = document.createElement("p");
+    body.className = "msg__text";
+    body.textContent = text; // text only, never markup: message text is untrusted
+    item.append(who, body);
+    if (createdAt) {
+      const when = new Date(createdAt);
+      if (!Number.isNaN(when.getTime())) item.title = when.toLocaleString();
+    }
+    if (mine) {
+      const meta = document.createElement("span");
+      meta.className = "msg__status";
+      item.append(meta);
+    }
+    return item;
+  }
+
+  function setBubbleStatus(item, value) {
+    item.dataset.status = value;
+    const meta = item.querySelector(".msg__status");
+    if (meta) {
+      meta.textContent = { sending: "Sending…", sent: "Sent", failed: "Not delivered" }[value] || "";
+    }
+  }
+
+  // Stored messages in id order; the visitor's pending messages after them, in send order.
+  function place(item) {
+    const id = item.dataset.messageId;
+    if (!id && item.parentNode === list) return;
+    let before = null;
+    if (id) {
+      for (const child of list.children) {
+        if (child === item) continue;
+        const other = child.dataset.messageId;
+        if (!other || idLess(id, other)) {
+          before = child;
+          break;
+        }
+      }
+    }
+    if (item.parentNode === list && item.nextElementSibling === before) return;
+    const stick = nearBottom();
+    list.insertBefore(item, before);
+    if (stick) scrollToBottom();
+  }
+
+  function nearBottom() {
+    return list.scrollHeight - list.scrollTop - list.clientHeight < 80;
+  }
+
+  function scrollToBottom() {
+    list.scrollTop = list.scrollHeight;
+  }
+
+  function pendingBubble(entry) {
+    let item = byClientId.get(entry.client_message_id);
+    if (item) return item;
+    item = bubble("user", entry.text, null);
+    item.dataset.clientMessageId = entry.client_message_id;
+    setBubbleStatus(item, "sending");
+    byClientId.set(entry.client_message_id, item);
+    place(item);
+    return item;
+  }
+
+  function stored(item, messageId) {
+    item.dataset.messageId = messageId;
+    byMessageId.set(messageId, item);
+    place(item);
+  }
+
+  // ---- protocol ---------------------------------------------------------------------------
+
+  function onMessageFrame(frame) {
+    const id = frame.message_id;
+    if (typeof id !== "string" || !MESSAGE_ID.test(id) || typeof frame.text !== "string") return;
+    if (state.cursor === null || idLess(state.cursor, id)) state.cursor = id;
+    if (byMessageId.has(id)) return;
+    const clientId = frame.role === "user" ? frame.client_message_id : null;
+    if (typeof clientId === "string" && clientId) outbox.remove(clientId); // stored: not resent
+    let item = typeof clientId === "string" ? byClientId.get(clientId) : undefined;
+    if (item) {
+      if (item.dataset.messageId) return; // the same message under an ack we already applied
+    } else {
+      item = bubble(frame.role, frame.text, frame.created_at);
+      if (typeof clientId === "string" && clientId) {
+        item.dataset.clientMessageId = clientId;
+        byClientId.set(clientId, item);
+      }
+    }
+    if (frame.role === "user") setBubbleStatus(item, "sent");
+    stored(item, id);
+  }
+
+  function onAck(frame) {
+    const clientId = frame.client_message_id;
+    state.backoff = BACKOFF_MIN_MS; // the server stores again: the connection is healthy
+    settle(clientId);
+    outbox.remove(clientId);
+    const item = byClientId.get(clientId);
+    if (!item) return;
+    setBubbleStatus(item, "sent");
+    const id = frame.message_id;
+    if (item.dataset.messageId || typeof id !== "string" || !MESSAGE_ID.test(id)) return;
+    const shown = byMessageId.get(id);
+    if (shown && shown !== item) {
+      byClientId.set(clientId, shown);
+      item.remove();
+      return;
+    }
+    stored(item, id);
+  }
+
+  function onError(frame) {
+    if (!state.ready) {
+      // The hello was refused: start over with a fresh connection.
+      showStatus("error", "The chat could not start. Retrying…");
+      replaceSocket();
+      return;
+    }
+    // The server answers each message frame, in order, with an ack or an error.
+    const clientId = state.inflight[0];
+    if (clientId === undefined) return;
+    settle(clientId);
+    outbox.remove(clientId);
+    const item = byClientId.get(clientId);
+    if (item) setBubbleStatus(item, "failed");
+    renderStatus();
+    console.warn("relaydesk: message refused", frame.error, frame.detail);
+  }
+
+  function settle(clientId) {
+    const index = state.inflight.indexOf(clientId);
+    if (index >= 0) state.inflight.splice(index, 1);
+    armAckTimer();
+  }
+
+  function armAckTimer() {
+    window.clearTimeout(state.ackTimer);
+    state.ackTimer = 0;
+    if (state.inflight.length) state.ackTimer = window.setTimeout(replaceSocket, ACK_TIMEOUT_MS);
+  }
+
+  function transmit(entry) {
+    if (!state.ready || state.inflight.includes(entry.client_message_id)) return;
+    try {
+      state.socket.send(
+        JSON.stringify({ type: "message", text: entry.text, client_message_id: entry.client_message_id }),
+      );
+    } catch (_) {
+      return; // the close event follows; the entry stays in the outbox
+    }
+    state.inflight.push(entry.client_message_id);
+    if (!state.ackTimer) armAckTimer();
+  }
+
+  function flushOutbox() {
+    for (const entry of outbox.load()) {
+      pendingBubble(entry);
+      transmit(entry);
+    }
+  }
+
+  function onFrame(frame) {
+    if (!frame || typeof frame !== "object") return;
+    switch (frame.type) {
+      case "ready":
+        state.ready = true;
+        // With messages to resend, only their acks prove the connection healthy: a server
+        // that fails on them keeps backing off instead of retrying four times a second.
+        if (!outbox.load().length) state.backoff = BACKOFF_MIN_MS;
+        showStatus("connected", "Connected");
+        flushOutbox();
+        break;
+      case "message":
+        onMessageFrame(frame);
+        break;
+      case "ack":
+        onAck(frame);
+        break;
+      case "error":
+        onError(frame);
+        break;
+      default:
+        break;
+    }
+  }
+
+  // ---- connection -------------------------------------------------------------------------
+
+  function socketUrl() {
+    const scheme = window.location.protocol === "https:" ? "wss://" : "ws://";
+    return scheme + window.location.host + "/webchat/ws";
+  }
+
+  function connect() {
+    window.clearTimeout(state.reconnectTimer);
+    state.reconnectTimer = 0;
+    if (state.socket) return;
+    showStatus("connecting", "Connecting…");
+    let socket;
+    try {
+      socket = new WebSocket(socketUrl());
+    } catch (_) {
+      scheduleReconnect();
+      return;
+    }
+    state.socket = socket;
+    state.ready = false;
+    state.inflight = [];
+    socket.onopen = () => {
+      socket.send(
+        JSON.stringify({
+          type: "hello",
+          visitor_id: state.visitorId,
+          identity_token: state.token,
+          after: state.cursor,
+        }),
+      );
+    };
+    socket.onmessage = (event) => {
+      if (socket !== state.socket || typeof event.data !== "string") return;
+      let frame;
+      try {
+        frame = JSON.parse(event.data);
+      } catch (_) {
+        return;
+      }
+      onFrame(frame);
+    };
+    socket.onclose = () => {
+      if (socket !== state.socket) return;
+      detach();
+      scheduleReconnect();
+    };
+  }
+
+  function detach() {
+    const socket = state.socket;
+    state.socket = null;
+    state.ready = false;
+    state.inflight = [];
+    window.clearTimeout(state.ackTimer);
+    state.ackTimer = 0;
+    return socket;
+  }
+
+  // Drop the current socket without waiting for its close handshake, then reconnect.
+  function replaceSocket() {
+    const socket = detach();
+    if (socket) {
+      try {
+        socket.close();
+      } catch (_) { /* already closing */ }
+    }
+    scheduleReconnect();
+  }
+
+  function reconnectNow() {
+    const socket = detach();
+    if (socket) {
+      try {
+        socket.close();
+      } catch (_) { /* already closing */ }
+    }
+    state.backoff = BACKOFF_MIN_MS;
+    connect();
+  }
+
+  function scheduleReconnect() {
+    if (state.reconnectTimer || state.socket) return;
+    const delay = state.backoff;
+    state.backoff = Math.min(state.backoff * 2, BACKOFF_MAX_MS);
+    const seconds = Math.round(delay / 1000);
+    showStatus(
+      "reconnecting",
+      seconds >= 1 ? `Connection lost. Reconnecting in ${seconds} s…` : "Connection lost. Reconnecting…",
+    );
+    state.reconnectTimer = window.setTimeout(connect, delay);
+  }
+
+  function showStatus(name, text) {
+    state.statusName = name;
+    state.statusText = text;
+    renderStatus();
+  }
+
+  function renderStatus() {
+    const waiting = state.ready ? 0 : outbox.load().length;
+    const queued = waiting === 1 ? " 1 message waiting to be sent." : ` ${waiting} messages waiting to be sent.`;
+    status.dataset.state = state.statusName;
+    status.textContent = state.statusText + (waiting ? queued : "");
+  }
+
+  // ---- input ------------------------------------------------------------------------------
+
+  function send(text) {
+    const entry = { client_message_id: randomId("c"), text, created_at: Date.now() };
+    outbox.add(entry);
+    const item = pendingBubble(entry);
+    item.scrollIntoView({ block: "end" });
+    if (state.ready) transmit(entry);
+    else renderStatus();
+  }
+
+  function onSubmit(event) {
+    event.preventDefault();
+    const text = input.value;
+    if (!text.trim()) return;
+    if (text.length > MAX_TEXT_CHARS) return; // maxlength already stops this when typing
+    input.value = "";
+    send(text);
+    input.focus();
+  }
+
+  function onKeyDown(event) {
+    if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+      event.preventDefault();
+      form.requestSubmit();
+    }
+  }
+
+  function onParentMessage(event) {
+    if (window.parent === window || event.source !== window.parent) return;
+    const data = event.data;
+    if (!data || typeof data !== "object" || data.type !== "relaydesk:identity") return;
+    const token = typeof data.token === "string" && data.token ? data.token : null;
+    if (token === state.token) return;
+    state.token = token;
+    showIdentity();
+    reconnectNow(); // the token is presented in the hello, so it takes a new connection
+  }
+
+  // Whether this page speaks with an identity token (for the host page's styling and tests).
+  function showIdentity() {
+    document.body.dataset.identity = state.token ? "token" : "anonymous";
+  }
+
+  function start() {
+    list = document.getElementById("chat-messages");
+    form = document.getElementById("chat-form");
+    input = document.getElementById("chat-input");
+    status = document.getElementById("chat-status");
+    if (!list || !form || !input || !status) return;
+    form.addEventListener("submit", onSubmit);
+    input.addEventListener("keydown", onKeyDown);
+    window.addEventListener("message", onParentMessage);
+    window.addEventListener("online", () => {
+      if (!state.socket) reconnectNow();
+    });
+    document.addEventListener("visibilitychange", () => {
+      if (document.visibilityState === "visible" && !state.socket) reconnectNow();
+    });
+    showIdentity();
+    for (const entry of outbox.load()) pendingBubble(entry);
+    connect();
+    if (window.parent !== window) {
+      // Tells the host page it may now post the identity token.
+      window.parent.postMessage({ type: "relaydesk:ready" }, "*");
+    }
+  }
+
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
+  else start();
+})();

@@ -1,0 +1,398 @@
+"""The `/chat` widget in a real headless Chromium (Debian `chromium`, driven by Playwright)
+against a real gateway on a real socket with the offline model: it talks, survives a dropped
+websocket and a lost ack without losing or duplicating a message, keeps its visitor id and
+history across a reload, and carries an identity token from the URL or from the host page."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import json
+import time
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import jwt
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestClient, TestServer
+from sqlalchemy import select
+
+from gateway.keys import HUB, SESSIONS
+from gateway.storage.models import Message
+from tests.support.databases import unavailable
+from tests.support.stack import API_KEY, WEBCHAT_SECRET, Stack, running_stack
+
+try:
+    from playwright.async_api import (
+        Browser,
+        BrowserContext,
+        Page,
+        WebSocketRoute,
+        async_playwright,
+        expect,
+    )
+except ImportError:  # the skip below says why
+    pass
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+WAIT_MS = 10_000
+VISITOR_KEY = "relaydesk.visitor_id"
+OUTBOX_KEY = "relaydesk.outbox"
+OFFLINE_REPLY = "offline mode"
+FIRST = "<b>First</b> question <img src=x onerror=alert(1)>"
+
+
+def _browser_missing() -> str | None:
+    if importlib.util.find_spec("playwright") is None:
+        return "the playwright package is not installed"
+    if not Path(CHROMIUM).exists():
+        return f"{CHROMIUM} is missing (Debian package chromium)"
+    return None
+
+
+@pytest.fixture
+async def browser() -> AsyncIterator[Browser]:
+    why = _browser_missing()
+    if why is not None:
+        unavailable("headless Chromium", why)
+    async with async_playwright() as playwright:
+        launched = await playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield launched
+        finally:
+            await launched.close()
+
+
+@pytest.fixture
+async def stack(tmp_path: Path) -> AsyncIterator[Stack]:
+    async with running_stack("embedded", tmp_path) as running:
+        yield running
+
+
+def _url(stack: Stack, path: str = "/chat") -> str:
+    return str(stack.client.make_url(path))
+
+
+async def _open(context: BrowserContext, url: str) -> Page:
+    page = await context.new_page()
+    await page.goto(url)
+    await _connected(page)
+    return page
+
+
+async def _connected(page: Page) -> None:
+    await expect(page.locator("#chat-status")).to_have_attribute(
+        "data-state", "connected", timeout=WAIT_MS
+    )
+
+
+async def _send(page: Page, text: str) -> None:
+    await page.get_by_label("Your message").fill(text)
+    await page.get_by_role("button", name="Send").click()
+
+
+async def _visitor(page: Page) -> str:
+    value = await page.evaluate(f"localStorage.getItem({json.dumps(VISITOR_KEY)})")
+    assert isinstance(value, str)
+    return value
+
+
+async def _outbox(page: Page) -> list[dict[str, Any]]:
+    raw = await page.evaluate(f"localStorage.getItem({json.dumps(OUTBOX_KEY)})")
+    items: list[dict[str, Any]] = json.loads(raw or "[]")
+    return items
+
+
+async def _bubbles(page: Page, role: str) -> list[str]:
+    texts: list[str] = await page.locator(f".msg--{role} .msg__text").all_text_contents()
+    return texts
+
+
+async def _stored(stack: Stack, visitor: str) -> list[tuple[str, str]]:
+    response = await stack.client.get("/webchat/messages", params={"visitor_id": visitor})
+    assert response.status == 200
+    return [(m["role"], m["text"]) for m in (await response.json())["messages"]]
+
+
+async def _settled(stack: Stack, page: Page, users: int, assistants: int) -> None:
+    """Every accepted message answered, and the page shows exactly this many bubbles."""
+    await stack.idle()
+    await expect(page.locator(".msg--user")).to_have_count(users, timeout=WAIT_MS)
+    await expect(page.locator(".msg--assistant")).to_have_count(assistants, timeout=WAIT_MS)
+    await expect(page.locator('.msg--user[data-status="sent"]')).to_have_count(
+        users, timeout=WAIT_MS
+    )
+    # Nothing more arrives late (a duplicate would show up here).
+    await asyncio.sleep(0.3)
+    assert await page.locator(".msg--user").count() == users
+    assert await page.locator(".msg--assistant").count() == assistants
+    ids = await page.locator(".msg").evaluate_all("items => items.map(i => i.dataset.messageId)")
+    assert all(ids) and len(set(ids)) == len(ids)
+    assert ids == sorted(ids, key=int)
+
+
+async def _screenshot(page: Page, name: str) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    await page.screenshot(path=str(ARTIFACTS / name), full_page=True)
+
+
+def _token(sub: str, **claims: object) -> str:
+    payload = {"sub": sub, "exp": int(time.time()) + 600, **claims}
+    return jwt.encode(payload, WEBCHAT_SECRET, algorithm="HS256")
+
+
+async def _user_rows(stack: Stack, visitor: str) -> list[Message]:
+    async with stack.app[SESSIONS]() as session:
+        rows = await session.scalars(
+            select(Message)
+            .where(Message.thread_key == f"webchat:{visitor}", Message.role == "user")
+            .order_by(Message.id)
+        )
+        return list(rows)
+
+
+async def _profile(client: TestClient, customer_id: str) -> dict[str, Any]:  # type: ignore[type-arg]
+    response = await client.get(
+        f"/v1/operator/customers/{customer_id}",
+        headers={"Authorization": f"Bearer {API_KEY}"},
+    )
+    assert response.status == 200
+    profile: dict[str, Any] = await response.json()
+    return profile
+
+
+async def test_page_and_assets_are_served_with_their_headers(stack: Stack) -> None:
+    page = await stack.client.get("/chat")
+    assert page.status == 200
+    assert page.headers["Content-Type"] == "text/html; charset=utf-8"
+    assert page.headers["Cache-Control"] == "no-cache"
+    policy = page.headers["Content-Security-Policy"]
+    host = stack.client.make_url("/").host
+    assert "default-src 'none'" in policy and "script-src 'self'" in policy
+    assert f"connect-src 'self' ws://{host}:" in policy
+    assert "unsafe" not in policy and "http" not in policy
+    html = await page.text()
+    assert 'src="/chat/static/chat.js"' in html and "://" not in html  # nothing third-party
+    script = await stack.client.get("/chat/static/chat.js")
+    assert script.status == 200 and script.headers["Content-Type"].startswith("text/javascript")
+    style = await stack.client.get("/chat/static/chat.css")
+    assert style.status == 200 and style.headers["Content-Type"].startswith("text/css")
+    for missing in ("/chat/static/nope.js", "/chat/static/chat.html", "/chat/static/..%2Fapp.py"):
+        response = await stack.client.get(missing)
+        assert response.status == 404, missing
+
+
+async def test_talks_and_survives_a_dropped_websocket(browser: Browser, stack: Stack) -> None:
+    context = await browser.new_context(viewport={"width": 420, "height": 760})
+    page = await context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    await page.goto(_url(stack))
+    await _connected(page)
+    visitor = await _visitor(page)
+    assert len(visitor) >= 16
+
+    await _send(page, "Where is my order 4471?")
+    await expect(page.locator(".msg--user .msg__text")).to_have_text(["Where is my order 4471?"])
+    await expect(page.locator(".msg--assistant")).to_have_count(1, timeout=WAIT_MS)
+    await expect(page.locator(".msg--assistant").first).to_contain_text(OFFLINE_REPLY)
+    await expect(page.locator(".msg--assistant").first).to_contain_text("Where is my order 4471?")
+
+    # The network goes away and the server drops the socket: the widget notices, keeps
+    # retrying, and queues what the visitor writes meanwhile.
+    await context.set_offline(True)
+    await stack.app[HUB].close_all()
+    await expect(page.locator("#chat-status")).to_have_attribute("data-state", "reconnecting")
+    await _send(page, "Are you still there?")
+    queued = page.locator(".msg--user").nth(1)
+    await expect(queued).to_have_attribute("data-status", "sending")
+    await expect(page.locator("#chat-status")).to_contain_text("1 message waiting")
+    assert [entry["text"] for entry in await _outbox(page)] == ["Are you still there?"]
+    await asyncio.sleep(0.6)  # a few failed reconnect attempts
+    await _screenshot(page, "chat-widget-offline.png")
+    assert [role for role, _ in await _stored(stack, visitor)] == ["user", "assistant"]
+
+    await context.set_offline(False)
+    await _connected(page)
+    await _settled(stack, page, users=2, assistants=2)
+    assert await _bubbles(page, "user") == ["Where is my order 4471?", "Are you still there?"]
+    assert "Are you still there?" in (await _bubbles(page, "assistant"))[1]
+    assert await _outbox(page) == []
+    stored = await _stored(stack, visitor)
+    assert [role for role, _ in stored] == ["user", "assistant", "user", "assistant"]
+    assert [text for role, text in stored if role == "user"] == [
+        "Where is my order 4471?",
+        "Are you still there?",
+    ]
+    assert errors == []
+    await _screenshot(page, "chat-widget.png")
+    await context.close()
+
+
+async def test_a_lost_ack_is_resent_and_stored_once(browser: Browser, stack: Stack) -> None:
+    context = await browser.new_context()
+    page = await context.new_page()
+    frames_to_server: list[dict[str, Any]] = []
+    acks: list[dict[str, Any]] = []
+    drop_next_ack = True
+
+    async def relay(page_side: WebSocketRoute) -> None:
+        server = page_side.connect_to_server()
+
+        def to_server(message: str | bytes) -> None:
+            frames_to_server.append(json.loads(message))
+            server.send(message)
+
+        async def to_page(message: str | bytes) -> None:
+            nonlocal drop_next_ack
+            frame = json.loads(message)
+            if frame.get("type") == "ack":
+                acks.append(frame)
+            if drop_next_ack and frame.get("type") == "ack":
+                # Stored, but the visitor never hears so: the connection dies first.
+                drop_next_ack = False
+                await page_side.close()
+                return
+            page_side.send(message)
+
+        page_side.on_message(to_server)
+        server.on_message(to_page)
+
+    await page.route_web_socket("**/webchat/ws", relay)
+    await page.goto(_url(stack))
+    await _connected(page)
+    visitor = await _visitor(page)
+
+    await _send(page, "Can I change the delivery address?")
+    await _settled(stack, page, users=1, assistants=1)
+    sent = [f for f in frames_to_server if f["type"] == "message"]
+    assert len(sent) == 2 and sent[0]["client_message_id"] == sent[1]["client_message_id"]
+    hellos = [f for f in frames_to_server if f["type"] == "hello"]
+    assert len(hellos) == 2 and hellos[0]["after"] is None
+    # The server recognised the resend: same message id, flagged as a duplicate.
+    assert [a["duplicate"] for a in acks] == [False, True]
+    assert acks[0]["message_id"] == acks[1]["message_id"]
+    assert [role for role, _ in await _stored(stack, visitor)] == ["user", "assistant"]
+    await context.close()
+
+
+async def test_reload_keeps_the_visitor_history_and_outbox(browser: Browser, stack: Stack) -> None:
+    context = await browser.new_context()
+    page = await _open(context, _url(stack))
+    visitor = await _visitor(page)
+    await _send(page, FIRST)
+    await _settled(stack, page, users=1, assistants=1)
+    # Message text is shown as text, never parsed as markup (in either direction).
+    assert await page.locator(".msg img, .msg b").count() == 0
+    assert (await _bubbles(page, "user")) == [FIRST]
+
+    await page.reload()
+    await _connected(page)
+    assert await _visitor(page) == visitor
+    await _settled(stack, page, users=1, assistants=1)
+
+    # Written while offline, then the tab is closed: the next visit sends it, once.
+    await context.set_offline(True)
+    await stack.app[HUB].close_all()
+    await expect(page.locator("#chat-status")).to_have_attribute("data-state", "reconnecting")
+    await _send(page, "Written before closing the tab")
+    await expect(page.locator(".msg--user").nth(1)).to_have_attribute("data-status", "sending")
+    await page.close()
+    await context.set_offline(False)
+
+    page = await _open(context, _url(stack))
+    assert await _visitor(page) == visitor
+    await _settled(stack, page, users=2, assistants=2)
+    assert await _bubbles(page, "user") == [FIRST, "Written before closing the tab"]
+    stored = await _stored(stack, visitor)
+    assert [role for role, _ in stored] == ["user", "assistant", "user", "assistant"]
+
+    # Another browser profile is another visitor.
+    other = await browser.new_context()
+    stranger = await _open(other, _url(stack))
+    assert await _visitor(stranger) != visitor
+    assert await stranger.locator(".msg").count() == 0
+    await _screenshot(page, "chat-widget-reload.png")
+    await other.close()
+    await context.close()
+
+
+async def _assert_verified(stack: Stack, visitor: str, account: str) -> None:
+    [row] = await _user_rows(stack, visitor)
+    assert row.extra is not None and row.extra["link_level"] == "verified"
+    profile = await _profile(stack.client, row.customer_id)
+    [identity] = [i for i in profile["identities"] if i["id"] == row.identity_id]
+    assert identity["link_level"] == "verified" and account in identity["external_id"]
+    assert {"kind": "phone", "value": "+5511998765432", "link_level": "verified"} in profile[
+        "identifiers"
+    ]
+
+
+async def test_identity_token_from_the_query_reaches_the_server(
+    browser: Browser, stack: Stack
+) -> None:
+    account = "acct-" + uuid.uuid4().hex[:10]
+    token = _token(account, phone_number="+55 11 99876-5432", phone_number_verified=True)
+    context = await browser.new_context()
+    page = await _open(context, _url(stack, f"/chat?token={token}"))
+    await expect(page.locator("body")).to_have_attribute("data-identity", "token")
+    visitor = await _visitor(page)
+    await _send(page, "It's me")
+    await _settled(stack, page, users=1, assistants=1)
+    await _assert_verified(stack, visitor, account)
+    await context.close()
+
+
+async def test_identity_token_posted_by_the_host_page(browser: Browser, stack: Stack) -> None:
+    account = "acct-" + uuid.uuid4().hex[:10]
+    token = _token(account, phone_number="+5511998765432", phone_number_verified=True)
+    # The customer's own site, on another origin (another port), frames the widget and hands
+    # it the token once the widget says it is listening.
+    html = f"""<!doctype html><title>Shop</title>
+<iframe id="chat" src="{_url(stack)}" width="400" height="600"></iframe>
+<script>
+window.addEventListener("message", (event) => {{
+  if (event.data && event.data.type === "relaydesk:ready") {{
+    event.source.postMessage({{type: "relaydesk:identity", token: {json.dumps(token)}}}, "*");
+  }}
+}});
+</script>"""
+
+    async def shop(request: web.Request) -> web.Response:
+        return web.Response(text=html, content_type="text/html")
+
+    site = web.Application()
+    site.router.add_get("/", shop)
+    server = TestServer(site)
+    await server.start_server()
+    context = await browser.new_context()
+    page = await context.new_page()
+    await page.goto(str(server.make_url("/")))
+    widget = page.frame_locator("#chat")
+    await expect(widget.locator("body")).to_have_attribute("data-identity", "token")
+    await expect(widget.locator("#chat-status")).to_have_attribute(
+        "data-state", "connected", timeout=WAIT_MS
+    )
+    await widget.get_by_label("Your message").fill("Signed in from the shop")
+    await widget.get_by_role("button", name="Send").click()
+    await stack.idle()
+    await expect(widget.locator(".msg--assistant")).to_have_count(1, timeout=WAIT_MS)
+    handle = await page.locator("#chat").element_handle()
+    frame = await handle.content_frame() if handle is not None else None
+    assert frame is not None
+    visitor = await frame.evaluate(f"localStorage.getItem({json.dumps(VISITOR_KEY)})")
+    await _assert_verified(stack, str(visitor), account)
+    await context.close()
+    await server.close()
