@@ -1,0 +1,1 @@
+"""Memory: background compaction of episodes into sourced facts and capped summaries."""

@@ -1,0 +1,159 @@
+"""The compaction job queue: in-process by default, a Redis Streams consumer group in
+production (several workers on several machines).
+
+Delivery is at-least-once; jobs are idempotent (a job re-plans from the stored state, and the
+summary pointer advances in the same transaction as the summary and facts it covers). A job
+whose worker died stays pending in the stream and is reclaimed with XAUTOCLAIM after
+`reclaim_after_ms`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import socket
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Protocol, cast
+
+from redis.asyncio import Redis
+from redis.exceptions import ResponseError
+
+log = logging.getLogger("relaydesk.memory.queue")
+
+STREAM = "relaydesk:compaction"
+GROUP = "compactors"
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionJob:
+    customer_id: str
+    episode_id: str
+    reason: str = "threshold"  # threshold | closed | rebuild
+
+
+Handler = Callable[[CompactionJob], Awaitable[None]]
+
+
+class CompactionQueue(Protocol):
+    async def enqueue(self, job: CompactionJob) -> None: ...
+
+    async def run(self, handler: Handler) -> None:
+        """Consume jobs until cancelled."""
+        ...
+
+
+class InProcessQueue:
+    """An asyncio queue with one coalescing slot per episode (a burst enqueues once)."""
+
+    def __init__(self) -> None:
+        self._queue: asyncio.Queue[CompactionJob] = asyncio.Queue()
+        self._queued: set[str] = set()
+        self._busy = 0
+
+    async def enqueue(self, job: CompactionJob) -> None:
+        if job.episode_id in self._queued:
+            return
+        self._queued.add(job.episode_id)
+        await self._queue.put(job)
+
+    async def run(self, handler: Handler) -> None:
+        while True:
+            job = await self._queue.get()
+            self._queued.discard(job.episode_id)
+            self._busy += 1
+            try:
+                await handler(job)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("compaction failed", extra={"fields": {"episode": job.episode_id}})
+            finally:
+                self._busy -= 1
+                self._queue.task_done()
+
+    async def drained(self) -> None:
+        """Wait until every queued job has been handled (tests, demo, eval)."""
+        await self._queue.join()
+
+
+class RedisStreamQueue:
+    def __init__(
+        self,
+        redis: Redis,
+        *,
+        consumer: str | None = None,
+        stream: str = STREAM,
+        group: str = GROUP,
+        reclaim_after_ms: int = 60_000,
+        block_ms: int = 2_000,
+    ) -> None:
+        self._redis = redis
+        self._stream = stream
+        self._group = group
+        self._consumer = consumer or f"{socket.gethostname()}-{uuid.uuid4().hex[:8]}"
+        self._reclaim_after_ms = reclaim_after_ms
+        self._block_ms = block_ms
+
+    async def ensure_group(self) -> None:
+        with contextlib.suppress(ResponseError):  # BUSYGROUP: it exists already
+            await self._redis.xgroup_create(self._stream, self._group, id="0", mkstream=True)
+
+    async def enqueue(self, job: CompactionJob) -> None:
+        await self._redis.xadd(
+            self._stream,
+            {"customer_id": job.customer_id, "episode_id": job.episode_id, "reason": job.reason},
+            maxlen=100_000,
+            approximate=True,
+        )
+
+    async def run(self, handler: Handler) -> None:
+        await self.ensure_group()
+        while True:
+            handled = await self.reclaim(handler)
+            # [[stream, [(entry id, fields), ...]]]
+            entries: list[Any] = cast(
+                list[Any],
+                await self._redis.xreadgroup(
+                    self._group, self._consumer, {self._stream: ">"}, count=10, block=self._block_ms
+                ),
+            )
+            for _, messages in entries or ():
+                for entry_id, fields in messages:
+                    await self._handle(entry_id, fields, handler)
+                    handled += 1
+            if not handled:
+                await asyncio.sleep(0)
+
+    async def reclaim(self, handler: Handler) -> int:
+        """Take over jobs another consumer left pending for too long (it died mid-job)."""
+        result = await self._redis.xautoclaim(
+            self._stream, self._group, self._consumer, self._reclaim_after_ms, "0-0", count=10
+        )
+        claimed = result[1] if result else []
+        for entry_id, fields in claimed:
+            if fields:  # deleted entries come back empty
+                await self._handle(entry_id, fields, handler)
+        return len(claimed)
+
+    async def _handle(self, entry_id: bytes | str, fields: dict, handler: Handler) -> None:  # type: ignore[type-arg]
+        def text(key: str) -> str:
+            value = fields.get(key.encode(), fields.get(key, b""))
+            return value.decode() if isinstance(value, bytes) else str(value)
+
+        job = CompactionJob(text("customer_id"), text("episode_id"), text("reason") or "threshold")
+        try:
+            await handler(job)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            # Left pending: another consumer (or this one) reclaims it later.
+            log.exception("compaction failed", extra={"fields": {"episode": job.episode_id}})
+            return
+        await self._redis.xack(self._stream, self._group, entry_id)
+
+    async def pending(self) -> int:
+        info = await self._redis.xpending(self._stream, self._group)
+        return int(info["pending"]) if info else 0
