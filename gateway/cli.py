@@ -98,6 +98,58 @@ def _demo(settings: Settings, args: argparse.Namespace) -> int:
         return demo_main(Path(workdir), sys.stdout)
 
 
+def _telegram_set_webhook(settings: Settings, args: argparse.Namespace) -> int:
+    from telegram.error import TelegramError
+
+    from channels.telegram import ALLOWED_UPDATES, SECRET_TOKEN, make_bot
+    from gateway.webhook_routes import TELEGRAM_PATH
+
+    token = settings.telegram_bot_token.get_secret_value() if settings.telegram_bot_token else ""
+    secret = settings.telegram_webhook_secret
+    secret_token = secret.get_secret_value() if secret else ""
+    public = settings.public_url
+    url = args.url or (f"{public}{TELEGRAM_PATH}" if public else "")
+    missing = [
+        name
+        for name, value in (
+            ("TELEGRAM_BOT_TOKEN", token),
+            ("TELEGRAM_WEBHOOK_SECRET", secret_token),
+            ("RELAYDESK_PUBLIC_URL (or --url)", url),
+        )
+        if not value
+    ]
+    if missing:
+        print(f"relaydesk: set {', '.join(missing)} first", file=sys.stderr)
+        return 2
+    if not SECRET_TOKEN.fullmatch(secret_token):
+        print(
+            "relaydesk: TELEGRAM_WEBHOOK_SECRET must be 1-256 characters of A-Z, a-z, 0-9, _ and -",
+            file=sys.stderr,
+        )
+        return 2
+
+    async def register() -> bool:
+        async with make_bot(token, settings.telegram_api_base) as bot:
+            return await bot.set_webhook(
+                url=url,
+                secret_token=secret_token,
+                allowed_updates=list(ALLOWED_UPDATES),
+                drop_pending_updates=args.drop_pending or None,
+            )
+
+    try:
+        done = asyncio.run(register())
+    except TelegramError as exc:
+        reason = str(exc).replace(token, "<token>")
+        print(f"relaydesk: Telegram refused the webhook: {reason}", file=sys.stderr)
+        return 1
+    if not done:
+        print("relaydesk: Telegram did not confirm the webhook", file=sys.stderr)
+        return 1
+    print(f"telegram webhook set: {url} (updates: {', '.join(ALLOWED_UPDATES)})")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="relaydesk", description="Multichannel chatbot gateway with budgeted context."
@@ -118,6 +170,22 @@ def build_parser() -> argparse.ArgumentParser:
     )
     demo.add_argument("--dir", help="keep the demo database here (default: a temporary folder)")
     demo.set_defaults(run=_demo)
+
+    telegram = commands.add_parser("telegram", help="Telegram bot administration")
+    telegram_commands = telegram.add_subparsers(dest="telegram_command", required=True)
+    set_webhook = telegram_commands.add_parser(
+        "set-webhook",
+        help="register this gateway's webhook (with TELEGRAM_WEBHOOK_SECRET) with Telegram",
+    )
+    set_webhook.add_argument(
+        "--url", help="the webhook URL (default RELAYDESK_PUBLIC_URL + /webhooks/telegram)"
+    )
+    set_webhook.add_argument(
+        "--drop-pending",
+        action="store_true",
+        help="drop the updates Telegram queued while no webhook was reachable",
+    )
+    set_webhook.set_defaults(run=_telegram_set_webhook)
 
     bench = commands.add_parser("bench", help="benchmarks")
     benchmarks = bench.add_subparsers(dest="benchmark", required=True)

@@ -152,7 +152,9 @@ async def _current_turns(
         after_id=summary.last_message_id if summary else None,
         before_id=before_id,
     )
-    turns = tuple(turn for turn in map(_turn, recent) if turn is not None)
+    # An edited message shows only in its latest version (older versions stay stored).
+    replaced = {m.supersedes_id for m in recent if m.supersedes_id is not None}
+    turns = tuple(turn for turn in map(_turn, (m for m in recent if m.id not in replaced)) if turn)
     if summary is None:
         return turns, None, None
     return turns, summary.summary, summary.token_count

@@ -6,15 +6,22 @@ with the reason; storage down is a 503 so the provider retries instead of droppi
 
 from __future__ import annotations
 
+import logging
+
 from aiohttp import web
 
 from channels.base import RawRequest
+from channels.telegram import ignored_update
 from channels.twilio_whatsapp import TwilioWhatsAppChannel
 from gateway import delivery
 from gateway.keys import PIPELINE, SCHEDULER, SESSIONS
 from gateway.openapi import document
 
 EMPTY_TWIML = '<?xml version="1.0" encoding="UTF-8"?><Response></Response>'
+
+TELEGRAM_PATH = "/webhooks/telegram"
+
+log = logging.getLogger("relaydesk.webhooks")
 
 
 async def receive(request: web.Request, channel_name: str) -> list[int]:
@@ -68,6 +75,33 @@ document(
 )
 
 
+async def telegram(request: web.Request) -> web.Response:
+    if not await receive(request, "telegram"):
+        # Acknowledged so Telegram stops redelivering it; only the kind is logged, never content.
+        ignored = ignored_update(await request.read())
+        if ignored is not None:
+            log.info(
+                "telegram update ignored",
+                extra={"fields": {"update_type": ignored.update_type, "reason": ignored.reason}},
+            )
+    return web.json_response({"ok": True})
+
+
+document(
+    "POST",
+    TELEGRAM_PATH,
+    "Telegram Bot API webhook (JSON Update, X-Telegram-Bot-Api-Secret-Token)",
+    secured=False,
+    responses={
+        200: "stored, or acknowledged without a message (update kinds and chats not handled)",
+        400: "malformed",
+        403: "missing or wrong secret token",
+        413: "body too large",
+    },
+)
+
+
 def add_routes(app: web.Application) -> None:
     app.router.add_post("/webhooks/twilio/whatsapp", twilio_whatsapp)
+    app.router.add_post(TELEGRAM_PATH, telegram)
     app.router.add_post("/webhooks/twilio/status", twilio_status)

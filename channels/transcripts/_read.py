@@ -1,0 +1,96 @@
+"""Typed reads of vendor JSON: every wrong shape becomes `PayloadInvalid` naming the field.
+
+Vendors differ in how they spell numbers (Amazon Transcribe writes `"4.87"`, the others
+write `4.87`), so `number` accepts numeric strings; booleans are never numbers.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from channels.base import PayloadInvalid
+
+
+def mapping(value: object, where: str) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise PayloadInvalid(f"{where} must be an object, got {_kind(value)}")
+    return value
+
+
+def array(value: object, where: str) -> Sequence[Any]:
+    if not isinstance(value, list | tuple):
+        raise PayloadInvalid(f"{where} must be an array, got {_kind(value)}")
+    return value
+
+
+def optional_array(value: object, where: str) -> Sequence[Any]:
+    """An array, with a missing or null field read as empty."""
+    return () if value is None else array(value, where)
+
+
+def text(value: object, where: str) -> str:
+    if not isinstance(value, str):
+        raise PayloadInvalid(f"{where} must be a string, got {_kind(value)}")
+    return value
+
+
+def optional_text(value: object, where: str) -> str | None:
+    return None if value is None else text(value, where)
+
+
+def number(value: object, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise PayloadInvalid(f"{where} must be a number, got {_kind(value)}")
+    try:
+        result = float(value)
+    except ValueError as exc:
+        raise PayloadInvalid(f"{where} must be a number, got {value!r:.40}") from exc
+    if not math.isfinite(result):
+        raise PayloadInvalid(f"{where} must be a finite number, got {value!r:.40}")
+    return result
+
+
+def optional_number(value: object, where: str) -> float | None:
+    return None if value is None else number(value, where)
+
+
+def confidence(value: object, where: str) -> float | None:
+    """A probability in [0, 1], or None when the field is missing or null."""
+    if value is None:
+        return None
+    result = number(value, where)
+    if not 0.0 <= result <= 1.0:
+        raise PayloadInvalid(f"{where} must be between 0 and 1, got {result}")
+    return result
+
+
+def seconds_from_ms(value: object, where: str) -> float | None:
+    ms = optional_number(value, where)
+    return None if ms is None else ms / 1000.0
+
+
+def label(value: object, where: str) -> str | None:
+    """A speaker or channel label as a string (Deepgram numbers them, AssemblyAI letters)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        raise PayloadInvalid(f"{where} must be a string or an integer, got {_kind(value)}")
+    return str(value)
+
+
+def _kind(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, Mapping):
+        return "an object"
+    if isinstance(value, list | tuple):
+        return "an array"
+    return type(value).__name__

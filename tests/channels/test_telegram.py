@@ -1,0 +1,236 @@
+"""The Telegram adapter's own part: the secret token, splitting long replies, and sends
+through python-telegram-bot to a local server speaking the Bot API."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from aiohttp.test_utils import TestServer
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from telegram.warnings import PTBDeprecationWarning
+
+from channels.base import OutboundMessage, RawRequest, SendFailed, SignatureInvalid
+from channels.telegram import MAX_TEXT_UNITS, SECRET_HEADER, TelegramChannel, split_text
+from tests.support.telegram_server import FakeBotApi
+
+NOW = datetime(2026, 11, 29, tzinfo=UTC)
+SECRET = "s3cret_token-for-tests"
+TOKEN = "123456:TEST-token_abcdefghijklmnop"
+
+
+def channel(secret: str | None = SECRET, **options: Any) -> TelegramChannel:
+    values: dict[str, Any] = {"token": TOKEN, "api_base": None, "base_delay_s": 0.01}
+    values.update(options)
+    return TelegramChannel(webhook_secret=secret, clock=lambda: NOW, **values)
+
+
+def request(body: dict[str, Any], secret: str | None = SECRET) -> RawRequest:
+    headers = {"Content-Type": "application/json"}
+    if secret is not None:
+        headers[SECRET_HEADER] = secret
+    raw = json.dumps(body).encode()
+    return RawRequest("POST", "https://relay.example.org/webhooks/telegram", headers, raw)
+
+
+# The secret token.
+
+
+def test_the_right_secret_passes() -> None:
+    channel().verify(request({"update_id": 1}))
+
+
+@pytest.mark.parametrize(
+    ("given", "configured"),
+    [
+        ("wrong-secret", SECRET),
+        (SECRET + "x", SECRET),
+        ("", SECRET),
+        (None, SECRET),
+        (SECRET, None),  # no secret configured: every call is refused
+        (SECRET, ""),
+        ("sécret", SECRET),  # non-ASCII compares as bytes, no TypeError
+    ],
+)
+def test_a_missing_or_wrong_secret_is_a_403(given: str | None, configured: str | None) -> None:
+    with pytest.raises(SignatureInvalid) as refused:
+        channel(configured).verify(request({"update_id": 1}, given))
+    assert refused.value.status == 403
+
+
+def test_the_secret_header_name_is_case_insensitive() -> None:
+    raw = RawRequest("POST", "/", {SECRET_HEADER.lower(): SECRET}, b"{}")
+    channel().verify(raw)
+
+
+# Splitting.
+
+
+def _units(text: str) -> int:
+    return len(text.encode("utf-16-le")) // 2
+
+
+def test_a_long_reply_is_cut_at_paragraphs_in_order() -> None:
+    paragraphs = [f"Paragraph {i}: " + "word " * 300 for i in range(6)]
+    text = "\n\n".join(paragraphs)
+    parts = split_text(text)
+    assert len(parts) > 1
+    assert all(_units(part) <= MAX_TEXT_UNITS for part in parts)
+    assert all(part.startswith("Paragraph") for part in parts)
+    assert "".join(parts).replace(" ", "").replace("\n", "") == text.replace(" ", "").replace(
+        "\n", ""
+    )
+
+
+def test_the_limit_counts_utf16_units() -> None:
+    text = "😀" * 3000  # 6000 UTF-16 units, no boundary to cut at
+    parts = split_text(text)
+    assert [_units(part) for part in parts] == [4096, 6000 - 4096]
+
+
+def test_blank_text_has_no_parts() -> None:
+    assert split_text("  \n ") == []
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=st.text(alphabet=st.sampled_from("ab😀 .\n"), max_size=400), limit=st.integers(4, 60))
+def test_splitting_keeps_every_character_within_the_limit(text: str, limit: int) -> None:
+    parts = split_text(text, limit)
+    assert all(part and part == part.strip() for part in parts)
+    assert all(_units(part) <= limit for part in parts)
+    squeeze = re.compile(r"\s+")
+    assert squeeze.sub("", "".join(parts)) == squeeze.sub("", text)
+
+
+# Sends through python-telegram-bot to a local Bot API.
+
+
+@pytest.fixture(autouse=True)
+def timedelta_periods(monkeypatch: pytest.MonkeyPatch) -> None:
+    """python-telegram-bot's opt-in to `timedelta` time periods: without it, building a
+    `RetryAfter` warns about the coming change (an error here, silent in production)."""
+    monkeypatch.setenv("PTB_TIMEDELTA", "true")
+
+
+@pytest.fixture
+async def bot_api() -> AsyncIterator[tuple[FakeBotApi, str]]:
+    api = FakeBotApi()
+    server = TestServer(api.app())
+    await server.start_server()
+    yield api, str(server.make_url("")).rstrip("/")
+    await server.close()
+
+
+async def _send(sender: TelegramChannel, text: str, recipient: str = "555001") -> list[str]:
+    try:
+        result = await sender.send(OutboundMessage("telegram", recipient, text))
+    finally:
+        await sender.close()
+    return list(result.provider_message_ids)
+
+
+async def test_a_send_goes_to_the_chat_in_order(bot_api: tuple[FakeBotApi, str]) -> None:
+    api, base = bot_api
+    text = "\n\n".join(f"Part {i} " + "x" * 3000 for i in range(3))
+    ids = await _send(channel(api_base=base), text)
+    assert [call.method for call in api.calls] == ["getMe"] + ["sendMessage"] * 3
+    assert {call.token for call in api.calls} == {TOKEN}
+    sent = api.sent()
+    assert [params["chat_id"] for params in sent] == ["555001"] * 3
+    assert [params["text"][:6] for params in sent] == ["Part 0", "Part 1", "Part 2"]
+    assert ids == ["555001:101", "555001:102", "555001:103"]
+
+
+async def test_flood_control_is_waited_out(bot_api: tuple[FakeBotApi, str]) -> None:
+    api, base = bot_api
+    api.fail_next("sendMessage", 429, "Too Many Requests: retry after 1", retry_after=1)
+    started = asyncio.get_running_loop().time()
+    await _send(channel(api_base=base), "olá")
+    assert asyncio.get_running_loop().time() - started >= 1.0
+    assert [params["text"] for params in api.sent()] == ["olá", "olá"]
+
+
+async def test_flood_control_in_integer_seconds_without_the_opt_in(
+    bot_api: tuple[FakeBotApi, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    api, base = bot_api
+    monkeypatch.delenv("PTB_TIMEDELTA")
+    api.fail_next("sendMessage", 429, "Too Many Requests: retry after 1", retry_after=1)
+    with pytest.warns(PTBDeprecationWarning, match="retry_after"):
+        await _send(channel(api_base=base), "olá")
+    assert len(api.sent()) == 2
+
+
+async def test_a_wait_longer_than_the_cap_is_left_to_the_caller(
+    bot_api: tuple[FakeBotApi, str],
+) -> None:
+    api, base = bot_api
+    api.fail_next("sendMessage", 429, "Too Many Requests: retry after 120", retry_after=120)
+    with pytest.raises(SendFailed) as failed:
+        await _send(channel(api_base=base, max_retry_after_s=30), "olá")
+    assert failed.value.retryable and failed.value.retry_after_s == 120
+    assert len(api.sent()) == 1
+
+
+@pytest.mark.parametrize(
+    ("status", "description"),
+    [(403, "Forbidden: bot was blocked by the user"), (400, "Bad Request: chat not found")],
+    ids=["blocked", "no-such-chat"],
+)
+async def test_a_refusal_is_not_retried(
+    bot_api: tuple[FakeBotApi, str], status: int, description: str
+) -> None:
+    api, base = bot_api
+    api.fail_next("sendMessage", status, description)
+    with pytest.raises(SendFailed) as failed:
+        await _send(channel(api_base=base), "olá")
+    assert not failed.value.retryable
+    assert description.partition(": ")[2] in str(failed.value).lower()
+    assert len(api.sent()) == 1
+
+
+async def test_server_errors_are_retried_with_backoff(bot_api: tuple[FakeBotApi, str]) -> None:
+    api, base = bot_api
+    api.fail_next("sendMessage", 502, "Bad Gateway")
+    api.fail_next("sendMessage", 500, "Internal Server Error")
+    assert await _send(channel(api_base=base), "olá") == ["555001:101"]
+    assert len(api.sent()) == 3
+    for _ in range(4):
+        api.fail_next("sendMessage", 500, "Internal Server Error")
+    with pytest.raises(SendFailed) as failed:
+        await _send(channel(api_base=base, attempts=4), "olá")
+    assert failed.value.retryable
+
+
+async def test_a_rejected_token_is_not_retried_and_never_printed(
+    bot_api: tuple[FakeBotApi, str],
+) -> None:
+    api, base = bot_api
+    api.fail_next("getMe", 401, "Unauthorized")
+    with pytest.raises(SendFailed) as failed:
+        await _send(channel(api_base=base), "olá")
+    assert not failed.value.retryable
+    assert TOKEN not in str(failed.value) and api.sent() == []
+
+
+async def test_an_unreachable_api_is_retryable(unused_tcp_port: int) -> None:
+    with pytest.raises(SendFailed) as failed:
+        await _send(channel(api_base=f"http://127.0.0.1:{unused_tcp_port}"), "olá")
+    assert failed.value.retryable and TOKEN not in str(failed.value)
+
+
+@pytest.mark.parametrize(
+    ("options", "recipient"), [({}, "whatsapp:+5511998765432"), ({"token": None}, "555001")]
+)
+async def test_no_chat_id_or_no_token_fails_without_a_call(
+    options: dict[str, Any], recipient: str
+) -> None:
+    with pytest.raises(SendFailed) as failed:
+        await _send(channel(api_base="http://127.0.0.1:9", **options), "olá", recipient)
+    assert not failed.value.retryable
