@@ -16,7 +16,7 @@ from channels.twilio_whatsapp import TwilioWhatsAppChannel
 from channels.webchat import WebChatChannel
 from context import TiktokenCounter, load_encoding
 from gateway import chat_page, health, openapi, webchat_routes, webhook_routes
-from gateway.api import campaigns, context, operator
+from gateway.api import campaigns, context, operator, transcripts
 from gateway.clock import utcnow
 from gateway.config import Settings
 from gateway.keys import (
@@ -24,6 +24,7 @@ from gateway.keys import (
     ENGINE,
     HTTP,
     HUB,
+    MEMORY,
     METRICS,
     PIPELINE,
     REDIS,
@@ -32,6 +33,8 @@ from gateway.keys import (
     SETTINGS,
 )
 from gateway.locks import InProcessLocks, RedisLocks
+from gateway.memory.queue import CompactionQueue, InProcessQueue, RedisStreamQueue
+from gateway.memory.worker import MemoryWorker
 from gateway.metrics import Metrics
 from gateway.middleware import body_limit_middleware, error_middleware, metrics_middleware
 from gateway.pipeline import Pipeline, ProviderPool
@@ -113,6 +116,8 @@ async def pipeline_ctx(app: web.Application) -> AsyncIterator[None]:
         "whatsapp": whatsapp,
         "telegram": telegram,
     }
+    queue: CompactionQueue = RedisStreamQueue(redis) if redis is not None else InProcessQueue()
+    memory = MemoryWorker(app[SESSIONS], app[COUNTER], queue)
     pipeline = Pipeline(
         settings=settings,
         sessions=app[SESSIONS],
@@ -122,6 +127,7 @@ async def pipeline_ctx(app: web.Application) -> AsyncIterator[None]:
         providers=ProviderPool(make(settings.model), make),
         metrics=app[METRICS],
         redis=redis,
+        memory=queue,
     )
     scheduler = TurnScheduler(
         pipeline.drain, pipeline.pending_conversations, redeliver=pipeline.retry_deliveries
@@ -129,9 +135,13 @@ async def pipeline_ctx(app: web.Application) -> AsyncIterator[None]:
     app[HUB] = hub
     app[PIPELINE] = pipeline
     app[SCHEDULER] = scheduler
+    app[MEMORY] = memory
     scheduler.start()
+    if settings.run_compaction:
+        memory.start()
     yield
     await scheduler.close()
+    await memory.close()
     await hub.close_all()
     await whatsapp.close()
     await telegram.close()
@@ -152,6 +162,7 @@ def create_app(settings: Settings) -> web.Application:
     campaigns.add_routes(app)
     operator.add_routes(app)
     context.add_routes(app)
+    transcripts.add_routes(app)
     webchat_routes.add_routes(app)
     chat_page.add_routes(app)
     webhook_routes.add_routes(app)

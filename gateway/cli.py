@@ -150,6 +150,18 @@ def _telegram_set_webhook(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
+def _worker(settings: Settings, args: argparse.Namespace) -> int:
+    from gateway.memory.cli import run_worker
+
+    return asyncio.run(run_worker(settings, args.count))
+
+
+def _rebuild(settings: Settings, args: argparse.Namespace) -> int:
+    from gateway.memory.cli import rebuild
+
+    return asyncio.run(rebuild(settings, args.customer))
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="relaydesk", description="Multichannel chatbot gateway with budgeted context."
@@ -164,6 +176,20 @@ def build_parser() -> argparse.ArgumentParser:
     migrate = commands.add_parser("migrate", help="upgrade the database schema")
     migrate.add_argument("--revision", default="head", help="target revision (default head)")
     migrate.set_defaults(run=_migrate)
+
+    worker = commands.add_parser(
+        "worker", help="consume compaction jobs from Redis (several per machine if you like)"
+    )
+    worker.add_argument("--count", type=int, default=1, help="consumers in this process")
+    worker.set_defaults(run=_worker)
+
+    compaction = commands.add_parser("compaction", help="memory maintenance")
+    compaction_commands = compaction.add_subparsers(dest="compaction_command", required=True)
+    rebuild = compaction_commands.add_parser(
+        "rebuild", help="redo a customer's summaries and facts from the raw messages"
+    )
+    rebuild.add_argument("--customer", required=True, help="customer id")
+    rebuild.set_defaults(run=_rebuild)
 
     demo = commands.add_parser(
         "demo", help="run a short multichannel story offline and print the profile and window"

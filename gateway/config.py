@@ -53,6 +53,8 @@ class Settings(BaseSettings):
     )
     default_region: str = Field("BR", alias="RELAYDESK_DEFAULT_REGION", min_length=2, max_length=2)
     auto_migrate: bool | None = Field(None, alias="RELAYDESK_AUTO_MIGRATE")
+    # The gateway compacts memory in-process too; set false where `relaydesk worker` does it.
+    run_compaction: bool = Field(True, alias="RELAYDESK_RUN_COMPACTION")
 
     twilio_account_sid: str | None = Field(None, alias="TWILIO_ACCOUNT_SID")
     twilio_auth_token: SecretStr | None = Field(None, alias="TWILIO_AUTH_TOKEN")

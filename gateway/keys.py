@@ -9,6 +9,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from context import TokenCounter
 from gateway.config import Settings
+from gateway.memory.worker import MemoryWorker
 from gateway.metrics import Metrics
 from gateway.pipeline import Pipeline
 from gateway.scheduler import TurnScheduler
@@ -24,3 +25,4 @@ COUNTER = web.AppKey("counter", TokenCounter)
 PIPELINE = web.AppKey("pipeline", Pipeline)
 SCHEDULER = web.AppKey("scheduler", TurnScheduler)
 HUB = web.AppKey("hub", WebChatHub)
+MEMORY = web.AppKey("memory", MemoryWorker)

@@ -19,6 +19,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from channels.base import Channel, InboundMessage, OutboundMessage, SendFailed
+from channels.redaction import redact
 from context import TokenCounter
 from gateway import delivery
 from gateway.config import Settings
@@ -26,6 +27,7 @@ from gateway.context_service import assemble_context, budget_for
 from gateway.identity_store import ResolvedIdentity, resolve_identity, rules_for
 from gateway.inbound_identity import observe_inbound
 from gateway.locks import ConversationLocks, Held
+from gateway.memory.queue import CompactionJob, CompactionQueue
 from gateway.metrics import Metrics
 from gateway.providers import (
     FALLBACK_MESSAGE,
@@ -36,7 +38,14 @@ from gateway.providers import (
 )
 from gateway.storage.errors import DuplicateMessage
 from gateway.storage.records import MessageRecord, NewMessage, TurnRecord
-from gateway.storage.repositories import customers, episodes, messages, tenants, turns
+from gateway.storage.repositories import (
+    customers,
+    episodes,
+    messages,
+    summaries,
+    tenants,
+    turns,
+)
 from gateway.tenants import TenantSettings, effective_settings
 from identity import ChannelIdentityKey, LinkLevel
 
@@ -53,6 +62,7 @@ class Accepted:
     customer_id: str
     duplicate: bool
     conversation_key: str
+    closed_episode_id: str | None = None  # an idle episode this message closed
 
 
 class StaleWriter(Exception):
@@ -75,6 +85,7 @@ class Pipeline:
         providers: ProviderPool,
         metrics: Metrics,
         redis: Redis | None = None,
+        memory: CompactionQueue | None = None,
     ) -> None:
         self.settings = settings
         self.sessions = sessions
@@ -84,6 +95,7 @@ class Pipeline:
         self.providers = providers
         self.metrics = metrics
         self.redis = redis
+        self.memory = memory
         self._inflight: dict[tuple[str, str], asyncio.Future[Accepted]] = {}
 
     # Accepting: durable before any 2xx.
@@ -133,6 +145,10 @@ class Pipeline:
                 if attempt == 2:
                     raise
         self.metrics.inbound_messages.labels(inbound.channel).inc()
+        if accepted.closed_episode_id is not None and self.memory is not None:
+            await self.memory.enqueue(
+                CompactionJob(accepted.customer_id, accepted.closed_episode_id, "closed")
+            )
         return accepted
 
     async def _existing(self, inbound: InboundMessage) -> Accepted | None:
@@ -171,9 +187,10 @@ class Pipeline:
             session, identity.customer_id, inbound.channel, identity.identity_id
         )
         idle = timedelta(minutes=tenant.episode_idle_minutes)
+        closed: str | None = None
         if episode is not None and now - episode.last_message_at > idle:
             await episodes.close_episode(session, episode.id, episode.last_message_at)
-            episode = None
+            closed, episode = episode.id, None
         if episode is None:
             episode = await episodes.open_episode(
                 session,
@@ -187,6 +204,8 @@ class Pipeline:
         supersedes_id = None
         if inbound.edit_of is not None:
             supersedes_id = await _latest_version(session, thread_key, inbound.edit_of)
+        # Card numbers and security codes never reach storage, windows or logs.
+        cleaned = redact(inbound.text)
         stored = await messages.append_message(
             session,
             NewMessage(
@@ -194,8 +213,8 @@ class Pipeline:
                 episode_id=episode.id,
                 channel=inbound.channel,
                 role="user",
-                text=inbound.text,
-                token_count=self.counter.count(inbound.text),  # the one count, at ingest
+                text=cleaned.text,
+                token_count=self.counter.count(cleaned.text),  # the one count, at ingest
                 identity_id=identity.identity_id,
                 provider_message_id=inbound.provider_message_id,
                 transcript_confidence=inbound.transcript_confidence,
@@ -207,6 +226,7 @@ class Pipeline:
                     "link_level": identity.level.value,
                     "allowed_scopes": sorted(identity.allowed_scopes),
                     "own_facts_only": identity.own_facts_only,
+                    **({"redactions": cleaned.redacted_count} if cleaned.redacted_count else {}),
                 },
                 created_at=now,
                 thread_key=thread_key,
@@ -223,7 +243,7 @@ class Pipeline:
                 episode_id=episode.id,
                 conversation_key=key,
             )
-        return Accepted(stored.id, identity.customer_id, False, key)
+        return Accepted(stored.id, identity.customer_id, False, key, closed)
 
     # Answering: one turn at a time per conversation.
 
@@ -278,6 +298,23 @@ class Pipeline:
             fields["attempts"] = exc.attempts
         reply = await self._store_reply(turn, held, inbound, text, fields)
         await self._send(turn, inbound, reply)
+        await self._maybe_compact(turn, tenant)
+
+    async def _maybe_compact(self, turn: TurnRecord, tenant: TenantSettings) -> None:
+        """Enqueue compaction once the episode's unsummarized tokens pass the high-water
+        mark; the worker compacts down to the low-water mark (hysteresis)."""
+        if self.memory is None:
+            return
+        async with self.sessions() as session:
+            summary = await summaries.episode_summary(session, turn.customer_id, turn.episode_id)
+            pending = await messages.unsummarized_tokens(
+                session,
+                turn.customer_id,
+                turn.episode_id,
+                summary.last_message_id if summary else None,
+            )
+        if pending > tenant.threshold_tokens:
+            await self.memory.enqueue(CompactionJob(turn.customer_id, turn.episode_id))
 
     async def _store_reply(
         self,

@@ -287,6 +287,8 @@ class EpisodeSummary(Base):
     origin_channel: Mapped[str] = mapped_column(String(32))
     transcript_confidence: Mapped[float | None] = mapped_column(Float)
     token_count: Mapped[int] = mapped_column(Integer)
+    # The summary's sentences, each with the message it came from (recall and audit).
+    sentences: Mapped[list[Any] | None] = mapped_column(JSON)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
 

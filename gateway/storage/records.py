@@ -161,6 +161,7 @@ class SummaryRecord:
     updated_at: datetime
     period_start: datetime | None = None
     period_end: datetime | None = None
+    sentences: tuple[dict[str, Any], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,6 +16,7 @@ def summary_record(row: EpisodeSummary, episode: Episode | None = None) -> Summa
     return SummaryRecord(
         period_start=episode.started_at if episode else None,
         period_end=(episode.ended_at or episode.last_message_at) if episode else None,
+        sentences=tuple(item for item in (row.sentences or []) if isinstance(item, dict)),
         episode_id=row.episode_id,
         customer_id=row.customer_id,
         summary=row.summary,
@@ -37,6 +38,7 @@ async def save_summary(
     origin_channel: str,
     token_count: int,
     transcript_confidence: float | None = None,
+    sentences: list[dict[str, Any]] | None = None,
 ) -> SummaryRecord:
     """Write the episode's summary; the pointer only moves forward."""
     row = await session.scalar(
@@ -54,6 +56,7 @@ async def save_summary(
             origin_channel=origin_channel,
             token_count=token_count,
             transcript_confidence=transcript_confidence,
+            sentences=sentences,
         )
         session.add(row)
     elif last_message_id >= row.last_message_id:
@@ -61,6 +64,7 @@ async def save_summary(
         row.last_message_id = last_message_id
         row.token_count = token_count
         row.transcript_confidence = transcript_confidence
+        row.sentences = sentences
     await session.flush()
     return summary_record(row)
 

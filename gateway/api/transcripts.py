@@ -1,0 +1,100 @@
+"""`POST /v1/transcripts`: finished calls from the call-center pipeline (Bearer API key)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from aiohttp import web
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+
+from channels.base import PayloadInvalid
+from channels.transcripts import parse_transcript
+from gateway.auth import require_api_key
+from gateway.bodies import read_json
+from gateway.errors import BadRequest
+from gateway.identity_store import resolve_identity, rules_for
+from gateway.keys import COUNTER, MEMORY, SESSIONS, SETTINGS
+from gateway.memory.queue import CompactionJob
+from gateway.openapi import document
+from gateway.storage.repositories import tenants
+from gateway.tenants import effective_settings
+from gateway.transcripts_ingest import store_call
+from identity import InvalidIdentifier, PhoneCall, observe
+from identity.stated import stated_values
+
+DEFAULT_DOMAIN = "default"
+
+
+class TranscriptIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    call_id: str = Field(min_length=1, max_length=160)
+    caller: str | None = Field(None, max_length=64)
+    customer_id: str | None = Field(None, max_length=64)
+    started_at: AwareDatetime
+    format: Literal["native", "aws_transcribe", "deepgram", "whisper", "assemblyai"]
+    customer_speaker: str | None = Field(None, max_length=64)
+    transcript: dict[str, Any]
+
+
+async def post_transcript(request: web.Request) -> web.Response:
+    require_api_key(request)
+    body = await read_json(request, TranscriptIn)
+    try:
+        transcript = parse_transcript(
+            body.format, body.transcript, customer_speaker=body.customer_speaker
+        )
+    except PayloadInvalid as exc:
+        raise BadRequest(f"transcript: {exc}", code="invalid_transcript") from exc
+    settings = request.app[SETTINGS]
+    region = settings.default_region
+    customer_text = " ".join(s.text for s in transcript.segments if s.speaker == "customer")
+    async with request.app[SESSIONS].begin() as session:
+        layers = await tenants.settings_layers(session, domain=DEFAULT_DOMAIN, host=request.host)
+        rules = rules_for(effective_settings(layers, channel="phone"), region)
+        try:
+            observation = observe(
+                PhoneCall(call_id=body.call_id, caller=body.caller, customer_id=body.customer_id),
+                stated=stated_values(customer_text, region=region),
+                region=region,
+                blocked=rules.blocked,
+            )
+        except InvalidIdentifier as exc:
+            raise BadRequest(f"caller: {exc}", code="invalid_identity") from exc
+        identity = await resolve_identity(session, observation, rules=rules)
+        stored = await store_call(
+            session,
+            identity=identity,
+            call_id=body.call_id,
+            started_at=body.started_at,
+            transcript=transcript,
+            counter=request.app[COUNTER],
+        )
+    if not stored.unchanged:
+        await request.app[MEMORY].queue.enqueue(
+            CompactionJob(identity.customer_id, stored.episode_id, "closed")
+        )
+    return web.json_response(
+        {
+            "episode_id": stored.episode_id,
+            "messages": stored.messages,
+            "version": stored.version,
+            "customer_id": identity.customer_id,
+            "link_level": identity.level.value,
+            "customer_confidence": transcript.customer_confidence,
+        },
+        status=201,
+    )
+
+
+document(
+    "POST",
+    "/v1/transcripts",
+    "Ingest a finished phone call (native, AWS Transcribe, Deepgram, Whisper, AssemblyAI)",
+    body=TranscriptIn,
+    responses={201: "stored as one phone episode", 400: "malformed", 413: "too large"},
+)
+
+
+def add_routes(app: web.Application) -> None:
+    app.router.add_post("/v1/transcripts", post_transcript)

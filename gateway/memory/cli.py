@@ -1,0 +1,66 @@
+"""`relaydesk worker` and `relaydesk compaction rebuild`."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import sys
+from collections.abc import AsyncIterator
+
+from redis.asyncio import Redis
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from context import TiktokenCounter, load_encoding
+from gateway.config import Settings
+from gateway.memory.queue import InProcessQueue, RedisStreamQueue
+from gateway.memory.rebuild import rebuild_customer
+from gateway.memory.worker import MemoryWorker
+from gateway.storage.engine import make_engine, make_sessionmaker
+
+
+@contextlib.asynccontextmanager
+async def _sessions(settings: Settings) -> AsyncIterator[async_sessionmaker[AsyncSession]]:
+    engine = make_engine(settings.database_url)
+    try:
+        yield make_sessionmaker(engine)
+    finally:
+        await engine.dispose()
+
+
+async def run_worker(settings: Settings, count: int) -> int:
+    if settings.redis_url is None:
+        print(
+            "relaydesk worker: RELAYDESK_REDIS_URL is not set — without Redis the gateway "
+            "compacts in-process and no separate worker is needed",
+            file=sys.stderr,
+        )
+        return 2
+    redis = Redis.from_url(settings.redis_url)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for name in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(name, stop.set)
+    try:
+        async with _sessions(settings) as sessions:
+            worker = MemoryWorker(
+                sessions, TiktokenCounter(load_encoding()), RedisStreamQueue(redis)
+            )
+            worker.start(count)
+            print(f"relaydesk worker: {count} compaction consumer(s) running", flush=True)
+            await stop.wait()
+            await worker.close()
+    finally:
+        await redis.aclose()
+    return 0
+
+
+async def rebuild(settings: Settings, customer_id: str) -> int:
+    async with _sessions(settings) as sessions:
+        worker = MemoryWorker(sessions, TiktokenCounter(load_encoding()), InProcessQueue())
+        report = await rebuild_customer(sessions, worker, customer_id)
+    print(
+        f"rebuilt memory of customer {customer_id}: {report.episodes} episodes, "
+        f"{report.messages_compacted} messages compacted, {report.facts_written} facts"
+    )
+    return 0

@@ -1,0 +1,57 @@
+"""`relaydesk compaction rebuild`: redo a customer's memory from the raw messages.
+
+Summaries are dropped and recomputed episode by episode, oldest first; facts learned by
+compaction are retracted and learned again (the old rows stay as history). Pinned facts (an
+operator's decision) are kept.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy import delete, update
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from gateway.memory.queue import CompactionJob
+from gateway.memory.worker import MemoryWorker
+from gateway.storage.errors import require_customer
+from gateway.storage.models import EpisodeSummary, Fact
+from gateway.storage.repositories import episodes
+
+
+@dataclass(frozen=True, slots=True)
+class RebuildReport:
+    episodes: int
+    messages_compacted: int
+    facts_written: int
+
+
+async def rebuild_customer(
+    sessions: async_sessionmaker[AsyncSession], worker: MemoryWorker, customer_id: str
+) -> RebuildReport:
+    require_customer(customer_id)
+    async with sessions.begin() as session:
+        await session.execute(
+            delete(EpisodeSummary).where(EpisodeSummary.customer_id == customer_id)
+        )
+        await session.execute(
+            update(Fact)
+            .where(
+                Fact.customer_id == customer_id,
+                Fact.pinned.is_(False),
+                Fact.retracted.is_(False),
+                Fact.superseded_by.is_(None),
+            )
+            .values(retracted=True)
+        )
+        found = await episodes.list_episodes(session, customer_id)
+    compacted = written = 0
+    for episode in found:
+        reason = "closed" if episode.status == "closed" else "rebuild"
+        while True:  # an open episode compacts down to its low-water mark in rounds
+            outcome = await worker.handle(CompactionJob(customer_id, episode.id, reason))
+            compacted += outcome.compacted
+            written += outcome.facts_written
+            if not outcome.compacted:
+                break
+    return RebuildReport(len(found), compacted, written)

@@ -1,0 +1,237 @@
+"""Apply one compaction job to storage: plan, compact, validate, store — in one transaction.
+
+The summary pointer (`last_message_id`) advances in the same transaction that writes the new
+summary and facts, so a job applied twice (a reclaimed job, a replayed enqueue) finds nothing
+left to do the second time. Every run that changes memory writes a `CompactionTrace`.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from context import TokenCounter
+from context.compaction import (
+    CompactionResult,
+    SourceMessage,
+    SummarySentence,
+    compact_offline,
+    plan_compaction,
+)
+from gateway.memory.queue import CompactionJob
+from gateway.storage.models import Episode, EpisodeSummary
+from gateway.storage.records import FactRecord, MessageRecord, NewFact
+from gateway.storage.repositories import facts, messages, summaries
+from gateway.tenants import TenantSettings
+from gateway.transcripts_ingest import current_turn, speech
+
+log = logging.getLogger("relaydesk.memory")
+
+TRANSCRIPT_CHANNELS = frozenset({"phone"})
+MAX_MESSAGES_PER_RUN = 2_000
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionOutcome:
+    compacted: int
+    facts_written: int
+    pointer: int | None
+
+
+def source_message(record: MessageRecord) -> SourceMessage:
+    extra = record.extra or {}
+    speaker = extra.get("speaker") or ("customer" if record.role == "user" else "assistant")
+    return SourceMessage(
+        id=record.id,
+        role="user" if record.role == "user" else "assistant",
+        text=record.text,
+        tokens=record.token_count,
+        created_at=record.created_at,
+        channel=record.channel,
+        speaker=str(speaker),
+        confidence=record.transcript_confidence,
+    )
+
+
+def sentences_json(sentences: Sequence[SummarySentence]) -> list[dict[str, Any]]:
+    return [
+        {
+            "text": s.text,
+            "source_message_id": s.source_message_id,
+            "date": s.date,
+            "speaker": s.speaker,
+        }
+        for s in sentences
+    ]
+
+
+def sentences_from(raw: object) -> tuple[SummarySentence, ...]:
+    if not isinstance(raw, list):
+        return ()
+    out = []
+    for item in raw:
+        if isinstance(item, dict) and "text" in item and "source_message_id" in item:
+            out.append(
+                SummarySentence(
+                    text=str(item["text"]),
+                    source_message_id=int(item["source_message_id"]),
+                    date=str(item.get("date", "")),
+                    speaker=item.get("speaker"),
+                )
+            )
+    return tuple(out)
+
+
+def _fact_json(record: FactRecord) -> dict[str, Any]:
+    return {
+        "id": record.id,
+        "key": record.key,
+        "value": record.value,
+        "scope": record.scope,
+        "source_message_id": record.source_message_id,
+        "confirmed": record.confirmed,
+    }
+
+
+async def _lock_episode(session: AsyncSession, episode_id: str) -> Episode | None:
+    """Serialize compactions of one episode (a row lock on PostgreSQL; SQLite transactions
+    are already exclusive)."""
+    query = select(Episode).where(Episode.id == episode_id)
+    if session.bind is not None and session.bind.dialect.name == "postgresql":
+        query = query.with_for_update()
+    return await session.scalar(query)
+
+
+async def compact_episode(
+    sessions: async_sessionmaker[AsyncSession],
+    job: CompactionJob,
+    *,
+    settings: TenantSettings,
+    counter: TokenCounter,
+) -> CompactionOutcome:
+    started = time.perf_counter()
+    async with sessions.begin() as session:
+        episode = await _lock_episode(session, job.episode_id)
+        if episode is None or episode.customer_id != job.customer_id:
+            return CompactionOutcome(0, 0, None)
+        row = await session.scalar(
+            select(EpisodeSummary).where(EpisodeSummary.episode_id == episode.id)
+        )
+        pointer = row.last_message_id if row else None
+        pending = await messages.recent_messages(
+            session,
+            job.customer_id,
+            episode.id,
+            limit=MAX_MESSAGES_PER_RUN,
+            after_id=pointer,
+        )
+        # Only the current transcript version, and only real speech, is summarized.
+        usable = [
+            m
+            for m in pending
+            if m.role in ("user", "assistant")
+            and current_turn(m.extra, episode.version)
+            and speech(m.extra)
+        ]
+        sources = [source_message(m) for m in usable]
+        final = job.reason == "closed" or episode.status == "closed"
+        compact_ids = _to_compact(sources, settings, final=final)
+        if not compact_ids:
+            return CompactionOutcome(0, 0, pointer)
+        chosen = [s for s in sources if s.id in compact_ids]
+        previous = sentences_from(row.sentences if row else None)
+        result = compact_offline(chosen, row.summary if row else None, previous)
+        before = [_fact_json(f) for f in await facts.current_facts(session, job.customer_id)]
+        written = await _store_facts(session, job.customer_id, result, pending)
+        new_pointer = max(compact_ids)
+        transcript = episode.channel in TRANSCRIPT_CHANNELS
+        await summaries.save_summary(
+            session,
+            customer_id=job.customer_id,
+            episode_id=episode.id,
+            summary=result.summary,
+            last_message_id=new_pointer,
+            origin_channel=episode.channel,
+            token_count=counter.count(result.summary),
+            transcript_confidence=episode.transcript_confidence if transcript else None,
+            sentences=sentences_json(result.sentences),
+        )
+        after = [_fact_json(f) for f in await facts.current_facts(session, job.customer_id)]
+        await summaries.add_trace(
+            session,
+            customer_id=job.customer_id,
+            compactor="offline",
+            episode_id=episode.id,
+            facts_before={"facts": before},
+            facts_after={
+                "facts": after,
+                "refused": [
+                    {"key": fact.key, "source_message_id": fact.source_message_id, "why": why}
+                    for fact, why in result.refused
+                ],
+            },
+            summary_before=row.summary if row else None,
+            summary_after=result.summary,
+            tokens_in=sum(s.tokens for s in chosen),
+            tokens_out=counter.count(result.summary),
+            duration_ms=int((time.perf_counter() - started) * 1000),
+        )
+    return CompactionOutcome(len(compact_ids), written, new_pointer)
+
+
+def _to_compact(
+    sources: Sequence[SourceMessage], settings: TenantSettings, *, final: bool
+) -> tuple[int, ...]:
+    if final:
+        return tuple(s.id for s in sources)
+    plan = plan_compaction(
+        sources,
+        high_water=settings.threshold_tokens,
+        low_water=settings.low_water_tokens,
+        keep_recent=settings.keep_recent_turns,
+    )
+    return plan.compact_ids if plan is not None else ()
+
+
+async def _store_facts(
+    session: AsyncSession,
+    customer_id: str,
+    result: CompactionResult,
+    pending: Sequence[MessageRecord],
+) -> int:
+    """Write the facts in source order, so a later value supersedes an earlier one; a typed
+    message repeating a transcript-only value confirms it."""
+    by_id = {m.id: m for m in pending}
+    written = 0
+    for fact in sorted(result.facts, key=lambda f: f.source_message_id):
+        source = by_id.get(fact.source_message_id)
+        typed = source is None or source.channel not in TRANSCRIPT_CHANNELS
+        confidence = fact.confidence
+        if not typed and source is not None and source.transcript_confidence is not None:
+            # A fact heard on a call is only as sure as the words it was heard in.
+            confidence = min(confidence, source.transcript_confidence)
+        stored = await facts.record_fact(
+            session,
+            customer_id,
+            NewFact(
+                key=fact.key,
+                value=fact.value,
+                scope=fact.scope,
+                source_message_id=fact.source_message_id,
+                tags=fact.tags,
+                confidence=confidence,
+                confirmed=typed,
+            ),
+        )
+        if stored.source_message_id == fact.source_message_id:
+            written += 1
+        elif typed and not stored.confirmed:
+            await facts.confirm_fact(session, customer_id, stored.id, fact.source_message_id)
+            written += 1
+    return written
