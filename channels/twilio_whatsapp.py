@@ -197,8 +197,9 @@ class TwilioWhatsAppChannel:
                 kind=kind,
                 sender_name=params.get("ProfileName") or None,
                 media=media,
-                # Every parameter is kept (new ones included), the last value of a repeat.
-                extra={key: params.getall(key)[-1] for key in params},
+                # Every parameter is kept (new ones included), the last value of a repeat —
+                # but the body only once, as the message text (which is redacted on storing).
+                extra={key: params.getall(key)[-1] for key in params if key != "Body"},
             ),
         )
 
