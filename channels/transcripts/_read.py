@@ -94,3 +94,15 @@ def _kind(value: object) -> str:
     if isinstance(value, list | tuple):
         return "an array"
     return type(value).__name__
+
+
+def ordered(start: float | None, end: float | None) -> tuple[float | None, float | None]:
+    """Vendor times made sane: a backwards end reads as zero-length (Whisper emits
+    `49.0 → 48.0`), a negative time as 0."""
+    if start is not None:
+        start = max(0.0, start)
+    if end is not None:
+        end = max(0.0, end)
+    if start is not None and end is not None and end < start:
+        end = start
+    return start, end

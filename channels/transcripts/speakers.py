@@ -92,9 +92,7 @@ def _join(a: Turn, b: Turn) -> Turn:
     confidence = mean_confidence(words)
     if confidence is None:
         weighted = [
-            (t.confidence, max(1, len(t.text.split())))
-            for t in (a, b)
-            if t.confidence is not None
+            (t.confidence, max(1, len(t.text.split()))) for t in (a, b) if t.confidence is not None
         ]
         if weighted:
             confidence = sum(c * n for c, n in weighted) / sum(n for _, n in weighted)
