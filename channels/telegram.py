@@ -33,6 +33,7 @@ from telegram.warnings import PTBDeprecationWarning
 
 from channels.base import (
     InboundMessage,
+    Media,
     OutboundMessage,
     RawRequest,
     SendFailed,
@@ -194,6 +195,21 @@ class TelegramChannel:
                     ) from exc
                 self._bot = bot
         return self._bot
+
+    async def fetch_media(self, media: Media) -> tuple[bytes, str]:
+        """Download a file a customer sent (`telegram:file:<file_id>`)."""
+        prefix = "telegram:file:"
+        if not media.url.startswith(prefix):
+            raise SendFailed(f"not a Telegram file: {media.url}", retryable=False)
+        bot = await self._ready()
+        try:
+            file = await bot.get_file(media.url.removeprefix(prefix))
+            data = await file.download_as_bytearray()
+        except TelegramError as exc:
+            raise SendFailed(
+                f"Telegram file not fetched: {self._scrub(exc)}", retryable=True
+            ) from exc
+        return bytes(data), media.content_type or "audio/ogg"
 
     async def send(self, message: OutboundMessage) -> SendResult:
         """Send the text in order, one `sendMessage` per part; the ids are `chat:message`.

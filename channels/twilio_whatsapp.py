@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from urllib.parse import parse_qsl, urlsplit
 
+import httpx
 from multidict import MultiDict
 from twilio.base import values
 from twilio.base.exceptions import TwilioRestException
@@ -118,7 +119,9 @@ class TwilioWhatsAppChannel:
         clock: Callable[[], datetime],
         attempts: int = 4,
         base_delay_s: float = 0.5,
+        http: httpx.AsyncClient | None = None,
     ) -> None:
+        self._media_http = http
         self._account_sid = account_sid
         self._auth_token = auth_token
         self._sender = sender
@@ -247,6 +250,24 @@ class TwilioWhatsAppChannel:
             delay = min(8.0, self._base_delay_s * 2 ** (attempt - 1))
             await asyncio.sleep(random.uniform(0, delay))
         raise SendFailed("unreachable", retryable=True)  # the loop always returns or raises
+
+    async def fetch_media(self, media: Media) -> tuple[bytes, str]:
+        """Download a media item Twilio received (its URLs need the account credentials)."""
+        if self._media_http is None or not (self._account_sid and self._auth_token):
+            raise SendFailed("Twilio media cannot be fetched: not configured", retryable=False)
+        try:
+            response = await self._media_http.get(
+                media.url,
+                auth=(self._account_sid, self._auth_token),
+                follow_redirects=True,
+                timeout=30,
+            )
+        except httpx.HTTPError as exc:
+            raise SendFailed(f"Twilio media unreachable: {exc}", retryable=True) from exc
+        if response.status_code != 200:
+            raise SendFailed(f"Twilio media answered {response.status_code}", retryable=True)
+        content_type = media.content_type or response.headers.get("Content-Type", "audio/ogg")
+        return response.content, content_type
 
     async def close(self) -> None:
         if self._http is not None:

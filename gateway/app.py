@@ -42,6 +42,7 @@ from gateway.providers import ModelProvider, make_provider
 from gateway.scheduler import TurnScheduler
 from gateway.storage.engine import make_engine, make_sessionmaker
 from gateway.storage.migrate import upgrade
+from gateway.transcriber import OpenAITranscriber
 from gateway.webchat_hub import WebChatHub
 
 log = logging.getLogger("relaydesk.app")
@@ -97,6 +98,16 @@ async def pipeline_ctx(app: web.Application) -> AsyncIterator[None]:
         )
 
     hub = WebChatHub()
+    transcriber = None
+    if settings.transcriber_model:
+        transcriber = OpenAITranscriber(
+            http,
+            base_url=settings.transcriber_base_url
+            or settings.model_base_url
+            or "https://api.openai.com/v1",
+            api_key=secret(settings.transcriber_api_key) or api_key,
+            model=settings.transcriber_model,
+        )
     whatsapp = TwilioWhatsAppChannel(
         account_sid=settings.twilio_account_sid,
         auth_token=secret(settings.twilio_auth_token),
@@ -104,6 +115,7 @@ async def pipeline_ctx(app: web.Application) -> AsyncIterator[None]:
         public_url=settings.public_url,
         api_base=settings.twilio_api_base,
         clock=utcnow,
+        http=http,
     )
     telegram = TelegramChannel(
         token=secret(settings.telegram_bot_token),
@@ -128,6 +140,7 @@ async def pipeline_ctx(app: web.Application) -> AsyncIterator[None]:
         metrics=app[METRICS],
         redis=redis,
         memory=queue,
+        transcriber=transcriber,
     )
     scheduler = TurnScheduler(
         pipeline.drain, pipeline.pending_conversations, redeliver=pipeline.retry_deliveries

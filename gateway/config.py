@@ -47,6 +47,9 @@ class Settings(BaseSettings):
     model: str = Field("offline", alias="RELAYDESK_MODEL")
     model_base_url: str | None = Field(None, alias="RELAYDESK_MODEL_BASE_URL")
     model_api_key: SecretStr | None = Field(None, alias="RELAYDESK_MODEL_API_KEY")
+    transcriber_model: str | None = Field(None, alias="RELAYDESK_TRANSCRIBER_MODEL")
+    transcriber_base_url: str | None = Field(None, alias="RELAYDESK_TRANSCRIBER_BASE_URL")
+    transcriber_api_key: SecretStr | None = Field(None, alias="RELAYDESK_TRANSCRIBER_API_KEY")
     max_body_bytes: int = Field(1_048_576, alias="RELAYDESK_MAX_BODY_BYTES", ge=1024)
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
         "INFO", alias="RELAYDESK_LOG_LEVEL"
@@ -101,7 +104,13 @@ class Settings(BaseSettings):
             raise ValueError("must be 'offline', 'openai:<model>' or 'anthropic:<model>'")
         return value
 
-    @field_validator("public_url", "model_base_url", "twilio_api_base", "telegram_api_base")
+    @field_validator(
+        "public_url",
+        "model_base_url",
+        "twilio_api_base",
+        "telegram_api_base",
+        "transcriber_base_url",
+    )
     @classmethod
     def _http_url(cls, value: str | None) -> str | None:
         if value in (None, ""):

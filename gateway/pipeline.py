@@ -18,7 +18,7 @@ from redis.asyncio import Redis
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from channels.base import Channel, InboundMessage, OutboundMessage, SendFailed
+from channels.base import Channel, InboundMessage, Media, OutboundMessage, SendFailed
 from channels.redaction import redact
 from context import TokenCounter
 from gateway import delivery
@@ -47,6 +47,7 @@ from gateway.storage.repositories import (
     turns,
 )
 from gateway.tenants import TenantSettings, effective_settings
+from gateway.transcriber import VOICE_NOT_TRANSCRIBED, Transcriber, TranscriptionFailed
 from identity import ChannelIdentityKey, LinkLevel
 
 log = logging.getLogger("relaydesk.pipeline")
@@ -86,6 +87,7 @@ class Pipeline:
         metrics: Metrics,
         redis: Redis | None = None,
         memory: CompactionQueue | None = None,
+        transcriber: Transcriber | None = None,
     ) -> None:
         self.settings = settings
         self.sessions = sessions
@@ -96,6 +98,7 @@ class Pipeline:
         self.metrics = metrics
         self.redis = redis
         self.memory = memory
+        self.transcriber = transcriber
         self._inflight: dict[tuple[str, str], asyncio.Future[Accepted]] = {}
 
     # Accepting: durable before any 2xx.
@@ -264,6 +267,8 @@ class Pipeline:
     async def _answer(self, turn: TurnRecord, held: Held) -> None:
         async with self.sessions() as session:
             inbound = await messages.get_message(session, turn.customer_id, turn.inbound_message_id)
+        text_in = await self._voice_text(inbound)
+        async with self.sessions() as session:
             channel = inbound.channel
             tenant = await self.tenant(session, None, channel)
             identity = await _identity_of(session, inbound)
@@ -272,7 +277,7 @@ class Pipeline:
                 identity=identity,
                 settings=tenant,
                 counter=self.counter,
-                message=inbound.text,
+                message=text_in,
                 episode_id=turn.episode_id,
                 message_id=inbound.id,
             )
@@ -315,6 +320,54 @@ class Pipeline:
             )
         if pending > tenant.threshold_tokens:
             await self.memory.enqueue(CompactionJob(turn.customer_id, turn.episode_id))
+
+    async def _voice_text(self, inbound: MessageRecord) -> str:
+        """A voice note's words: transcribed once (stored as a new version of the message,
+        with its confidence) when a transcriber is configured, else the placeholder."""
+        extra = inbound.extra or {}
+        items = (inbound.media or {}).get("items", [])
+        audio = [m for m in items if str(m.get("content_type") or "").startswith("audio/")]
+        if extra.get("kind") != "voice" or not audio or self.transcriber is None:
+            return inbound.text
+        async with self.sessions() as session:
+            done = await messages.find_by_provider_id(
+                session, inbound.channel, f"transcript:{inbound.id}"
+            )
+        if done is not None:
+            return done.text
+        channel = self.channels.get(inbound.channel)
+        fetch = getattr(channel, "fetch_media", None)
+        if fetch is None:
+            return inbound.text
+        try:
+            data, content_type = await fetch(Media(audio[0]["url"], audio[0].get("content_type")))
+            heard = await self.transcriber.transcribe(data, content_type)
+        except (SendFailed, TranscriptionFailed) as exc:
+            log.warning("voice note not transcribed", extra={"fields": {"error": str(exc)}})
+            return inbound.text
+        text = redact(heard.text).text or VOICE_NOT_TRANSCRIBED
+        async with self.sessions.begin() as session:
+            await messages.append_message(
+                session,
+                NewMessage(
+                    customer_id=inbound.customer_id,
+                    episode_id=inbound.episode_id,
+                    channel=inbound.channel,
+                    role="user",
+                    text=text,
+                    token_count=self.counter.count(text),
+                    identity_id=inbound.identity_id,
+                    provider_message_id=f"transcript:{inbound.id}",
+                    transcript_confidence=heard.confidence,
+                    words={"words": list(heard.words)} if heard.words else None,
+                    media=inbound.media,
+                    extra={**extra, "kind": "voice_transcript", "flags": list(heard.flags)},
+                    supersedes_id=inbound.id,
+                    created_at=inbound.created_at,
+                    thread_key=inbound.thread_key,
+                ),
+            )
+        return text
 
     async def _store_reply(
         self,

@@ -132,10 +132,12 @@ async def compact_episode(
             after_id=pointer,
         )
         # Only the current transcript version, and only real speech, is summarized.
+        replaced = {m.supersedes_id for m in pending if m.supersedes_id is not None}
         usable = [
             m
             for m in pending
             if m.role in ("user", "assistant")
+            and m.id not in replaced
             and current_turn(m.extra, episode.version)
             and speech(m.extra)
         ]
