@@ -20,6 +20,8 @@ from sqlalchemy import func, select
 from twilio.request_validator import RequestValidator
 
 from channels.telegram import MAX_TEXT_UNITS, SECRET_HEADER
+from gateway.keys import MEMORY
+from gateway.memory.queue import CompactionJob
 from gateway.storage.models import Message, TurnRow
 from tests.support.stack import API_KEY, Stack, running_stack
 from tests.support.telegram_server import FakeBotApi
@@ -348,6 +350,31 @@ async def test_sharing_ones_own_contact_joins_the_whatsapp_customer_with_that_nu
             f"telegram:{updates.user_id}": "verified",
         }
         assert {"kind": "phone", "value": PHONE, "link_level": "verified"} in profile["identifiers"]
+
+        # The WhatsApp conversation reaches a Telegram window only as its tagged summary.
+        window = await _telegram_window(stack, updates.user_id, "ainda sobre aquilo")
+        assert "Oi, é a Ana" not in "\n".join(m["content"] for m in window["messages"][1:])
+        async with stack.sessions()() as session:
+            whatsapp_episode = await session.scalar(
+                select(Message.episode_id).where(Message.channel == "whatsapp")
+            )
+        assert whatsapp_episode is not None
+        await stack.app[MEMORY].handle(CompactionJob(profile["id"], whatsapp_episode, "closed"))
+        window = await _telegram_window(stack, updates.user_id, "ainda sobre aquilo")
+        system = window["messages"][0]["content"]
+        assert "[whatsapp · typed · " in system and "Oi, é a Ana" in system
+        assert "Oi, é a Ana" not in "\n".join(m["content"] for m in window["messages"][1:])
+
+
+async def _telegram_window(stack: Stack, user_id: int, text: str) -> dict:  # type: ignore[type-arg]
+    response = await stack.client.post(
+        "/v1/context",
+        json={"channel": "telegram", "external_id": str(user_id), "message": text},
+        headers={"Authorization": f"Bearer {API_KEY}"},
+    )
+    assert response.status == 200
+    result: dict = await response.json()  # type: ignore[type-arg]
+    return result
 
 
 async def test_a_contact_of_someone_else_links_nothing(

@@ -6,9 +6,11 @@ from __future__ import annotations
 import json
 import logging
 import random
+import time
 from pathlib import Path
 from typing import Any
 
+import jwt
 import pytest
 from sqlalchemy import select
 
@@ -19,7 +21,7 @@ from gateway.keys import MEMORY
 from gateway.storage.models import Episode, Message
 from tests.gateway.conftest import AUTH
 from tests.support.fixtures import FIXTURES
-from tests.support.stack import Stack, running_stack
+from tests.support.stack import WEBCHAT_SECRET, Stack, running_stack
 
 CALLER = "+5511998765432"
 
@@ -161,15 +163,32 @@ async def test_window_shows_the_call_only_as_a_tagged_summary_and_facts_stay_unc
             ("customer", "Meu e-mail é ana.souza@example.org e o pedido é o 4471", 0.62),
             ("agent", "Obrigado, vou verificar", 0.96),
         )
-        await _post(stack, _envelope("call-9", "native", call, customer_id=customer_id))
+        posted = await _post(stack, _envelope("call-9", "native", call, customer_id=customer_id))
+        assert (posted["customer_id"], posted["link_level"]) == (customer_id, "verified")
         await _settled(stack)
+        token = jwt.encode(
+            {
+                "sub": "acct-ana",
+                "exp": int(time.time()) + 600,
+                "phone_number": CALLER,
+                "phone_number_verified": True,
+            },
+            WEBCHAT_SECRET,
+            algorithm="HS256",
+        )
         window = await (
             await stack.client.post(
                 "/v1/context",
-                json={"channel": "whatsapp", "external_id": CALLER, "message": "e o meu pedido?"},
+                json={
+                    "channel": "webchat",
+                    "external_id": "visitor-ana-0001",
+                    "identity_token": token,
+                    "message": "e o meu pedido?",
+                },
                 headers=AUTH,
             )
         ).json()
+        assert window["customer_id"] == customer_id
         system = window["messages"][0]["content"]
         assert "[phone · transcript · confidence 0.62 · 2026-11-02]" in system
         # The call enters as its (extractive, tagged) summary, never as raw turns.
