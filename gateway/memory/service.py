@@ -18,6 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from context import TokenCounter
 from context.compaction import (
+    MULTI_VALUED_KEYS,
     CompactionResult,
     SourceMessage,
     SummarySentence,
@@ -230,6 +231,7 @@ async def _store_facts(
                 confidence=confidence,
                 confirmed=typed,
             ),
+            single_valued=fact.key not in MULTI_VALUED_KEYS,
         )
         if stored.source_message_id == fact.source_message_id:
             written += 1

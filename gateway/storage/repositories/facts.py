@@ -37,10 +37,13 @@ def fact_record(row: Fact) -> FactRecord:
     )
 
 
-async def record_fact(session: AsyncSession, customer_id: str, new: NewFact) -> FactRecord:
+async def record_fact(
+    session: AsyncSession, customer_id: str, new: NewFact, *, single_valued: bool = True
+) -> FactRecord:
     """Store a fact sourced to one of this customer's messages.
 
-    A current fact with the same key and another value is superseded by the new row; the
+    For a single-valued key, a current fact with another value is superseded by the new row;
+    a multi-valued key (order ids, preferences…) gains the value alongside the others. The
     same value again changes nothing and returns the current fact.
     """
     require_customer(customer_id)
@@ -53,7 +56,19 @@ async def record_fact(session: AsyncSession, customer_id: str, new: NewFact) -> 
         raise InvalidFactSource(
             f"fact {new.key!r}: source message {new.source_message_id} is not this customer's"
         )
-    current = await _current_row(session, customer_id, new.key)
+    if not single_valued:
+        same = await session.scalar(
+            select(Fact).where(
+                Fact.customer_id == customer_id,
+                Fact.key == new.key,
+                Fact.value == new.value,
+                Fact.superseded_by.is_(None),
+                Fact.retracted.is_(False),
+            )
+        )
+        if same is not None:
+            return fact_record(same)
+    current = await _current_row(session, customer_id, new.key) if single_valued else None
     if current is not None and current.value == new.value:
         return fact_record(current)
     row = Fact(

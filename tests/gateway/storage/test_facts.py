@@ -93,3 +93,18 @@ async def test_scope_filter_confirm_pin_retract(session: AsyncSession) -> None:
     assert [f.key for f in await facts.current_facts(session, customer_id)] == ["pix_key"]
     with pytest.raises(CustomerScopeRequired):
         await facts.current_facts(session, "")
+
+
+async def test_multi_valued_keys_gain_values_instead_of_superseding(
+    session: AsyncSession,
+) -> None:
+    customer_id, message_id = await _message(session, "pedidos 4471 e 5520")
+    for value in ("4471", "5520", "4471"):
+        await facts.record_fact(
+            session,
+            customer_id,
+            NewFact("order_id", value, "account", message_id),
+            single_valued=False,
+        )
+    current = await facts.current_facts(session, customer_id)
+    assert sorted(f.value for f in current) == ["4471", "5520"]
