@@ -24,7 +24,9 @@ from twilio.request_validator import RequestValidator
 
 from gateway.app import create_app
 from gateway.config import Settings
-from gateway.keys import SCHEDULER
+from gateway.keys import MEMORY, SCHEDULER, SESSIONS
+from gateway.memory.queue import CompactionJob
+from gateway.storage.repositories import episodes
 
 PHONE = "+5511998765432"
 API_KEY = "demo-api-key"
@@ -125,6 +127,42 @@ async def _story(
     webhook.raise_for_status()
     await app[SCHEDULER].idle()
 
+    customer_id = await _customer_of(http, auth)
+
+    say("3. Phone: the call-center pipeline posts a finished call (noisy transcript).")
+    call = await http.post(
+        "/v1/transcripts",
+        json={
+            "call_id": "demo-call-1",
+            "caller": PHONE,
+            "customer_id": customer_id,
+            "started_at": "2026-11-02T14:00:00Z",
+            "format": "native",
+            "customer_speaker": None,
+            "transcript": {
+                "segments": [
+                    _segment("agent", "Central de atendimento, boa tarde.", 0.97, 0),
+                    _segment("customer", "Oi, o pedido 4471 ainda não chegou.", 0.62, 4),
+                    _segment("agent", "Vou verificar a entrega para você.", 0.95, 9),
+                ]
+            },
+        },
+        headers=auth,
+    )
+    call.raise_for_status()
+    say(
+        f"   transcript stored: {call.json()['messages']} turns, link "
+        f"{call.json()['link_level']}, customer confidence {call.json()['customer_confidence']}"
+    )
+    # The web chat visit is over: its episode gets its final summary in the background.
+    async with app[SESSIONS]() as session:
+        visits = [
+            e for e in await episodes.list_episodes(session, customer_id) if e.channel == "webchat"
+        ]
+    for visit in visits:
+        await app[MEMORY].handle(CompactionJob(customer_id, visit.id, "closed"))
+    await app[MEMORY].queue.drained()  # type: ignore[attr-defined]
+
     context = (
         await http.post(
             "/v1/context",
@@ -136,23 +174,22 @@ async def _story(
             headers=auth,
         )
     ).json()
-    customer_id = context["customer_id"]
     profile = (await http.get(f"/v1/operator/customers/{customer_id}", headers=auth)).json()
 
-    say("3. One customer across channels:")
+    say("4. One customer across channels:")
     say(f"   customer {customer_id}")
     for identity in profile["identities"]:
         say(
             f"   - {identity['external_id']:<28} {identity['link_level']:<9} "
             f"{identity['evidence'].get('description', '')}"
         )
-    say("4. The window Relaydesk would send the model for a new WhatsApp message:")
+    say("5. The window Relaydesk would send the model for a new WhatsApp message:")
     for message in context["messages"]:
         say(f"   [{message['role']}]")
         for line in message["content"].splitlines():
             say(f"     {line}")
     report = context["report"]
-    say("5. Budget report:")
+    say("6. Budget report:")
     say(
         f"   window {report['window']} = input {report['input_budget']} "
         f"+ reserve {report['output_reserve']} + margin {report['protocol_margin']}"
@@ -168,6 +205,37 @@ async def _story(
         + json.dumps({k: report[k] for k in ("estimated_tokens", "savings", "dropped")})
     )
     return DemoResult(profile=profile, context=context)
+
+
+def _segment(speaker: str, text: str, confidence: float, start: float) -> dict[str, Any]:
+    words = text.split()
+    return {
+        "speaker": speaker,
+        "text": text,
+        "start": start,
+        "end": start + len(words) * 0.4,
+        "confidence": confidence,
+        "words": [
+            {
+                "text": word,
+                # The order number was hard to hear on the line.
+                "confidence": 0.41 if word.strip(".,").isdigit() else max(confidence, 0.9),
+                "start": start + i * 0.4,
+                "end": start + (i + 1) * 0.4,
+            }
+            for i, word in enumerate(words)
+        ],
+    }
+
+
+async def _customer_of(http: httpx.AsyncClient, auth: dict[str, str]) -> str:
+    found = await http.post(
+        "/v1/context",
+        json={"channel": "whatsapp", "external_id": PHONE, "message": "oi"},
+        headers=auth,
+    )
+    found.raise_for_status()
+    return str(found.json()["customer_id"])
 
 
 def _printer(out: TextIO) -> Any:

@@ -26,7 +26,9 @@ from context.inputs import Role
 
 __all__ = ["Found", "extract_facts", "find_facts", "split_sentences"]
 
-_BOUNDARY: Final = re.compile(r"(?<=[.!?…])\s+|\s*\n+\s*")
+# A lowercase word after the mark continues the sentence: that is how a doubtful transcript
+# word reads ("o pedido 4471? ainda não chegou"), and how chat often goes on.
+_BOUNDARY: Final = re.compile(r"(?<=[.!?…])\s+(?![a-zà-ÿ])|\s*\n+\s*")
 _CORRECTION: Final = re.compile(
     r"\b(?:errei|me\s+enganei|corrigindo|corre[çc][ãa]o|na\s+verdade|o\s+certo\s+[ée]"
     r"|a\s+certa\s+[ée]|o\s+correto\s+[ée]|a\s+correta\s+[ée]|quis\s+dizer|actually|correction"
@@ -59,7 +61,8 @@ class _Hit:
 
 
 def split_sentences(text: str) -> Iterator[tuple[int, str]]:
-    """``(offset, sentence)`` pairs: splits after ``.!?…`` followed by space, and at newlines."""
+    """``(offset, sentence)`` pairs: splits after ``.!?…`` followed by space and a word that
+    does not start in lowercase, and at newlines."""
     position = 0
     for boundary in _BOUNDARY.finditer(text):
         if boundary.start() > position:
