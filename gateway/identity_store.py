@@ -22,6 +22,7 @@ from identity import (
     DEFAULT_LIMITS,
     BlockedValues,
     ChannelIdentityKey,
+    Evidence,
     GraphSnapshot,
     Identifier,
     IdentifierKind,
@@ -32,8 +33,10 @@ from identity import (
     Resolution,
     ScopePolicy,
     lookups_for,
+    observe,
     resolve,
 )
+from identity.stated import stated_values
 
 DEFAULT_POLICY = ScopePolicy.default()
 
@@ -157,6 +160,27 @@ async def resolve_identity(
         pending_links=len(resolution.pending),
         own_facts_only=resolution.level in policy.own_facts_only,
     )
+
+
+async def identify(
+    session: AsyncSession,
+    evidence: Evidence,
+    *,
+    text: str,
+    tenant: TenantSettings,
+    region: str,
+) -> ResolvedIdentity:
+    """Observe the evidence (plus phones and e-mails stated in `text`, as asserted claims)
+    under the tenant's identity rules and resolve it. Raises `InvalidIdentifier` when the
+    channel's own id cannot be read."""
+    rules = rules_for(tenant, region)
+    observation = observe(
+        evidence,
+        stated=stated_values(text, region=region),
+        region=region,
+        blocked=rules.blocked,
+    )
+    return await resolve_identity(session, observation, rules=rules)
 
 
 async def apply_resolution(session: AsyncSession, resolution: Resolution) -> tuple[str, str]:

@@ -46,13 +46,12 @@ from gateway.storage.repositories import (
     tenants,
     turns,
 )
-from gateway.tenants import TenantSettings, effective_settings
+from gateway.tenants import TenantSettings
 from gateway.transcriber import VOICE_NOT_TRANSCRIBED, Transcriber, TranscriptionFailed
 from identity import ChannelIdentityKey, LinkLevel
 
 log = logging.getLogger("relaydesk.pipeline")
 
-DEFAULT_DOMAIN = "default"
 MAX_DELIVERY_ATTEMPTS = 5
 SEEN_TTL_S = 7 * 24 * 3600
 
@@ -168,8 +167,7 @@ class Pipeline:
     async def tenant(
         self, session: AsyncSession, host: str | None, channel: str | None
     ) -> TenantSettings:
-        layers = await tenants.settings_layers(session, domain=DEFAULT_DOMAIN, host=host)
-        return effective_settings(layers, channel=channel)
+        return await tenants.tenant_settings(session, host=host, channel=channel)
 
     async def _store(
         self, session: AsyncSession, inbound: InboundMessage, host: str | None

@@ -11,11 +11,10 @@ from gateway.auth import require_api_key
 from gateway.bodies import read_json
 from gateway.context_service import DialogueTurn, assemble_context
 from gateway.errors import BadRequest
-from gateway.identity_store import resolve_identity, rules_for
+from gateway.identity_store import identify
 from gateway.keys import COUNTER, SESSIONS, SETTINGS
 from gateway.openapi import document
 from gateway.storage.repositories import tenants
-from gateway.tenants import effective_settings
 from identity import (
     Evidence,
     InvalidIdentifier,
@@ -23,12 +22,8 @@ from identity import (
     TelegramSender,
     WebChatVisitor,
     WhatsAppSender,
-    observe,
     verify_identity_token,
 )
-from identity.stated import stated_values
-
-DEFAULT_DOMAIN = "default"
 
 
 class DialogueIn(BaseModel):
@@ -78,23 +73,20 @@ async def build_context(request: web.Request) -> web.Response:
     body = await read_json(request, ContextIn)
     settings = request.app[SETTINGS]
     secret = settings.webchat_secret.get_secret_value() if settings.webchat_secret else None
-    region = settings.default_region
     async with request.app[SESSIONS].begin() as session:
-        layers = await tenants.settings_layers(
-            session, domain=DEFAULT_DOMAIN, host=request.host, assistant_id=body.assistant_id
+        tenant = await tenants.tenant_settings(
+            session, host=request.host, channel=body.channel, assistant_id=body.assistant_id
         )
-        tenant = effective_settings(layers, channel=body.channel)
-        rules = rules_for(tenant, region)
         try:
-            observation = observe(
+            identity = await identify(
+                session,
                 evidence_for(body, secret),
-                stated=stated_values(body.message, region=region),
-                region=region,
-                blocked=rules.blocked,
+                text=body.message,
+                tenant=tenant,
+                region=settings.default_region,
             )
         except InvalidIdentifier as exc:
             raise BadRequest(f"external_id: {exc}", code="invalid_identity") from exc
-        identity = await resolve_identity(session, observation, rules=rules)
         assembled = await assemble_context(
             session,
             identity=identity,

@@ -12,17 +12,13 @@ from channels.transcripts import parse_transcript
 from gateway.auth import require_api_key
 from gateway.bodies import read_json
 from gateway.errors import BadRequest
-from gateway.identity_store import resolve_identity, rules_for
+from gateway.identity_store import identify
 from gateway.keys import COUNTER, MEMORY, SESSIONS, SETTINGS
 from gateway.memory.queue import CompactionJob
 from gateway.openapi import document
 from gateway.storage.repositories import tenants
-from gateway.tenants import effective_settings
 from gateway.transcripts_ingest import store_call
-from identity import InvalidIdentifier, PhoneCall, observe
-from identity.stated import stated_values
-
-DEFAULT_DOMAIN = "default"
+from identity import InvalidIdentifier, PhoneCall
 
 
 class TranscriptIn(BaseModel):
@@ -46,22 +42,19 @@ async def post_transcript(request: web.Request) -> web.Response:
         )
     except PayloadInvalid as exc:
         raise BadRequest(f"transcript: {exc}", code="invalid_transcript") from exc
-    settings = request.app[SETTINGS]
-    region = settings.default_region
     customer_text = " ".join(s.text for s in transcript.segments if s.speaker == "customer")
     async with request.app[SESSIONS].begin() as session:
-        layers = await tenants.settings_layers(session, domain=DEFAULT_DOMAIN, host=request.host)
-        rules = rules_for(effective_settings(layers, channel="phone"), region)
+        tenant = await tenants.tenant_settings(session, host=request.host, channel="phone")
         try:
-            observation = observe(
+            identity = await identify(
+                session,
                 PhoneCall(call_id=body.call_id, caller=body.caller, customer_id=body.customer_id),
-                stated=stated_values(customer_text, region=region),
-                region=region,
-                blocked=rules.blocked,
+                text=customer_text,
+                tenant=tenant,
+                region=request.app[SETTINGS].default_region,
             )
         except InvalidIdentifier as exc:
             raise BadRequest(f"caller: {exc}", code="invalid_identity") from exc
-        identity = await resolve_identity(session, observation, rules=rules)
         stored = await store_call(
             session,
             identity=identity,

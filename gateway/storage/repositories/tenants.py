@@ -8,6 +8,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from gateway.storage.models import TenantConfig
+from gateway.tenants import TenantSettings, effective_settings
 
 
 async def save_tenant_settings(
@@ -60,3 +61,19 @@ async def settings_layers(
         candidates.append(level(host, None))
     candidates.append(level(None, None))
     return [layer for layer in candidates if layer is not None]
+
+
+DEFAULT_DOMAIN = "default"
+
+
+async def tenant_settings(
+    session: AsyncSession,
+    *,
+    host: str | None = None,
+    channel: str | None = None,
+    assistant_id: str | None = None,
+    domain: str = DEFAULT_DOMAIN,
+) -> TenantSettings:
+    """The effective settings for a request: assistant → host → domain → defaults."""
+    layers = await settings_layers(session, domain=domain, host=host, assistant_id=assistant_id)
+    return effective_settings(layers, channel=channel)
