@@ -47,24 +47,9 @@ async def record_sent(
     reply_message_id: int | None,
 ) -> None:
     for part, provider_id in enumerate(provider_ids):
-        row = await _row(session, channel, provider_id)
-        if row is None:
-            try:
-                async with session.begin_nested():
-                    session.add(
-                        OutboundMessage(
-                            channel=channel,
-                            provider_message_id=provider_id,
-                            turn_id=turn_id,
-                            reply_message_id=reply_message_id,
-                            part=part,
-                        )
-                    )
-                continue
-            except IntegrityError:
-                row = await _row(session, channel, provider_id)  # a callback got in first
-        if row is not None:
-            row.turn_id, row.reply_message_id, row.part = turn_id, reply_message_id, part
+        # The row may exist already when a status callback got in before this write.
+        row, _ = await _row_or_insert(session, channel, provider_id)
+        row.turn_id, row.reply_message_id, row.part = turn_id, reply_message_id, part
 
 
 async def apply_status(
@@ -72,29 +57,36 @@ async def apply_status(
 ) -> bool:
     """Apply one status callback; True when it changed the stored status."""
     status = status.lower()
-    row = await _row(session, channel, provider_id)
-    if row is None:
-        try:
-            async with session.begin_nested():
-                session.add(
-                    OutboundMessage(
-                        channel=channel,
-                        provider_message_id=provider_id,
-                        status=status,
-                        error_code=error_code,
-                    )
-                )
-            return True
-        except IntegrityError:
-            row = await _row(session, channel, provider_id)
-            if row is None:
-                raise
+    row, created = await _row_or_insert(session, channel, provider_id, status=status)
+    if created:
+        row.error_code = error_code
+        return True
     if not advances(row.status, status):
         return False
     row.status = status
     if error_code:
         row.error_code = error_code
     return True
+
+
+async def _row_or_insert(
+    session: AsyncSession, channel: str, provider_id: str, *, status: str = "queued"
+) -> tuple[OutboundMessage, bool]:
+    """The message's row, inserted when missing; concurrent inserts of the same message are
+    resolved by the unique constraint."""
+    row = await _row(session, channel, provider_id)
+    if row is not None:
+        return row, False
+    try:
+        async with session.begin_nested():
+            row = OutboundMessage(channel=channel, provider_message_id=provider_id, status=status)
+            session.add(row)
+        return row, True
+    except IntegrityError:
+        existing = await _row(session, channel, provider_id)
+        if existing is None:
+            raise
+        return existing, False
 
 
 async def _row(session: AsyncSession, channel: str, provider_id: str) -> OutboundMessage | None:
