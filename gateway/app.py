@@ -33,6 +33,7 @@ from gateway.keys import (
     SETTINGS,
 )
 from gateway.locks import InProcessLocks, RedisLocks
+from gateway.memory.llm_compactor import llm_compactor_factory
 from gateway.memory.queue import CompactionQueue, InProcessQueue, RedisStreamQueue
 from gateway.memory.worker import MemoryWorker
 from gateway.metrics import Metrics
@@ -129,7 +130,8 @@ async def pipeline_ctx(app: web.Application) -> AsyncIterator[None]:
         "telegram": telegram,
     }
     queue: CompactionQueue = RedisStreamQueue(redis) if redis is not None else InProcessQueue()
-    memory = MemoryWorker(app[SESSIONS], app[COUNTER], queue)
+    compactor_for = llm_compactor_factory(http, base_url=settings.model_base_url, api_key=api_key)
+    memory = MemoryWorker(app[SESSIONS], app[COUNTER], queue, compactor_for)
     pipeline = Pipeline(
         settings=settings,
         sessions=app[SESSIONS],

@@ -2,7 +2,8 @@
 
 The summary pointer (`last_message_id`) advances in the same transaction that writes the new
 summary and facts, so a job applied twice (a reclaimed job, a replayed enqueue) finds nothing
-left to do the second time. Every run that changes memory writes a `CompactionTrace`.
+left to do the second time. Every run that changes memory writes a `CompactionTrace`, naming the
+compactor (``offline``, ``llm``, or ``offline-fallback`` with the model's error).
 """
 
 from __future__ import annotations
@@ -25,7 +26,9 @@ from context.compaction import (
     compact_offline,
     plan_compaction,
 )
+from gateway.memory.llm_compactor import CompactionFailed, LLMCompactor, describe
 from gateway.memory.queue import CompactionJob
+from gateway.providers import ProviderError
 from gateway.storage.models import Episode, EpisodeSummary
 from gateway.storage.records import FactRecord, MessageRecord, NewFact
 from gateway.storage.repositories import facts, messages, summaries
@@ -109,83 +112,207 @@ async def _lock_episode(session: AsyncSession, episode_id: str) -> Episode | Non
     return await session.scalar(query)
 
 
+@dataclass(frozen=True, slots=True)
+class _Batch:
+    """What one run compacts, read under the episode lock."""
+
+    episode_id: str
+    channel: str
+    version: int
+    transcript_confidence: float | None
+    pointer: int | None
+    previous_summary: str | None
+    previous_sentences: tuple[SummarySentence, ...]
+    pending: list[MessageRecord]
+    chosen: list[SourceMessage]
+    compact_ids: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class _Run:
+    """A compaction result and what the trace says about how it was made."""
+
+    result: CompactionResult
+    compactor: str  # "offline", "llm" or "offline-fallback"
+    tokens_in: int
+    tokens_out: int
+    model: str | None = None
+    error: str | None = None
+
+
 async def compact_episode(
     sessions: async_sessionmaker[AsyncSession],
     job: CompactionJob,
     *,
     settings: TenantSettings,
     counter: TokenCounter,
+    compactor: LLMCompactor | None = None,
 ) -> CompactionOutcome:
+    """Compact the episode of ``job`` once, offline or with ``compactor`` (the tenant's summary
+    model). A model answer that cannot be used, or a failed call, falls back to the offline
+    compactor; the trace then says ``offline-fallback`` and records the error.
+
+    The model call runs between two transactions, so no lock is held while it waits; the second
+    one writes only if the summary pointer and the transcript version are still those read by
+    the first (otherwise another run got there first and this one changes nothing).
+    """
     started = time.perf_counter()
+    if compactor is None:
+        async with sessions.begin() as session:
+            batch = await _load(session, job, settings)
+            if isinstance(batch, CompactionOutcome):
+                return batch
+            return await _apply(session, job, batch, _offline(batch, counter), counter, started)
+    async with sessions.begin() as session:
+        batch = await _load(session, job, settings)
+    if isinstance(batch, CompactionOutcome):
+        return batch
+    run = await _with_model(compactor, batch, counter)
     async with sessions.begin() as session:
         episode = await _lock_episode(session, job.episode_id)
-        if episode is None or episode.customer_id != job.customer_id:
-            return CompactionOutcome(0, 0, None)
-        row = await session.scalar(
-            select(EpisodeSummary).where(EpisodeSummary.episode_id == episode.id)
+        pointer = await session.scalar(
+            select(EpisodeSummary.last_message_id).where(
+                EpisodeSummary.episode_id == job.episode_id
+            )
         )
-        pointer = row.last_message_id if row else None
-        pending = await messages.recent_messages(
-            session,
-            job.customer_id,
-            episode.id,
-            limit=MAX_MESSAGES_PER_RUN,
-            after_id=pointer,
-        )
-        # Only the current transcript version, and only real speech, is summarized.
-        replaced = {m.supersedes_id for m in pending if m.supersedes_id is not None}
-        usable = [
-            m
-            for m in pending
-            if m.role in ("user", "assistant")
-            and m.id not in replaced
-            and current_turn(m.extra, episode.version)
-            and speech(m.extra)
-        ]
-        sources = [source_message(m) for m in usable]
-        final = job.reason == "closed" or episode.status == "closed"
-        compact_ids = _to_compact(sources, settings, final=final)
-        if not compact_ids:
+        if episode is None or episode.version != batch.version or pointer != batch.pointer:
             return CompactionOutcome(0, 0, pointer)
-        chosen = [s for s in sources if s.id in compact_ids]
-        previous = sentences_from(row.sentences if row else None)
-        result = compact_offline(chosen, row.summary if row else None, previous)
-        before = [_fact_json(f) for f in await facts.current_facts(session, job.customer_id)]
-        written = await _store_facts(session, job.customer_id, result, pending)
-        new_pointer = max(compact_ids)
-        transcript = episode.channel in TRANSCRIPT_CHANNELS
-        await summaries.save_summary(
-            session,
-            customer_id=job.customer_id,
-            episode_id=episode.id,
-            summary=result.summary,
-            last_message_id=new_pointer,
-            origin_channel=episode.channel,
-            token_count=counter.count(result.summary),
-            transcript_confidence=episode.transcript_confidence if transcript else None,
-            sentences=sentences_json(result.sentences),
+        return await _apply(session, job, batch, run, counter, started)
+
+
+async def _load(
+    session: AsyncSession, job: CompactionJob, settings: TenantSettings
+) -> _Batch | CompactionOutcome:
+    episode = await _lock_episode(session, job.episode_id)
+    if episode is None or episode.customer_id != job.customer_id:
+        return CompactionOutcome(0, 0, None)
+    row = await session.scalar(
+        select(EpisodeSummary).where(EpisodeSummary.episode_id == episode.id)
+    )
+    pointer = row.last_message_id if row else None
+    pending = await messages.recent_messages(
+        session,
+        job.customer_id,
+        episode.id,
+        limit=MAX_MESSAGES_PER_RUN,
+        after_id=pointer,
+    )
+    # Only the current transcript version, and only real speech, is summarized.
+    replaced = {m.supersedes_id for m in pending if m.supersedes_id is not None}
+    usable = [
+        m
+        for m in pending
+        if m.role in ("user", "assistant")
+        and m.id not in replaced
+        and current_turn(m.extra, episode.version)
+        and speech(m.extra)
+    ]
+    sources = [source_message(m) for m in usable]
+    final = job.reason == "closed" or episode.status == "closed"
+    compact_ids = _to_compact(sources, settings, final=final)
+    if not compact_ids:
+        return CompactionOutcome(0, 0, pointer)
+    return _Batch(
+        episode_id=episode.id,
+        channel=episode.channel,
+        version=episode.version,
+        transcript_confidence=episode.transcript_confidence,
+        pointer=pointer,
+        previous_summary=row.summary if row else None,
+        previous_sentences=sentences_from(row.sentences if row else None),
+        pending=list(pending),
+        chosen=[s for s in sources if s.id in compact_ids],
+        compact_ids=compact_ids,
+    )
+
+
+def _offline(batch: _Batch, counter: TokenCounter) -> _Run:
+    result = compact_offline(batch.chosen, batch.previous_summary, batch.previous_sentences)
+    return _Run(
+        result,
+        "offline",
+        tokens_in=sum(s.tokens for s in batch.chosen),
+        tokens_out=counter.count(result.summary),
+    )
+
+
+async def _with_model(compactor: LLMCompactor, batch: _Batch, counter: TokenCounter) -> _Run:
+    try:
+        done = await compactor.run(batch.chosen, batch.previous_summary)
+    except (CompactionFailed, ProviderError) as error:
+        log.warning(
+            "model compaction failed, offline fallback",
+            extra={"fields": {"episode": batch.episode_id, "error": describe(error)}},
         )
-        after = [_fact_json(f) for f in await facts.current_facts(session, job.customer_id)]
-        await summaries.add_trace(
-            session,
-            customer_id=job.customer_id,
-            compactor="offline",
-            episode_id=episode.id,
-            facts_before={"facts": before},
-            facts_after={
-                "facts": after,
-                "refused": [
-                    {"key": fact.key, "source_message_id": fact.source_message_id, "why": why}
-                    for fact, why in result.refused
-                ],
-            },
-            summary_before=row.summary if row else None,
-            summary_after=result.summary,
-            tokens_in=sum(s.tokens for s in chosen),
-            tokens_out=counter.count(result.summary),
-            duration_ms=int((time.perf_counter() - started) * 1000),
+        fallback = _offline(batch, counter)
+        # The tokens a refused answer cost, when there was one; else the offline counts.
+        refused = error.completion if isinstance(error, CompactionFailed) else None
+        usage = refused.usage if refused is not None else None
+        return _Run(
+            fallback.result,
+            "offline-fallback",
+            tokens_in=usage.prompt_tokens if usage else fallback.tokens_in,
+            tokens_out=usage.completion_tokens if usage else fallback.tokens_out,
+            model=compactor.model,
+            error=describe(error),
         )
-    return CompactionOutcome(len(compact_ids), written, new_pointer)
+    usage = done.completion.usage
+    return _Run(
+        done.result,
+        "llm",
+        tokens_in=usage.prompt_tokens,
+        tokens_out=usage.completion_tokens,
+        model=done.completion.model,
+    )
+
+
+async def _apply(
+    session: AsyncSession,
+    job: CompactionJob,
+    batch: _Batch,
+    run: _Run,
+    counter: TokenCounter,
+    started: float,
+) -> CompactionOutcome:
+    result = run.result
+    before = [_fact_json(f) for f in await facts.current_facts(session, job.customer_id)]
+    written = await _store_facts(session, job.customer_id, result, batch.pending)
+    new_pointer = max(batch.compact_ids)
+    transcript = batch.channel in TRANSCRIPT_CHANNELS
+    await summaries.save_summary(
+        session,
+        customer_id=job.customer_id,
+        episode_id=batch.episode_id,
+        summary=result.summary,
+        last_message_id=new_pointer,
+        origin_channel=batch.channel,
+        token_count=counter.count(result.summary),
+        transcript_confidence=batch.transcript_confidence if transcript else None,
+        sentences=sentences_json(result.sentences),
+    )
+    after = [_fact_json(f) for f in await facts.current_facts(session, job.customer_id)]
+    await summaries.add_trace(
+        session,
+        customer_id=job.customer_id,
+        compactor=run.compactor,
+        model=run.model,
+        error=run.error,
+        episode_id=batch.episode_id,
+        facts_before={"facts": before},
+        facts_after={
+            "facts": after,
+            "refused": [
+                {"key": fact.key, "source_message_id": fact.source_message_id, "why": why}
+                for fact, why in result.refused
+            ],
+        },
+        summary_before=batch.previous_summary,
+        summary_after=result.summary,
+        tokens_in=run.tokens_in,
+        tokens_out=run.tokens_out,
+        duration_ms=int((time.perf_counter() - started) * 1000),
+    )
+    return CompactionOutcome(len(batch.compact_ids), written, new_pointer)
 
 
 def _to_compact(

@@ -1,4 +1,9 @@
-"""Compaction workers: consume jobs and apply them with the tenant's settings."""
+"""Compaction workers: consume jobs and apply them with the tenant's settings.
+
+``compactor_for`` builds the tenant's model compactor from its settings (``summary_model``;
+see ``llm_compactor.llm_compactor_factory``); without one, or when it returns None, the offline
+compactor runs. A summary model that cannot be built is logged and the offline compactor runs.
+"""
 
 from __future__ import annotations
 
@@ -9,14 +14,13 @@ import logging
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from context import TokenCounter
+from gateway.memory.llm_compactor import CompactorFactory, LLMCompactor
 from gateway.memory.queue import CompactionJob, CompactionQueue
 from gateway.memory.service import CompactionOutcome, compact_episode
 from gateway.storage.repositories import episodes, tenants
-from gateway.tenants import effective_settings
+from gateway.tenants import TenantSettings
 
 log = logging.getLogger("relaydesk.memory")
-
-DEFAULT_DOMAIN = "default"
 
 
 class MemoryWorker:
@@ -25,18 +29,25 @@ class MemoryWorker:
         sessions: async_sessionmaker[AsyncSession],
         counter: TokenCounter,
         queue: CompactionQueue,
+        compactor_for: CompactorFactory | None = None,
     ) -> None:
         self.sessions = sessions
         self.counter = counter
         self.queue = queue
+        self.compactor_for = compactor_for
         self._tasks: list[asyncio.Task[None]] = []
 
     async def handle(self, job: CompactionJob) -> CompactionOutcome:
         async with self.sessions() as session:
             episode = await episodes.get_episode(session, job.customer_id, job.episode_id)
-            layers = await tenants.settings_layers(session, domain=DEFAULT_DOMAIN)
-        settings = effective_settings(layers, channel=episode.channel)
-        outcome = await compact_episode(self.sessions, job, settings=settings, counter=self.counter)
+            settings = await tenants.tenant_settings(session, channel=episode.channel)
+        outcome = await compact_episode(
+            self.sessions,
+            job,
+            settings=settings,
+            counter=self.counter,
+            compactor=self._compactor(settings),
+        )
         if outcome.compacted:
             log.info(
                 "episode compacted",
@@ -49,6 +60,18 @@ class MemoryWorker:
                 },
             )
         return outcome
+
+    def _compactor(self, settings: TenantSettings) -> LLMCompactor | None:
+        if self.compactor_for is None:
+            return None
+        try:
+            return self.compactor_for(settings)
+        except ValueError as error:  # ProviderConfigError: an unusable summary model
+            log.warning(
+                "summary model unusable, offline compaction",
+                extra={"fields": {"summary_model": settings.summary_model, "error": str(error)}},
+            )
+            return None
 
     async def _consume(self, job: CompactionJob) -> None:
         await self.handle(job)

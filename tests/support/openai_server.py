@@ -19,6 +19,7 @@ class Call:
     messages: list[dict[str, str]]
     started: float
     finished: float | None = None
+    model: str | None = None  # the model named in the request
 
     @property
     def last_user_text(self) -> str:
@@ -46,7 +47,7 @@ class FakeOpenAI:
 
     async def _complete(self, request: web.Request) -> web.Response:
         body: dict[str, Any] = await request.json()
-        call = Call(messages=body["messages"], started=time.monotonic())
+        call = Call(messages=body["messages"], started=time.monotonic(), model=body.get("model"))
         self.calls.append(call)
         if self.delay_s:
             try:
