@@ -162,6 +162,38 @@ def _rebuild(settings: Settings, args: argparse.Namespace) -> int:
     return asyncio.run(rebuild(settings, args.customer))
 
 
+def _eval_locomo(settings: Settings, args: argparse.Namespace) -> int:
+    import time
+
+    from gateway.eval.locomo import SPLITS, LocomoDataMissing, data_path, load
+    from gateway.eval.report import summarize
+    from gateway.eval.run import evaluate
+
+    try:
+        path = data_path(args.data)
+    except LocomoDataMissing as exc:
+        print(f"relaydesk: {exc}", file=sys.stderr)
+        return 2
+    if args.window < 1024:
+        print("relaydesk: --window must be at least 1024 tokens", file=sys.stderr)
+        return 2
+
+    def progress(line: str) -> None:
+        print(f"eval: {line}", file=sys.stderr, flush=True)
+
+    logging.getLogger("relaydesk.memory").setLevel(logging.WARNING)
+    started = time.perf_counter()
+    conversations = load(path, SPLITS[args.split])
+    outcomes = asyncio.run(evaluate(conversations, window=args.window, progress=progress))
+    report = summarize(
+        outcomes, split=args.split, window=args.window, seconds=time.perf_counter() - started
+    )
+    print(report.table())
+    if args.json:
+        print(report.json_line())
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="relaydesk", description="Multichannel chatbot gateway with budgeted context."
@@ -240,6 +272,24 @@ def build_parser() -> argparse.ArgumentParser:
         "RELAYDESK_BENCH_POSTGRES_URL, else the local server); an empty value skips PostgreSQL",
     )
     context.set_defaults(run=_bench_context)
+
+    evaluation = commands.add_parser("eval", help="offline evaluations of the window")
+    evaluations = evaluation.add_subparsers(dest="evaluation", required=True)
+    locomo = evaluations.add_parser(
+        "locomo",
+        help="LoCoMo: evidence and answer in the window vs recency, BM25 and the full history",
+    )
+    locomo.add_argument("--split", choices=("dev", "test", "all"), default="dev")
+    locomo.add_argument("--window", type=int, default=8192, help="model window (default 8192)")
+    locomo.add_argument(
+        "--data",
+        help="locomo10.json (default $RELAYDESK_LOCOMO_PATH, else "
+        "../shared/eval/locomo/locomo10.json from the current directory)",
+    )
+    locomo.add_argument(
+        "--json", action="store_true", help="also print one JSON object as the last line"
+    )
+    locomo.set_defaults(run=_eval_locomo)
     return parser
 
 

@@ -28,14 +28,20 @@ from context import (
     Window,
     build_window,
 )
+from context.render import FACTS_HEADER, SUMMARIES_HEADER, fact_line, summary_tag
 from gateway.clock import utcnow
 from gateway.identity_store import ResolvedIdentity
+from gateway.memory.recall import RecallScope, recall_items
 from gateway.storage.records import EpisodeRecord, FactRecord, MessageRecord, SummaryRecord
 from gateway.storage.repositories import campaigns, episodes, facts, messages, summaries
 from gateway.tenants import TenantSettings
 
 # The newest turns loaded for the current episode; the episode slice holds far fewer.
 RECENT_TURNS_LIMIT = 400
+# The start of a long message is what recall searches with.
+RECALL_QUERY_CHARS = 4_000
+# Tokens of the summaries slice kept free of recall (block separator and rounding).
+SLICE_MARGIN = 8
 TRANSCRIPT_CHANNELS = frozenset({"phone"})
 
 
@@ -124,6 +130,11 @@ def _fact(record: FactRecord) -> FactItem:
     )
 
 
+def summary_cost(item: SummaryItem, counter: TokenCounter) -> int:
+    """What an entry costs in the summaries block: "\n", its tag, "\n", its text."""
+    return 2 + counter.count(summary_tag(item)) + item.tokens
+
+
 def _summary(record: SummaryRecord) -> SummaryItem:
     start = record.period_start or record.updated_at
     transcript = record.origin_channel in TRANSCRIPT_CHANNELS
@@ -158,6 +169,66 @@ async def _current_turns(
     if summary is None:
         return turns, None, None
     return turns, summary.summary, summary.token_count
+
+
+def _facts_unused(items: Sequence[FactItem], budget: Budget, counter: TokenCounter) -> int:
+    """What the facts slice will leave unused (an estimate: every fact's line plus the block
+    header)."""
+    if not items:
+        return budget.slice_budget("facts")
+    cost = counter.count(FACTS_HEADER) + 2 + sum(1 + counter.count(fact_line(f)) for f in items)
+    return max(0, budget.slice_budget("facts") - cost)
+
+
+async def _other_episodes(
+    session: AsyncSession,
+    identity: ResolvedIdentity,
+    counter: TokenCounter,
+    message: str,
+    budget: Budget,
+    exclude_episode: str | None,
+    facts_unused: int,
+) -> tuple[SummaryItem, ...]:
+    """The summaries slice: recall first (the lines of other episodes most relevant to the
+    message, each episode's lines tagged with its origin), then the most recent summaries of
+    the episodes recall left out, while the slice has room. The room is the summaries slice
+    plus what the facts slice leaves unused (unused budget passes forward, DESIGN §5)."""
+    records = await summaries.customer_summaries(
+        session, identity.customer_id, exclude_episode=exclude_episode
+    )
+    room = (
+        budget.slice_budget("summaries")
+        + facts_unused
+        - counter.count(SUMMARIES_HEADER)
+        - SLICE_MARGIN
+    )
+    scope = RecallScope(
+        customer_id=identity.customer_id,
+        identity_id=identity.identity_id,
+        allowed_scopes=identity.allowed_scopes,
+        own_facts_only=identity.own_facts_only,
+    )
+    recalled = await recall_items(
+        session,
+        scope,
+        message=message[:RECALL_QUERY_CHARS],
+        budget=room,
+        counter=counter,
+        exclude_episode=exclude_episode,
+        summary_records=records,
+    )
+    chosen = list(recalled)
+    room -= sum(summary_cost(item, counter) for item in recalled)
+    represented = {item.episode_id for item in recalled}
+    for record in records:  # most recent first
+        if record.episode_id in represented:
+            continue
+        item = _summary(record)
+        cost = summary_cost(item, counter)
+        if cost <= room:
+            chosen.append(item)
+            room -= cost
+    return tuple(chosen)
 
 
 async def assemble_context(
@@ -217,8 +288,15 @@ async def assemble_context(
     fact_records = await facts.current_facts(session, customer_id, scopes=sorted(allowed))
     if identity.own_facts_only:
         fact_records = [f for f in fact_records if f.source_identity_id == identity.identity_id]
-    other_summaries = await summaries.customer_summaries(
-        session, customer_id, exclude_episode=episode.id if episode else None
+    fact_items = tuple(_fact(record) for record in fact_records)
+    other_summaries = await _other_episodes(
+        session,
+        identity,
+        counter,
+        message,
+        budget,
+        episode.id if episode else None,
+        _facts_unused(fact_items, budget, counter),
     )
     anchored: list[AnchoredMessage] = []
     active_campaign = campaign_id or (episode.campaign_id if episode else None)
@@ -245,8 +323,8 @@ async def assemble_context(
         message=message[: budget.max_input_chars],
         message_id=str(message_id) if message_id is not None else "current",
         anchored=tuple(anchored),
-        facts=tuple(_fact(record) for record in fact_records),
-        summaries=tuple(_summary(record) for record in other_summaries),
+        facts=fact_items,
+        summaries=other_summaries,
         full_history_tokens=await messages.history_token_total(session, customer_id),
     )
     return AssembledContext(

@@ -1,0 +1,1 @@
+"""Offline evaluations of the window on public conversational data (``relaydesk eval``)."""

@@ -1,0 +1,80 @@
+"""Recall in the window: relevant typed turns of other episodes, tagged; never a phone turn."""
+
+from __future__ import annotations
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from context import TiktokenCounter, load_encoding
+from gateway.context_service import assemble_context
+from gateway.identity_store import ResolvedIdentity, resolve_identity
+from gateway.storage.records import NewMessage
+from gateway.storage.repositories import episodes, messages, summaries
+from gateway.tenants import TenantSettings
+from identity import ChannelIdentityKey, LinkLevel, ScopePolicy, WhatsAppSender, observe
+
+COUNTER = TiktokenCounter(load_encoding())
+
+
+async def _say(session: AsyncSession, owner: ResolvedIdentity, episode_id: str, channel: str,
+               text: str) -> int:
+    stored = await messages.append_message(
+        session,
+        NewMessage(owner.customer_id, episode_id, channel, "user", text, COUNTER.count(text),
+                   owner.identity_id if channel == "whatsapp" else None),
+    )
+    return stored.id
+
+
+def _viewer(owner: ResolvedIdentity, level: LinkLevel) -> ResolvedIdentity:
+    policy = ScopePolicy.default()
+    return ResolvedIdentity(
+        customer_id=owner.customer_id,
+        identity_id="web-identity",
+        key=ChannelIdentityKey.parse("web:acct:someone"),
+        level=level,
+        allowed_scopes=policy.allowed_scopes(level, "webchat"),
+        outcome="known",
+        pending_links=0,
+        own_facts_only=level in policy.own_facts_only,
+    )
+
+
+async def test_recall_brings_typed_turns_and_only_summaries_of_calls(
+    session: AsyncSession,
+) -> None:
+    owner = await resolve_identity(session, observe(WhatsAppSender("whatsapp:+5511998765432")))
+    chat = await episodes.open_episode(
+        session, customer_id=owner.customer_id, channel="whatsapp", identity_id=owner.identity_id
+    )
+    await _say(session, owner, chat.id, "whatsapp", "My greyhound Biscuit loves the beach.")
+    await _say(session, owner, chat.id, "whatsapp", "The weather was nice today.")
+    call = await episodes.open_episode(
+        session, customer_id=owner.customer_id, channel="phone", transcript_confidence=0.7
+    )
+    raw = await _say(session, owner, call.id, "phone", "RAW-CALL greyhound vet appointment")
+    await summaries.save_summary(
+        session, customer_id=owner.customer_id, episode_id=call.id,
+        summary="[2026-01-01] Customer: booked a vet visit for the greyhound.",
+        last_message_id=raw, origin_channel="phone", token_count=14, transcript_confidence=0.7,
+        sentences=[{"text": "booked a vet visit for the greyhound.", "source_message_id": raw,
+                    "date": "2026-01-01", "speaker": "Customer"}],
+    )
+    assembled = await assemble_context(
+        session, identity=_viewer(owner, LinkLevel.VERIFIED), settings=TenantSettings(),
+        counter=COUNTER, message="what about my greyhound?",
+    )
+    system = assembled.window.messages[0].content
+    assert "Customer: My greyhound Biscuit loves the beach." in system
+    assert "[whatsapp · typed · " in system
+    assert "booked a vet visit for the greyhound." in system
+    assert "phone · transcript · confidence 0.70" in system
+    assert "RAW-CALL" not in system
+
+    # An asserted identity sees summaries, not another identity's raw turns.
+    asserted = await assemble_context(
+        session, identity=_viewer(owner, LinkLevel.ASSERTED), settings=TenantSettings(),
+        counter=COUNTER, message="what about my greyhound?",
+    )
+    text = asserted.window.messages[0].content
+    assert "Biscuit loves the beach" not in text
+    assert "RAW-CALL" not in text
