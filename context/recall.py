@@ -18,12 +18,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Final, Literal
+from typing import TYPE_CHECKING, Final, Literal
 
 from context.inputs import Modality, SummaryItem
 from context.relevance import bm25_scores, terms
 from context.render import summary_tag
 from context.tokens import TokenCounter
+
+if TYPE_CHECKING:
+    from context.recall_index import RecallIndex
 
 __all__ = [
     "MAX_CANDIDATES",
@@ -33,10 +36,13 @@ __all__ = [
     "pack",
     "rank_candidates",
     "recall",
+    "recall_terms",
 ]
 
 # Most candidates scored per request (the newest are kept past this).
 MAX_CANDIDATES: Final = 20_000
+# Most ranked lines read while packing a window.
+RANK_LIMIT: Final = 1_000
 # Share of the score of the turn before a candidate added to its own.
 CONTEXT_WEIGHT: Final = 0.7
 # Boost of a candidate whose speaker the query names.
@@ -98,8 +104,12 @@ def stem(term: str) -> str:
     return term
 
 
-def _terms(text: str) -> tuple[str, ...]:
+def recall_terms(text: str) -> tuple[str, ...]:
+    """The terms recall matches on: `relevance.terms` with a light suffix fold."""
     return tuple(stem(term) for term in terms(text))
+
+
+_terms = recall_terms
 
 
 def rank_candidates(
@@ -118,9 +128,7 @@ def rank_candidates(
     names the candidate's speaker.
     """
     names = {
-        term: candidate.speaker
-        for candidate in candidates
-        for term in _terms(candidate.speaker)
+        term: candidate.speaker for candidate in candidates for term in _terms(candidate.speaker)
     }
     wanted = _terms(query)
     content = tuple(term for term in wanted if term not in names)
@@ -245,10 +253,16 @@ def recall(
     counter: TokenCounter,
     *,
     max_lines: int | None = None,
+    index: RecallIndex | None = None,
 ) -> tuple[SummaryItem, ...]:
-    """The summary items most relevant to ``message`` within ``budget`` tokens."""
+    """The summary items most relevant to ``message`` within ``budget`` tokens; an ``index``
+    built from the same candidates ranks them without re-reading every line."""
     if budget <= 0 or not candidates:
         return ()
+    if index is not None:
+        # A window holds at most a few hundred recalled lines; rank no further than that.
+        ranked = index.rank(message, limit=RANK_LIMIT)
+        return pack((c for _, c in ranked), episodes, budget, counter, max_lines=max_lines)
     pool = candidates
     if len(pool) > MAX_CANDIDATES:
         pool = sorted(pool, key=lambda c: c.source_message_id)[-MAX_CANDIDATES:]

@@ -31,7 +31,9 @@ TAG_WEIGHT: Final = 3.0
 # The start of a long message says what it is about; scanning a pasted log whole buys nothing.
 _SUBJECT_CHARS: Final = 4000
 _K1: Final = 1.2
+BM25_K1: Final = _K1
 _B: Final = 0.75
+BM25_B: Final = _B
 
 _WORD: Final = re.compile(r"[^\W_]+")
 _STOPWORDS: Final = frozenset(

@@ -85,9 +85,7 @@ def state_lines(state: OperationalState, *, transcript: bool) -> StateLines:
     ]
     if state.open_ticket is not None:
         core.append(f"- open ticket: {_one_line(state.open_ticket)}")
-    extra = tuple(
-        (key, f"- {_one_line(key)}: {_one_line(value)}") for key, value in state.extra
-    )
+    extra = tuple((key, f"- {_one_line(key)}: {_one_line(value)}") for key, value in state.extra)
     return StateLines(core=tuple(core), extra=extra)
 
 

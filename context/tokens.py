@@ -139,8 +139,9 @@ def _load(name: str, offline: bool) -> tiktoken.Encoding:
     if name == _BUNDLED and not _is_cached(name):
         return _bundled()
     if offline and not _is_cached(name):
-        log.warning("%s=1 and %s is not cached; counting with bundled %s", OFFLINE_ENV, name,
-                    _BUNDLED)
+        log.warning(
+            "%s=1 and %s is not cached; counting with bundled %s", OFFLINE_ENV, name, _BUNDLED
+        )
         return _bundled()
     try:
         return tiktoken.get_encoding(name)

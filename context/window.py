@@ -88,15 +88,22 @@ def build_window(request: ContextRequest, budget: Budget, counter: TokenCounter)
     subject = subject_terms(message.content, episode.turns, request.subject_tags)
     facts = rank_facts(request.facts, subject, request.subject_tags)
     ledgers["facts"].received = state.close_first_pass()
-    fact_pool = Pool(ledgers["facts"], "fact", separator + counter.count(FACTS_HEADER),
-                     tuple(1 + _fact_cost(fact, counter) for fact in facts))
+    fact_pool = Pool(
+        ledgers["facts"],
+        "fact",
+        separator + counter.count(FACTS_HEADER),
+        tuple(1 + _fact_cost(fact, counter) for fact in facts),
+    )
     fact_pool.fill(ledgers["facts"].allowance, picks, second_pass=False)
 
     summaries = rank_summaries(request.summaries, subject)
     ledgers["summaries"].received = ledgers["facts"].close_first_pass()
-    summary_pool = Pool(ledgers["summaries"], "summary",
-                        separator + counter.count(SUMMARIES_HEADER),
-                        tuple(_summary_cost(summary, counter) for summary in summaries))
+    summary_pool = Pool(
+        ledgers["summaries"],
+        "summary",
+        separator + counter.count(SUMMARIES_HEADER),
+        tuple(_summary_cost(summary, counter) for summary in summaries),
+    )
     summary_pool.fill(ledgers["summaries"].allowance, picks, second_pass=False)
 
     current = ledgers["current_episode"]
@@ -112,7 +119,16 @@ def build_window(request: ContextRequest, budget: Budget, counter: TokenCounter)
         leftover -= pool.fill(leftover, picks, second_pass=True)
 
     selection = _Selection(
-        request, fixed, lines, facts, summaries, plan, extras, fact_pool, summary_pool, current,
+        request,
+        fixed,
+        lines,
+        facts,
+        summaries,
+        plan,
+        extras,
+        fact_pool,
+        summary_pool,
+        current,
         picks,
         turns={pick.index: pick for pick in (*plan.mandatory, *plan.optional)},
         with_summary=plan.summary_cost is not None,
@@ -211,8 +227,7 @@ class _Selection:
         source = self.request.episode.turns
         turns = self.turns
         history = (
-            ChatMessage(source[index].role, turns[index].fitted.content)
-            for index in sorted(turns)
+            ChatMessage(source[index].role, turns[index].fitted.content) for index in sorted(turns)
         )
         return (
             ChatMessage("system", self.system_text()),

@@ -31,7 +31,7 @@ from context import (
 from context.render import FACTS_HEADER, SUMMARIES_HEADER, fact_line, summary_tag
 from gateway.clock import utcnow
 from gateway.identity_store import ResolvedIdentity
-from gateway.memory.recall import RecallScope, recall_items
+from gateway.memory.recall import RecallCache, RecallScope, recall_items
 from gateway.storage.records import EpisodeRecord, FactRecord, MessageRecord, SummaryRecord
 from gateway.storage.repositories import campaigns, episodes, facts, messages, summaries
 from gateway.tenants import TenantSettings
@@ -188,6 +188,7 @@ async def _other_episodes(
     budget: Budget,
     exclude_episode: str | None,
     facts_unused: int,
+    recall_cache: RecallCache | None = None,
 ) -> tuple[SummaryItem, ...]:
     """The summaries slice: recall first (the lines of other episodes most relevant to the
     message, each episode's lines tagged with its origin), then the most recent summaries of
@@ -216,6 +217,7 @@ async def _other_episodes(
         counter=counter,
         exclude_episode=exclude_episode,
         summary_records=records,
+        cache=recall_cache,
     )
     chosen = list(recalled)
     room -= sum(summary_cost(item, counter) for item in recalled)
@@ -244,6 +246,7 @@ async def assemble_context(
     today: date | None = None,
     episode_id: str | None = None,
     message_id: int | None = None,
+    recall_cache: RecallCache | None = None,
 ) -> AssembledContext:
     """Build the window for `message` from `identity`'s customer as stored now.
 
@@ -297,6 +300,7 @@ async def assemble_context(
         budget,
         episode.id if episode else None,
         _facts_unused(fact_items, budget, counter),
+        recall_cache,
     )
     anchored: list[AnchoredMessage] = []
     active_campaign = campaign_id or (episode.campaign_id if episode else None)

@@ -28,6 +28,7 @@ from gateway.identity_store import ResolvedIdentity, resolve_identity, rules_for
 from gateway.inbound_identity import observe_inbound
 from gateway.locks import ConversationLocks, Held
 from gateway.memory.queue import CompactionJob, CompactionQueue
+from gateway.memory.recall import RecallCache
 from gateway.metrics import Metrics
 from gateway.providers import (
     FALLBACK_MESSAGE,
@@ -98,6 +99,7 @@ class Pipeline:
         self.redis = redis
         self.memory = memory
         self.transcriber = transcriber
+        self.recall_cache = RecallCache()
         self._inflight: dict[tuple[str, str], asyncio.Future[Accepted]] = {}
 
     # Accepting: durable before any 2xx.
@@ -278,6 +280,7 @@ class Pipeline:
                 message=text_in,
                 episode_id=turn.episode_id,
                 message_id=inbound.id,
+                recall_cache=self.recall_cache,
             )
         window = assembled.window
         budget = budget_for(tenant)

@@ -87,7 +87,11 @@ def compact_offline(
         item
         for m in messages
         for item in find_facts(
-            m.text, message_id=m.id, role=m.role, confidence=m.confidence, region=region,
+            m.text,
+            message_id=m.id,
+            role=m.role,
+            confidence=m.confidence,
+            region=region,
             rules=rules,
         )
     ]

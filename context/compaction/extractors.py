@@ -92,7 +92,10 @@ def _free(claimed: list[tuple[int, int]], hit: _Hit) -> bool:
 
 
 def _cued(
-    group: str, rules: Sequence[tuple[int, Rule]], sentence: str, region: str,
+    group: str,
+    rules: Sequence[tuple[int, Rule]],
+    sentence: str,
+    region: str,
     claimed: dict[str, list[tuple[int, int]]],
 ) -> Iterator[_Hit]:
     candidates = sorted(
@@ -103,20 +106,22 @@ def _cued(
         usable = [hit for hit in candidates if _free(claimed[hit.rule.claim or ""], hit)]
         after = [h for h in usable if 0 <= h.start - cue.end() <= CUE_WINDOW]
         before = [h for h in usable if 0 <= cue.start() - h.end <= CUE_WINDOW]
-        pick = after[0] if after else (max(before, key=lambda h: (h.end, -h.order)) if before
-                                       else None)
+        pick = (
+            after[0]
+            if after
+            else (max(before, key=lambda h: (h.end, -h.order)) if before else None)
+        )
         if pick is not None:
             claimed[pick.rule.claim or ""].append((pick.start, pick.end))
             yield pick
 
 
-def _sentence_hits(
-    sentence: str, role: str, region: str, rules: Sequence[Rule]
-) -> list[_Hit]:
+def _sentence_hits(sentence: str, role: str, region: str, rules: Sequence[Rule]) -> list[_Hit]:
     question = sentence.rstrip().endswith("?")
     poisoned = is_instruction_like(sentence)
     applicable = [
-        (order, rule) for order, rule in enumerate(rules)
+        (order, rule)
+        for order, rule in enumerate(rules)
         if role in rule.roles
         and not (rule.statements_only and question)
         and not (poisoned and (rule.free_text or rule.key in RULE_KEYS))
@@ -159,8 +164,9 @@ def find_facts(
     seen: set[tuple[str, str]] = set()
     for offset, sentence in split_sentences(text):
         correction = ("correction",) if _CORRECTION.search(sentence) else ()
-        for hit in sorted(_sentence_hits(sentence, role, region, rules),
-                          key=lambda h: (h.start, h.order)):
+        for hit in sorted(
+            _sentence_hits(sentence, role, region, rules), key=lambda h: (h.start, h.order)
+        ):
             rule = hit.rule
             if (rule.key, hit.value) in seen:
                 continue

@@ -63,83 +63,127 @@ _PERSONAS: Final = (
 INSTRUCTION_PATTERNS: Final[tuple[tuple[str, re.Pattern[str]], ...]] = tuple(
     (name, re.compile(pattern, _X))
     for name, pattern in (
-        ("ignore_instructions_en",
-         r"\b(?:ignore|disregard|forget|skip|override|overwrite|bypass|drop)\b[^.!?]{0,40}?"
-         r"\b(?:previous|prior|above|earlier|preceding|all|any|your|the|system|original|initial"
-         r"|these|those)\b[^.!?]{0,20}?\b" + _TARGETS_EN + r"\b"),
+        (
+            "ignore_instructions_en",
+            r"\b(?:ignore|disregard|forget|skip|override|overwrite|bypass|drop)\b[^.!?]{0,40}?"
+            r"\b(?:previous|prior|above|earlier|preceding|all|any|your|the|system|original|initial"
+            r"|these|those)\b[^.!?]{0,20}?\b" + _TARGETS_EN + r"\b",
+        ),
         ("forget_everything_en", r"\bforget\s+(?:everything|all\s+(?:that|of\s+it|you))\b"),
-        ("you_are_now_en",
-         r"\byou(?:\s+are|'re)\s+now\s+(?:an?|the|my|in|called|named|free|no\s+longer"
-         r"|unrestricted|unfiltered|jailbroken|dan|going\s+to|allowed|able|acting|operating"
-         r"|playing|[a-z]+gpt)\b"),
-        ("from_now_on_en",
-         r"\bfrom\s+now\s+on\s*,?\s+(?:you|your|the\s+(?:assistant|bot|model)|always|never"
-         r"|ignore|respond|answer|reply|act|only)\b"),
-        ("act_as_en",
-         r"\b(?:act|behave|respond|roleplay|role-play|pose)\s+as\s+(?:if\s+you\s+(?:are|were)\s+)?"
-         r"(?:an?\s+|the\s+|my\s+)?(?:[a-z-]+\s+){0,2}" + _PERSONAS + r"\b"),
+        (
+            "you_are_now_en",
+            r"\byou(?:\s+are|'re)\s+now\s+(?:an?|the|my|in|called|named|free|no\s+longer"
+            r"|unrestricted|unfiltered|jailbroken|dan|going\s+to|allowed|able|acting|operating"
+            r"|playing|[a-z]+gpt)\b",
+        ),
+        (
+            "from_now_on_en",
+            r"\bfrom\s+now\s+on\s*,?\s+(?:you|your|the\s+(?:assistant|bot|model)|always|never"
+            r"|ignore|respond|answer|reply|act|only)\b",
+        ),
+        (
+            "act_as_en",
+            r"\b(?:act|behave|respond|roleplay|role-play|pose)\s+as\s+(?:if\s+you\s+(?:are|were)\s+)?"
+            r"(?:an?\s+|the\s+|my\s+)?(?:[a-z-]+\s+){0,2}" + _PERSONAS + r"\b",
+        ),
         ("pretend_en", r"\bpretend\s+(?:to\s+be|you\s+are|that\s+you)\b"),
-        ("mode_switch_en",
-         r"\b(?:developer|dev|god|debug|admin|jailbreak|unrestricted|dan|sudo)\s+mode\b"),
+        (
+            "mode_switch_en",
+            r"\b(?:developer|dev|god|debug|admin|jailbreak|unrestricted|dan|sudo)\s+mode\b",
+        ),
         ("jailbreak", r"\bjailbr[eo]a?k\w*|\bdo\s+anything\s+now\b"),
-        ("reveal_prompt_en",
-         r"\b(?:reveal|show|print|repeat|display|leak|output|dump|tell\s+me|give\s+me)\s+(?:me\s+)?"
-         r"(?:your|the|all|its)\s+(?:[a-z]+\s+)?(?:system\s+)?(?:prompt|instructions|rules"
-         r"|guidelines|configuration|context|secrets?)\b"),
+        (
+            "reveal_prompt_en",
+            r"\b(?:reveal|show|print|repeat|display|leak|output|dump|tell\s+me|give\s+me)\s+(?:me\s+)?"
+            r"(?:your|the|all|its)\s+(?:[a-z]+\s+)?(?:system\s+)?(?:prompt|instructions|rules"
+            r"|guidelines|configuration|context|secrets?)\b",
+        ),
         ("system_prompt", r"\bsystem\s+prompt\b|\b(?:prompt|instrucoes)\s+d[eo]\s+sistema\b"),
-        ("role_label",
-         r"\b(?:system|developer|sistema|desenvolvedor)\s*:|(?:^|\n)\s*(?:assistant|user"
-         r"|assistente|usuario)\s*:"),
-        ("markup",
-         r"</?\s*(?:system|assistant|user|developer|instructions?|prompt|im\s?start|im\s?end|sys)\s*>"
-         r"|<\|[a-z ]+\|>|\[/?inst\]|<<\s*/?sys\s*>>|#{2,}\s*(?:instruction|system|response)"),
-        ("new_instructions",
-         r"\b(?:new|updated|additional)\s+(?:instructions?|rules|system\s+prompt)\s*:"
-         r"|\b(?:novas|nova)\s+(?:instrucoes|instrucao|regras)\s*:?|\binstrucoes\s+atualizadas\b"),
-        ("stop_following_en",
-         r"\b(?:do\s+not|don'?t|stop|no\s+longer)\s+(?:follow|obey|respect)(?:ing)?\s+(?:your|the"
-         r"|any|these|those|previous|its)\s+(?:[a-z]+\s+)?" + _TARGETS_EN + r"\b"),
-        ("run_code",
-         r"\b(?:execute|run|eval|rode|roda|execute)\s+(?:the\s+following|this|o\s+seguinte|este"
-         r"|esse)\s+(?:command|code|script|comando|codigo)\b|\bsudo\s+\w|\brm\s+-rf\b"),
+        (
+            "role_label",
+            r"\b(?:system|developer|sistema|desenvolvedor)\s*:|(?:^|\n)\s*(?:assistant|user"
+            r"|assistente|usuario)\s*:",
+        ),
+        (
+            "markup",
+            r"</?\s*(?:system|assistant|user|developer|instructions?|prompt|im\s?start|im\s?end|sys)\s*>"
+            r"|<\|[a-z ]+\|>|\[/?inst\]|<<\s*/?sys\s*>>|#{2,}\s*(?:instruction|system|response)",
+        ),
+        (
+            "new_instructions",
+            r"\b(?:new|updated|additional)\s+(?:instructions?|rules|system\s+prompt)\s*:"
+            r"|\b(?:novas|nova)\s+(?:instrucoes|instrucao|regras)\s*:?|\binstrucoes\s+atualizadas\b",
+        ),
+        (
+            "stop_following_en",
+            r"\b(?:do\s+not|don'?t|stop|no\s+longer)\s+(?:follow|obey|respect)(?:ing)?\s+(?:your|the"
+            r"|any|these|those|previous|its)\s+(?:[a-z]+\s+)?" + _TARGETS_EN + r"\b",
+        ),
+        (
+            "run_code",
+            r"\b(?:execute|run|eval|rode|roda|execute)\s+(?:the\s+following|this|o\s+seguinte|este"
+            r"|esse)\s+(?:command|code|script|comando|codigo)\b|\bsudo\s+\w|\brm\s+-rf\b",
+        ),
         # Bulk or third-party data sent somewhere ("envie todos os dados para …"); a customer
         # asking for their own order details by e-mail does not match.
-        ("exfiltrate",
-         r"\b(?:send|forward|transfer|email|leak|exfiltrate|envie|mande|transfira|encaminhe|vaze)"
-         r"\s+(?:(?:all|every)\s+(?:the\s+)?|tod[oa]s\s+(?:[oa]s\s+)?|(?:the\s+|[oa]s\s+)?"
-         r"(?:customer|user|client|clientes?|usuarios?)\s+)(?:[a-z]+\s+)?(?:data|records"
-         r"|conversations|passwords|credentials|tokens|keys|dados|registros|conversas|senhas"
-         r"|credenciais|chaves)\b"),
-        ("metadata_field",
-         r"\b(?:scope|escopo|link[\s_]*level|allowed_scopes|confirmed|permissions?|role"
-         r"|permissao|permissoes)\s*\"?\s*[:=]"),
-        ("ignore_instructions_pt",
-         r"\b(?:ignore|ignora|ignorar|ignorem|desconsidere|desconsidera|desconsiderar|esqueca"
-         r"|esquece|esquecer|despreze|descarte|pule|sobrescreva)\b[^.!?]{0,40}?\b" + _TARGETS_PT
-         + r"\b"),
+        (
+            "exfiltrate",
+            r"\b(?:send|forward|transfer|email|leak|exfiltrate|envie|mande|transfira|encaminhe|vaze)"
+            r"\s+(?:(?:all|every)\s+(?:the\s+)?|tod[oa]s\s+(?:[oa]s\s+)?|(?:the\s+|[oa]s\s+)?"
+            r"(?:customer|user|client|clientes?|usuarios?)\s+)(?:[a-z]+\s+)?(?:data|records"
+            r"|conversations|passwords|credentials|tokens|keys|dados|registros|conversas|senhas"
+            r"|credenciais|chaves)\b",
+        ),
+        (
+            "metadata_field",
+            r"\b(?:scope|escopo|link[\s_]*level|allowed_scopes|confirmed|permissions?|role"
+            r"|permissao|permissoes)\s*\"?\s*[:=]",
+        ),
+        (
+            "ignore_instructions_pt",
+            r"\b(?:ignore|ignora|ignorar|ignorem|desconsidere|desconsidera|desconsiderar|esqueca"
+            r"|esquece|esquecer|despreze|descarte|pule|sobrescreva)\b[^.!?]{0,40}?\b"
+            + _TARGETS_PT
+            + r"\b",
+        ),
         ("forget_everything_pt", r"\besque(?:ca|ce|cer)\s+(?:de\s+)?(?:tudo|todo)\b"),
-        ("from_now_on_pt",
-         r"\b(?:a\s+partir\s+de\s+agora|daqui\s+(?:pra|para)\s+frente|de\s+agora\s+em\s+diante)"
-         r"\s*,?\s+(?:voce|vc|tu|o\s+assistente|o\s+bot|sempre|nunca|ignore|responda|aja|seja"
-         r"|so|apenas)\b"),
-        ("you_are_now_pt",
-         r"\b(?:voce|vc)\s+(?:agora\s+)?(?:e|sera|vai\s+ser)\s+agora\b|\bagora\s+(?:voce|vc)\s+"
-         r"(?:e|sera|vai\s+ser)\s+(?:um|uma|o|a)?\s*(?:[a-z]+\s+)?" + _PERSONAS + r"\b"),
-        ("act_as_pt",
-         r"\b(?:aja|atue|se\s+comporte|comporte-se|responda|finja\s+ser)\s+como\s+(?:se\s+fosse\s+)?"
-         r"(?:um|uma|o|a)?\s*(?:[a-z]+\s+)?" + _PERSONAS + r"\b"),
-        ("pretend_pt", r"\b(?:finja|finge|fingir)\s+(?:que\s+)?(?:e|ser|voce|vc)\b"
-         r"|\bfaca\s+de\s+conta\s+que\b"),
-        ("mode_switch_pt",
-         r"\bmodo\s+(?:desenvolvedor|dev|deus|admin|administrador|debug|irrestrito|jailbreak"
-         r"|sem\s+(?:restricoes|filtros?|limites))\b"),
-        ("reveal_prompt_pt",
-         r"\b(?:revele|revela|mostre|mostra|imprima|repita|exiba|diga|vaze|me\s+passe|me\s+de)\s+"
-         r"(?:\w+\s+){0,2}(?:prompt|instrucoes|regras|configuracao)\s+(?:do\s+sistema|internas?"
-         r"|ocultas?|originais|secretas?|iniciais)\b"),
-        ("stop_following_pt",
-         r"\bnao\s+(?:siga|obedeca|respeite)\s+(?:mais\s+)?(?:as|suas|nenhuma|essas|estas)?\s*"
-         r"(?:\w+\s+)?" + _TARGETS_PT + r"\b"),
+        (
+            "from_now_on_pt",
+            r"\b(?:a\s+partir\s+de\s+agora|daqui\s+(?:pra|para)\s+frente|de\s+agora\s+em\s+diante)"
+            r"\s*,?\s+(?:voce|vc|tu|o\s+assistente|o\s+bot|sempre|nunca|ignore|responda|aja|seja"
+            r"|so|apenas)\b",
+        ),
+        (
+            "you_are_now_pt",
+            r"\b(?:voce|vc)\s+(?:agora\s+)?(?:e|sera|vai\s+ser)\s+agora\b|\bagora\s+(?:voce|vc)\s+"
+            r"(?:e|sera|vai\s+ser)\s+(?:um|uma|o|a)?\s*(?:[a-z]+\s+)?" + _PERSONAS + r"\b",
+        ),
+        (
+            "act_as_pt",
+            r"\b(?:aja|atue|se\s+comporte|comporte-se|responda|finja\s+ser)\s+como\s+(?:se\s+fosse\s+)?"
+            r"(?:um|uma|o|a)?\s*(?:[a-z]+\s+)?" + _PERSONAS + r"\b",
+        ),
+        (
+            "pretend_pt",
+            r"\b(?:finja|finge|fingir)\s+(?:que\s+)?(?:e|ser|voce|vc)\b"
+            r"|\bfaca\s+de\s+conta\s+que\b",
+        ),
+        (
+            "mode_switch_pt",
+            r"\bmodo\s+(?:desenvolvedor|dev|deus|admin|administrador|debug|irrestrito|jailbreak"
+            r"|sem\s+(?:restricoes|filtros?|limites))\b",
+        ),
+        (
+            "reveal_prompt_pt",
+            r"\b(?:revele|revela|mostre|mostra|imprima|repita|exiba|diga|vaze|me\s+passe|me\s+de)\s+"
+            r"(?:\w+\s+){0,2}(?:prompt|instrucoes|regras|configuracao)\s+(?:do\s+sistema|internas?"
+            r"|ocultas?|originais|secretas?|iniciais)\b",
+        ),
+        (
+            "stop_following_pt",
+            r"\bnao\s+(?:siga|obedeca|respeite)\s+(?:mais\s+)?(?:as|suas|nenhuma|essas|estas)?\s*"
+            r"(?:\w+\s+)?" + _TARGETS_PT + r"\b",
+        ),
     )
 )
 
@@ -160,8 +204,13 @@ def _fold(text: str) -> str:
 def _blob(text: str) -> bool:
     for match in _BLOB.finditer(text):
         run = match.group(0)
-        kinds = sum((any(c.isdigit() for c in run), any(c.islower() for c in run),
-                     any(c.isupper() for c in run)))
+        kinds = sum(
+            (
+                any(c.isdigit() for c in run),
+                any(c.islower() for c in run),
+                any(c.isupper() for c in run),
+            )
+        )
         if kinds == 3:
             return True
     return False
@@ -186,7 +235,9 @@ def is_instruction_like(value: str) -> bool:
 
 
 def _reason(
-    fact: ExtractedFact, compacted_ids: Collection[int], schema: Mapping[str, str],
+    fact: ExtractedFact,
+    compacted_ids: Collection[int],
+    schema: Mapping[str, str],
     max_chars: int,
 ) -> str | None:
     if fact.key not in schema:

@@ -284,75 +284,210 @@ _SCOPE_END: Final = (
 
 RULES: Final[tuple[Rule, ...]] = (
     # Pix keys: only next to "pix"/"chave"; document rules before phone (11 digits can be both).
-    Rule("pix_random", "pix_key", _c(_UUID), _with(normalize_uuid), 0.95,
-         tags=("pix", "random"), cue="pix", claim="id"),
-    Rule("pix_email", "pix_key", _c(_EMAIL), _with(normalize_email), 0.9,
-         tags=("pix", "email"), cue="pix", claim="id"),
-    Rule("pix_cnpj", "pix_key", _c(_CNPJ), _with(normalize_cnpj), 0.95,
-         tags=("pix", "cnpj"), cue="pix", claim="id"),
-    Rule("pix_cpf", "pix_key", _c(_CPF), _with(normalize_cpf), 0.95,
-         tags=("pix", "cpf"), cue="pix", claim="id"),
-    Rule("pix_phone", "pix_key",
-         _c(*_PHONE_SHAPES, r"(?<![\w+.-])(?P<value>\d{10,11})(?![\w-])"), _phone, 0.9,
-         tags=("pix", "phone"), cue="pix", claim="id"),
+    Rule(
+        "pix_random",
+        "pix_key",
+        _c(_UUID),
+        _with(normalize_uuid),
+        0.95,
+        tags=("pix", "random"),
+        cue="pix",
+        claim="id",
+    ),
+    Rule(
+        "pix_email",
+        "pix_key",
+        _c(_EMAIL),
+        _with(normalize_email),
+        0.9,
+        tags=("pix", "email"),
+        cue="pix",
+        claim="id",
+    ),
+    Rule(
+        "pix_cnpj",
+        "pix_key",
+        _c(_CNPJ),
+        _with(normalize_cnpj),
+        0.95,
+        tags=("pix", "cnpj"),
+        cue="pix",
+        claim="id",
+    ),
+    Rule(
+        "pix_cpf",
+        "pix_key",
+        _c(_CPF),
+        _with(normalize_cpf),
+        0.95,
+        tags=("pix", "cpf"),
+        cue="pix",
+        claim="id",
+    ),
+    Rule(
+        "pix_phone",
+        "pix_key",
+        _c(*_PHONE_SHAPES, r"(?<![\w+.-])(?P<value>\d{10,11})(?![\w-])"),
+        _phone,
+        0.9,
+        tags=("pix", "phone"),
+        cue="pix",
+        claim="id",
+    ),
     Rule("email", "email", _c(_EMAIL), _with(normalize_email), 0.95, claim="id"),
-    Rule("order_id", "order_id",
-         _c(_ORDER_CUE + _ID_LEAD + r"(?P<value>(?:[a-z]{1,6}-?)?\d[a-z0-9-]{1,23})(?![\w@/])"
-            + _NOT_A_QUANTITY), _identifier(3), 0.85, claim="id"),
-    Rule("protocol", "protocol",
-         _c(_PROTOCOL_CUE + _ID_LEAD + r"(?P<value>(?:[a-z]{1,6}-?)?\d[\d./-]{2,24}\d)(?![\w@])"),
-         _identifier(4), 0.85, claim="id"),
-    Rule("cep", "postal_code",
-         _c(r"\b(?:cep|c\.e\.p\.?|c[óo]digo\s+postal)(?![\w])[\s:]*(?:(?:[ée]|eh|do|da|de|o|a"
+    Rule(
+        "order_id",
+        "order_id",
+        _c(
+            _ORDER_CUE
+            + _ID_LEAD
+            + r"(?P<value>(?:[a-z]{1,6}-?)?\d[a-z0-9-]{1,23})(?![\w@/])"
+            + _NOT_A_QUANTITY
+        ),
+        _identifier(3),
+        0.85,
+        claim="id",
+    ),
+    Rule(
+        "protocol",
+        "protocol",
+        _c(_PROTOCOL_CUE + _ID_LEAD + r"(?P<value>(?:[a-z]{1,6}-?)?\d[\d./-]{2,24}\d)(?![\w@])"),
+        _identifier(4),
+        0.85,
+        claim="id",
+    ),
+    Rule(
+        "cep",
+        "postal_code",
+        _c(
+            r"\b(?:cep|c\.e\.p\.?|c[óo]digo\s+postal)(?![\w])[\s:]*(?:(?:[ée]|eh|do|da|de|o|a"
             r"|entrega|novo|nova|meu|minha)[\s:]+){0,3}(?P<value>\d{5}-?\d{3}|\d{2}\.\d{3}-\d{3})"
-            r"(?!\d)"), _with(normalize_cep), 0.9, claim="id"),
-    Rule("zip", "postal_code",
-         _c(r"\b(?:zip(?:\s*code)?|postal\s*code|postcode)\b[\s:]*(?:(?:is|the|my|new)\s+){0,2}"
-            r"(?P<value>\d{5}(?:-\d{4})?)(?![\d-])"), _zip, 0.85, claim="id"),
-    Rule("cep_shape", "postal_code", _c(r"(?<![\d./-])(?P<value>\d{5}-\d{3})(?![\d-])"),
-         _with(normalize_cep), 0.7, claim="id"),
+            r"(?!\d)"
+        ),
+        _with(normalize_cep),
+        0.9,
+        claim="id",
+    ),
+    Rule(
+        "zip",
+        "postal_code",
+        _c(
+            r"\b(?:zip(?:\s*code)?|postal\s*code|postcode)\b[\s:]*(?:(?:is|the|my|new)\s+){0,2}"
+            r"(?P<value>\d{5}(?:-\d{4})?)(?![\d-])"
+        ),
+        _zip,
+        0.85,
+        claim="id",
+    ),
+    Rule(
+        "cep_shape",
+        "postal_code",
+        _c(r"(?<![\d./-])(?P<value>\d{5}-\d{3})(?![\d-])"),
+        _with(normalize_cep),
+        0.7,
+        claim="id",
+    ),
     Rule("phone", "phone", _c(*_PHONE_SHAPES), _phone, 0.9, claim="id"),
-    Rule("phone_cued", "phone",
-         _c(r"\b(?:telefone|tel|fone|celular|cel|whats(?:app)?|zap|contato|n[úu]mero|phone|mobile"
+    Rule(
+        "phone_cued",
+        "phone",
+        _c(
+            r"\b(?:telefone|tel|fone|celular|cel|whats(?:app)?|zap|contato|n[úu]mero|phone|mobile"
             r"|cell|number)\b[\s:.]*(?:(?:[ée]|eh|is|o|my|meu|do|da)[\s:]+){0,3}"
-            r"(?P<value>\+?\d[\d\s().-]{6,18}\d)(?![\w-])"), _phone, 0.85, claim="id"),
-    Rule("name", "name",
-         (re.compile(r"(?i:\b(?:meu\s+nome\s+(?:[ée]|eh)|me\s+chamo|pode(?:m)?\s+me\s+chamar\s+de"
-                     r"|my\s+name\s+is|my\s+name's|i'?m\s+called|i\s+am\s+called|you\s+can\s+call"
-                     r"\s+me))[\s:]+(?P<value>[^\W\d_][^\n,;!?]{0,60})"),),
-         _name, 0.8, free_text=True),
-    Rule("quiet_hours", "contact_rule",
-         _c(r"\bn[ãa]o\s+(?:me\s+)?(?:mande|mandem|envie|enviem|ligue|liguem|liga)\s+(?:nada\s+"
+            r"(?P<value>\+?\d[\d\s().-]{6,18}\d)(?![\w-])"
+        ),
+        _phone,
+        0.85,
+        claim="id",
+    ),
+    Rule(
+        "name",
+        "name",
+        (
+            re.compile(
+                r"(?i:\b(?:meu\s+nome\s+(?:[ée]|eh)|me\s+chamo|pode(?:m)?\s+me\s+chamar\s+de"
+                r"|my\s+name\s+is|my\s+name's|i'?m\s+called|i\s+am\s+called|you\s+can\s+call"
+                r"\s+me))[\s:]+(?P<value>[^\W\d_][^\n,;!?]{0,60})"
+            ),
+        ),
+        _name,
+        0.8,
+        free_text=True,
+    ),
+    Rule(
+        "quiet_hours",
+        "contact_rule",
+        _c(
+            r"\bn[ãa]o\s+(?:me\s+)?(?:mande|mandem|envie|enviem|ligue|liguem|liga)\s+(?:nada\s+"
             r"|mensage(?:m|ns)\s+)?(?:depois|ap[óo]s)\s+(?:d[ae]s?\s+|[àa]s?\s+)?"
             r"(?P<time>\d{1,2}(?:[:h]\d{2})?\s*h?)",
             r"\b(?:don'?t|do\s+not|never)\s+(?:text|message|call|contact)\s+me\s+after\s+"
-            r"(?P<time>\d{1,2}(?::\d{2})?\s*(?:am|pm|h)?)"),
-         _quiet_hours, 0.85, tags=("rule", "contact"), claim="contact", statements_only=True),
-    Rule("no_calls", "contact_rule",
-         _c(r"\bn[ãa]o\s+(?:me\s+)?(?:ligue|liguem|liga|ligar)\b",
+            r"(?P<time>\d{1,2}(?::\d{2})?\s*(?:am|pm|h)?)",
+        ),
+        _quiet_hours,
+        0.85,
+        tags=("rule", "contact"),
+        claim="contact",
+        statements_only=True,
+    ),
+    Rule(
+        "no_calls",
+        "contact_rule",
+        _c(
+            r"\bn[ãa]o\s+(?:me\s+)?(?:ligue|liguem|liga|ligar)\b",
             r"\bn[ãa]o\s+quero\s+(?:receber\s+)?liga[çc](?:[ãa]o|[õo]es)\b",
             r"\bsem\s+liga[çc](?:[ãa]o|[õo]es)\b",
             r"\b(?:don'?t|do\s+not|never)\s+(?:call|phone|ring)\s+me\b",
-            r"\bno\s+(?:phone\s+)?calls\b", r"\bdo\s+not\s+call\b"),
-         _constant("no phone calls"), 0.85, tags=("rule", "contact"), claim="contact",
-         statements_only=True),
-    Rule("channel_only", "contact_rule",
-         _c(r"\b(?:s[óo]|somente|apenas)\s+(?:por|pelo|pela|via|no|na|em)\s+(?P<channel>whats\s?app"
+            r"\bno\s+(?:phone\s+)?calls\b",
+            r"\bdo\s+not\s+call\b",
+        ),
+        _constant("no phone calls"),
+        0.85,
+        tags=("rule", "contact"),
+        claim="contact",
+        statements_only=True,
+    ),
+    Rule(
+        "channel_only",
+        "contact_rule",
+        _c(
+            r"\b(?:s[óo]|somente|apenas)\s+(?:por|pelo|pela|via|no|na|em)\s+(?P<channel>whats\s?app"
             r"|zap|telegram|e-?mail|sms|chat|mensage(?:m|ns)(?:\s+de\s+texto)?)\b",
             r"\b(?:only|just)\s+(?:via|by|through|over|on|in)\s+(?P<channel>whats\s?app|telegram"
-            r"|e-?mail|sms|text(?:\s+messages?)?|chat)\b"),
-         _channel_only, 0.8, tags=("rule", "contact"), claim="contact", statements_only=True),
-    Rule("solution_exception", "solution_mode_exception",
-         _c(r"\b(?:para|pra|na|no|nas|nos|em)\s+" + _SCOPE + r"\s*,?\s+(?:(?:voc[êe]|vc|tu|eu)"
+            r"|e-?mail|sms|text(?:\s+messages?)?|chat)\b",
+        ),
+        _channel_only,
+        0.8,
+        tags=("rule", "contact"),
+        claim="contact",
+        statements_only=True,
+    ),
+    Rule(
+        "solution_exception",
+        "solution_mode_exception",
+        _c(
+            r"\b(?:para|pra|na|no|nas|nos|em)\s+" + _SCOPE + r"\s*,?\s+(?:(?:voc[êe]|vc|tu|eu)"
             r"\s+)?" + _GIVE_PT + r"\b",
-            _GIVE_PT + r"\s+(?:da|do|das|dos|para\s+a|para\s+o|pra|na|no|nas|nos)\s+" + _SCOPE
+            _GIVE_PT
+            + r"\s+(?:da|do|das|dos|para\s+a|para\s+o|pra|na|no|nas|nos)\s+"
+            + _SCOPE
             + _SCOPE_END,
             r"\b(?:for|on|in)\s+" + _SCOPE + r"\s*,?\s+" + _GIVE_EN + r"\b",
-            _GIVE_EN + r"\s+(?:for|to|on|of|in)\s+" + _SCOPE + _SCOPE_END),
-         _exception, 0.8, roles=BOTH, tags=("rule", "exception"), claim="solution",
-         statements_only=True, free_text=True),
-    Rule("solution_mode", "solution_mode",
-         _c(r"\b(?:s[óo]|somente|apenas)\s+(?:com\s+)?dicas\b",
+            _GIVE_EN + r"\s+(?:for|to|on|of|in)\s+" + _SCOPE + _SCOPE_END,
+        ),
+        _exception,
+        0.8,
+        roles=BOTH,
+        tags=("rule", "exception"),
+        claim="solution",
+        statements_only=True,
+        free_text=True,
+    ),
+    Rule(
+        "solution_mode",
+        "solution_mode",
+        _c(
+            r"\b(?:s[óo]|somente|apenas)\s+(?:com\s+)?dicas\b",
             r"\bnunca\s+(?:me\s+)?(?:d[êe]\s+|mande\s+|passe\s+|dar\s+)?(?:a\s+|as\s+)?respostas?"
             r"\s+(?:pronta|completa)s?\b",
             r"\bn[ãa]o\s+(?:me\s+)?(?:d[êe]|mande|passe|entregue)\s+(?:a\s+|as\s+)?respostas?\s+"
@@ -361,27 +496,63 @@ RULES: Final[tuple[Rule, ...]] = (
             r"\b(?:hints?\s+only|only\s+hints?|just\s+hints?)\b",
             r"\b(?:never|don'?t|do\s+not)\s+(?:just\s+)?(?:give|tell|show)\s+me\s+the\s+(?:full\s+"
             r"|final\s+|complete\s+)?answers?\b",
-            r"\bno\s+(?:ready-made|full|final)\s+answers?\b"),
-         _constant("hints only"), 0.85, roles=BOTH, tags=("rule",), claim="solution",
-         statements_only=True, negatable=True),
-    Rule("favorite", "preference",
-         _c(r"\b(?:meu|minha)\s+(?P<what>[^\W\d_]+(?:\s+[^\W\d_]+)?)\s+favorit[oa]\s+(?:[ée]\s+)?"
+            r"\bno\s+(?:ready-made|full|final)\s+answers?\b",
+        ),
+        _constant("hints only"),
+        0.85,
+        roles=BOTH,
+        tags=("rule",),
+        claim="solution",
+        statements_only=True,
+        negatable=True,
+    ),
+    Rule(
+        "favorite",
+        "preference",
+        _c(
+            r"\b(?:meu|minha)\s+(?P<what>[^\W\d_]+(?:\s+[^\W\d_]+)?)\s+favorit[oa]\s+(?:[ée]\s+)?"
             + _PHRASE,
-            r"\bmy\s+favou?rite\s+(?P<what>[^\W\d_]+(?:\s+[^\W\d_]+)?)\s+(?:is|are)\s+" + _PHRASE),
-         _preference, 0.75, tags=("preference",), claim="preference", free_text=True),
-    Rule("preference", "preference",
-         _c(r"\b(?:eu\s+)?prefiro\s+" + _PHRASE,
+            r"\bmy\s+favou?rite\s+(?P<what>[^\W\d_]+(?:\s+[^\W\d_]+)?)\s+(?:is|are)\s+" + _PHRASE,
+        ),
+        _preference,
+        0.75,
+        tags=("preference",),
+        claim="preference",
+        free_text=True,
+    ),
+    Rule(
+        "preference",
+        "preference",
+        _c(
+            r"\b(?:eu\s+)?prefiro\s+" + _PHRASE,
             r"\bminha\s+prefer[êe]ncia\s+(?:[ée]\s+)?" + _PHRASE,
             r"\bI(?:'d|\s+would|\s+really|\s+much)?\s+prefer\s+" + _PHRASE,
-            r"\bI(?:'d|\s+would)\s+rather\s+" + _PHRASE),
-         _preference, 0.75, tags=("preference",), claim="preference", statements_only=True,
-         negatable=True, free_text=True),
-    Rule("liking", "preference",
-         _c(r"\b(?:eu\s+)?(?:gosto\s+(?:muito\s+|mais\s+)?de|adoro)\s+(?!voc[êe]|te\b|isso\b)"
+            r"\bI(?:'d|\s+would)\s+rather\s+" + _PHRASE,
+        ),
+        _preference,
+        0.75,
+        tags=("preference",),
+        claim="preference",
+        statements_only=True,
+        negatable=True,
+        free_text=True,
+    ),
+    Rule(
+        "liking",
+        "preference",
+        _c(
+            r"\b(?:eu\s+)?(?:gosto\s+(?:muito\s+|mais\s+)?de|adoro)\s+(?!voc[êe]|te\b|isso\b)"
             + _PHRASE,
             r"\bI\s+(?:really\s+|absolutely\s+|just\s+)?(?:love|enjoy|like)\s+(?!(?:that|this|it"
             r"|its|it's|you|your|them|him|her|how|what|when|the\s+way|those|these|us|to\s+see"
-            r"|to\s+hear|seeing|hearing)\b)" + _PHRASE),
-         _preference, 0.6, tags=("preference",), claim="preference", statements_only=True,
-         negatable=True, free_text=True),
+            r"|to\s+hear|seeing|hearing)\b)" + _PHRASE,
+        ),
+        _preference,
+        0.6,
+        tags=("preference",),
+        claim="preference",
+        statements_only=True,
+        negatable=True,
+        free_text=True,
+    ),
 )

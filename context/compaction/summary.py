@@ -115,9 +115,7 @@ def _cues(text: str, weights: SalienceWeights, names: frozenset[str]) -> float:
     if _TIME.search(text):
         score += weights.time
     inner = (word.strip(_WORD_EDGE) for word in words[1:])
-    if any(
-        word[:1].isupper() and word.casefold() not in _NOT_PROPER | names for word in inner
-    ):
+    if any(word[:1].isupper() and word.casefold() not in _NOT_PROPER | names for word in inner):
         score += weights.proper_noun
     if len(words) < 8 and _FILLER.search(text):
         score += weights.filler
@@ -135,9 +133,7 @@ def _speaker(message: SourceMessage) -> str:
 
 
 def _names(messages: Iterable[SourceMessage]) -> frozenset[str]:
-    return frozenset(
-        word.casefold() for m in messages if m.speaker for word in m.speaker.split()
-    )
+    return frozenset(word.casefold() for m in messages if m.speaker for word in m.speaker.split())
 
 
 def _new_candidates(
@@ -176,8 +172,10 @@ def _carried_candidates(
 ) -> list[_Candidate]:
     return [
         _Candidate(
-            sentence, (sentence.source_message_id, -len(previous) + index),
-            terms(sentence.text), _cues(sentence.text, weights, names) + weights.carried,
+            sentence,
+            (sentence.source_message_id, -len(previous) + index),
+            terms(sentence.text),
+            _cues(sentence.text, weights, names) + weights.carried,
         )
         for index, sentence in enumerate(previous)
         if not is_instruction_like(sentence.text)

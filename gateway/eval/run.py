@@ -162,9 +162,7 @@ async def _sources(session: AsyncSession, customer_id: str) -> _Sources:
     by_sentence: dict[int, list[str]] = {}
     for record in await summaries.customer_summaries(session, customer_id, limit=10_000):
         for sentence in sentences_from(list(record.sentences)):
-            by_sentence.setdefault(sentence.source_message_id, []).append(
-                collapse(sentence.text)
-            )
+            by_sentence.setdefault(sentence.source_message_id, []).append(collapse(sentence.text))
     return _Sources(by_fact, by_sentence)
 
 
@@ -273,9 +271,7 @@ async def evaluate(
         for index, conversation in enumerate(conversations):
             started = time.perf_counter()
             outcomes.extend(
-                await _evaluate_one(
-                    conversation, index, window, counter, settings, Path(directory)
-                )
+                await _evaluate_one(conversation, index, window, counter, settings, Path(directory))
             )
             progress(f"{conversation.sample_id}: {time.perf_counter() - started:.1f} s")
     return outcomes

@@ -9,13 +9,14 @@ What may be retrieved is decided before anything is scored:
   Raw turns are not masked, so they are offered only to an identity allowed every fact scope
   (`RAW_TURN_SCOPES`); any other identity gets raw turns only of its own identity.
 
-The lexical index is built per request from storage (a couple of indexed reads of at most
-`MAX_TURNS` rows and `MAX_SUMMARIES` summaries) and scored by `context.recall`; at a few thousand
-short lines per customer this costs milliseconds to tens of milliseconds, so no cache is kept.
+The candidates are read from storage (the columns recall needs, at most `MAX_TURNS` turns and
+`MAX_SUMMARIES` summaries) and scored by `context.recall`; a `RecallCache` keeps them per
+customer while the customer's other episodes are unchanged.
 """
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import date, datetime
@@ -27,12 +28,20 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from context import SummaryItem, TokenCounter
 from context.compaction.types import FACT_SCOPES
 from context.recall import RecallCandidate, RecallEpisode, recall
+from context.recall_index import RecallIndex, build_index
 from gateway.storage.errors import require_customer
 from gateway.storage.models import Message
 from gateway.storage.records import EpisodeRecord, SummaryRecord
 from gateway.storage.repositories import episodes, summaries
 
-__all__ = ["MAX_SUMMARIES", "MAX_TURNS", "RAW_TURN_SCOPES", "RecallScope", "recall_items"]
+__all__ = [
+    "MAX_SUMMARIES",
+    "MAX_TURNS",
+    "RAW_TURN_SCOPES",
+    "RecallCache",
+    "RecallScope",
+    "recall_items",
+]
 
 TRANSCRIPT_CHANNELS: Final = frozenset({"phone"})
 # The newest raw turns and summaries considered per request.
@@ -78,7 +87,16 @@ def _episode(record: EpisodeRecord) -> RecallEpisode:
 async def _turns(
     session: AsyncSession, scope: RecallScope, exclude_episode: str | None
 ) -> list[RecallCandidate]:
-    query = select(Message).where(
+    # Only the columns recall reads: whole rows carry words, media and provider extras.
+    query = select(
+        Message.id,
+        Message.episode_id,
+        Message.role,
+        Message.text,
+        Message.created_at,
+        Message.supersedes_id,
+        Message.extra["speaker"].as_string(),
+    ).where(
         Message.customer_id == require_customer(scope.customer_id),
         Message.channel.not_in(sorted(TRANSCRIPT_CHANNELS)),
         Message.role.in_(("user", "assistant")),
@@ -90,19 +108,19 @@ async def _turns(
         if scope.identity_id is None:
             return []
         query = query.where(Message.identity_id == scope.identity_id)
-    rows = list(await session.scalars(query.order_by(Message.id.desc()).limit(MAX_TURNS)))
-    replaced = {row.supersedes_id for row in rows if row.supersedes_id is not None}
+    rows = list(await session.execute(query.order_by(Message.id.desc()).limit(MAX_TURNS)))
+    replaced = {row[5] for row in rows if row[5] is not None}
     return [
         RecallCandidate(
-            episode_id=row.episode_id,
-            source_message_id=row.id,
+            episode_id=episode_id,
+            source_message_id=message_id,
             kind="turn",
-            speaker=_speaker(row.extra, row.role),
-            text=row.text,
-            at=row.created_at,
+            speaker=speaker or ("Customer" if role == "user" else "Assistant"),
+            text=text,
+            at=created_at,
         )
-        for row in reversed(rows)
-        if row.id not in replaced and row.text.strip()
+        for message_id, episode_id, role, text, created_at, _, speaker in reversed(rows)
+        if message_id not in replaced and text.strip()
     ]
 
 
@@ -137,6 +155,30 @@ def _sentences(records: list[SummaryRecord]) -> list[RecallCandidate]:
     return out
 
 
+class RecallCache:
+    """The recall index of recently served customers, reused while the customer's other
+    episodes are unchanged (their last message time, transcript version and summary pointer
+    form the fingerprint, read on every request anyway). Consecutive turns of a conversation
+    then skip the raw-turn read; any new message elsewhere, summary, merge or split misses."""
+
+    def __init__(self, capacity: int = 256) -> None:
+        self._capacity = capacity
+        self._entries: OrderedDict[tuple[object, ...], tuple[object, RecallIndex]] = OrderedDict()
+
+    def get(self, key: tuple[object, ...], fingerprint: object) -> RecallIndex | None:
+        entry = self._entries.get(key)
+        if entry is None or entry[0] != fingerprint:
+            return None
+        self._entries.move_to_end(key)
+        return entry[1]
+
+    def put(self, key: tuple[object, ...], fingerprint: object, index: RecallIndex) -> None:
+        self._entries[key] = (fingerprint, index)
+        self._entries.move_to_end(key)
+        while len(self._entries) > self._capacity:
+            self._entries.popitem(last=False)
+
+
 async def recall_items(
     session: AsyncSession,
     scope: RecallScope,
@@ -146,6 +188,7 @@ async def recall_items(
     counter: TokenCounter,
     exclude_episode: str | None = None,
     summary_records: list[SummaryRecord] | None = None,
+    cache: RecallCache | None = None,
 ) -> tuple[SummaryItem, ...]:
     """Summary items (one per episode) of the lines most relevant to ``message``, within
     ``budget`` tokens, from the customer's episodes other than ``exclude_episode``."""
@@ -155,10 +198,29 @@ async def recall_items(
         summary_records = await summaries.customer_summaries(
             session, scope.customer_id, exclude_episode=exclude_episode, limit=MAX_SUMMARIES
         )
-    known = {
-        record.id: _episode(record)
+    others = [
+        record
         for record in await episodes.list_episodes(session, scope.customer_id)
         if record.id != exclude_episode
-    }
-    candidates = [*await _turns(session, scope, exclude_episode), *_sentences(summary_records)]
-    return recall(message, candidates, known, budget, counter)
+    ]
+    known = {record.id: _episode(record) for record in others}
+    key = (
+        scope.customer_id,
+        exclude_episode,
+        None if scope.all_raw_turns else scope.identity_id,
+    )
+    fingerprint = (
+        tuple((r.id, r.last_message_at, r.version) for r in others),
+        tuple((r.episode_id, r.last_message_id, r.updated_at) for r in summary_records),
+    )
+    index = cache.get(key, fingerprint) if cache is not None else None
+    if index is None:
+        candidates = [
+            *await _turns(session, scope, exclude_episode),
+            *_sentences(summary_records),
+        ]
+        if cache is None:
+            return recall(message, candidates, known, budget, counter)
+        index = build_index(candidates)
+        cache.put(key, fingerprint, index)
+    return recall(message, index.candidates, known, budget, counter, index=index)

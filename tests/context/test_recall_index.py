@@ -1,0 +1,66 @@
+"""The inverted index ranks exactly like the direct scorer, on random candidate sets."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from context.recall import RecallCandidate, rank_candidates
+from context.recall_index import build_index
+
+WORDS = [
+    "pedido",
+    "entrega",
+    "pix",
+    "chave",
+    "caroline",
+    "melanie",
+    "research",
+    "researching",
+    "adoption",
+    "camping",
+    "4471",
+    "cep",
+    "boleto",
+    "reembolso",
+    "painting",
+]
+START = datetime(2023, 5, 8, tzinfo=UTC)
+
+
+@st.composite
+def candidates(draw: st.DrawFn) -> list[RecallCandidate]:
+    count = draw(st.integers(min_value=0, max_value=40))
+    out = []
+    for index in range(count):
+        text = " ".join(draw(st.lists(st.sampled_from(WORDS), min_size=0, max_size=8)))
+        out.append(
+            RecallCandidate(
+                episode_id=f"e{draw(st.integers(0, 3))}",
+                source_message_id=index + 1,
+                kind=draw(st.sampled_from(["turn", "sentence"])),
+                speaker=draw(st.sampled_from(["Caroline", "Melanie"])),
+                text=text,
+                at=START + timedelta(minutes=index),
+            )
+        )
+    return out
+
+
+@settings(max_examples=150, deadline=None)
+@given(candidates(), st.lists(st.sampled_from(WORDS), min_size=1, max_size=5))
+def test_index_ranking_equals_direct_ranking(pool: list[RecallCandidate], words: list[str]) -> None:
+    query = " ".join(words)
+    assert build_index(pool).rank(query) == rank_candidates(query, pool)
+
+
+@settings(max_examples=100, deadline=None)
+@given(candidates(), st.lists(st.sampled_from(WORDS), min_size=1, max_size=5), st.integers(1, 10))
+def test_a_limited_ranking_is_the_head_of_the_full_one(
+    pool: list[RecallCandidate], words: list[str], limit: int
+) -> None:
+    query = " ".join(words)
+    index = build_index(pool)
+    assert index.rank(query, limit=limit) == index.rank(query)[:limit]
