@@ -38,8 +38,9 @@ from gateway.memory.queue import CompactionQueue, InProcessQueue, RedisStreamQue
 from gateway.memory.worker import MemoryWorker
 from gateway.metrics import Metrics
 from gateway.middleware import body_limit_middleware, error_middleware, metrics_middleware
-from gateway.pipeline import Pipeline, ProviderPool
+from gateway.pipeline import Pipeline
 from gateway.providers import ModelProvider, make_provider
+from gateway.providers.pool import ProviderPool
 from gateway.scheduler import TurnScheduler
 from gateway.storage.engine import make_engine, make_sessionmaker
 from gateway.storage.migrate import upgrade

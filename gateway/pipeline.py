@@ -18,7 +18,7 @@ from redis.asyncio import Redis
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from channels.base import Channel, InboundMessage, Media, OutboundMessage, SendFailed
+from channels.base import Channel, InboundMessage, OutboundMessage, SendFailed
 from channels.redaction import redact
 from context import TokenCounter
 from gateway import delivery
@@ -32,11 +32,9 @@ from gateway.memory.recall import RecallCache
 from gateway.metrics import Metrics
 from gateway.providers import (
     FALLBACK_MESSAGE,
-    ModelProvider,
-    ModelTier,
     ProviderError,
-    choose_tier,
 )
+from gateway.providers.pool import ProviderPool
 from gateway.storage.errors import DuplicateMessage
 from gateway.storage.records import MessageRecord, NewMessage, TurnRecord
 from gateway.storage.repositories import (
@@ -48,7 +46,8 @@ from gateway.storage.repositories import (
     turns,
 )
 from gateway.tenants import TenantSettings
-from gateway.transcriber import VOICE_NOT_TRANSCRIBED, Transcriber, TranscriptionFailed
+from gateway.transcriber import Transcriber
+from gateway.voice_notes import voice_text
 from identity import ChannelIdentityKey, LinkLevel
 
 log = logging.getLogger("relaydesk.pipeline")
@@ -323,52 +322,15 @@ class Pipeline:
             await self.memory.enqueue(CompactionJob(turn.customer_id, turn.episode_id))
 
     async def _voice_text(self, inbound: MessageRecord) -> str:
-        """A voice note's words: transcribed once (stored as a new version of the message,
-        with its confidence) when a transcriber is configured, else the placeholder."""
-        extra = inbound.extra or {}
-        items = (inbound.media or {}).get("items", [])
-        audio = [m for m in items if str(m.get("content_type") or "").startswith("audio/")]
-        if extra.get("kind") != "voice" or not audio or self.transcriber is None:
+        if self.transcriber is None:
             return inbound.text
-        async with self.sessions() as session:
-            done = await messages.find_by_provider_id(
-                session, inbound.channel, f"transcript:{inbound.id}"
-            )
-        if done is not None:
-            return done.text
-        channel = self.channels.get(inbound.channel)
-        fetch = getattr(channel, "fetch_media", None)
-        if fetch is None:
-            return inbound.text
-        try:
-            data, content_type = await fetch(Media(audio[0]["url"], audio[0].get("content_type")))
-            heard = await self.transcriber.transcribe(data, content_type)
-        except (SendFailed, TranscriptionFailed) as exc:
-            log.warning("voice note not transcribed", extra={"fields": {"error": str(exc)}})
-            return inbound.text
-        text = redact(heard.text).text or VOICE_NOT_TRANSCRIBED
-        async with self.sessions.begin() as session:
-            await messages.append_message(
-                session,
-                NewMessage(
-                    customer_id=inbound.customer_id,
-                    episode_id=inbound.episode_id,
-                    channel=inbound.channel,
-                    role="user",
-                    text=text,
-                    token_count=self.counter.count(text),
-                    identity_id=inbound.identity_id,
-                    provider_message_id=f"transcript:{inbound.id}",
-                    transcript_confidence=heard.confidence,
-                    words={"words": list(heard.words)} if heard.words else None,
-                    media=inbound.media,
-                    extra={**extra, "kind": "voice_transcript", "flags": list(heard.flags)},
-                    supersedes_id=inbound.id,
-                    created_at=inbound.created_at,
-                    thread_key=inbound.thread_key,
-                ),
-            )
-        return text
+        return await voice_text(
+            inbound,
+            sessions=self.sessions,
+            channel=self.channels.get(inbound.channel),
+            transcriber=self.transcriber,
+            counter=self.counter,
+        )
 
     async def _store_reply(
         self,
@@ -500,26 +462,3 @@ async def _identity_of(session: AsyncSession, inbound: MessageRecord) -> Resolve
         pending_links=0,
         own_facts_only=bool(extra.get("own_facts_only", True)),
     )
-
-
-class ProviderPool:
-    """The process's model providers by spec; a tenant may pick its own model or tiers."""
-
-    def __init__(self, default: ModelProvider, make: Any) -> None:
-        self._default = default
-        self._make = make
-        self._by_spec: dict[str, ModelProvider] = {}
-
-    def for_window(self, tenant: TenantSettings, window_tokens: int) -> ModelProvider:
-        spec = tenant.model
-        if tenant.model_tiers:
-            tier = choose_tier(
-                [ModelTier(t.max_window_tokens, t.model) for t in tenant.model_tiers],
-                window_tokens,
-            )
-            spec = tier.spec if tier is not None else spec
-        if spec is None:
-            return self._default
-        if spec not in self._by_spec:
-            self._by_spec[spec] = self._make(spec)
-        return self._by_spec[spec]
