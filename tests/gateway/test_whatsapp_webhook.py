@@ -225,3 +225,29 @@ async def test_status_callbacks_only_move_forward(tmp_path: Path, twilio) -> Non
             signature="d3Jvbmc=",
         )
         assert bad.status == 403
+
+
+async def test_a_reply_stored_but_never_sent_is_sent_by_the_sweep(tmp_path: Path, twilio) -> None:  # type: ignore[no-untyped-def]
+    from datetime import timedelta
+
+    from sqlalchemy import update
+
+    from gateway.clock import utcnow
+
+    fake, base = twilio
+    async with running_stack("embedded", tmp_path, **_settings(base)) as stack:
+        await _webhook(stack, _params("oi"))
+        await stack.idle()
+        assert len(fake.created) == 1
+        # As if the process had stopped after storing the reply and before sending it.
+        async with stack.sessions().begin() as session:
+            await session.execute(
+                update(TurnRow).values(
+                    delivery_status=None, updated_at=utcnow() - timedelta(minutes=5)
+                )
+            )
+        await stack.idle()
+        assert len(fake.created) == 2
+        async with stack.sessions()() as session:
+            turn = await session.scalar(select(TurnRow))
+        assert turn is not None and turn.delivery_status == "sent"

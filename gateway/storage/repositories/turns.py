@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import and_, or_, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from gateway.clock import utcnow
 from gateway.storage.errors import RecordNotFound
 from gateway.storage.models import ConversationFence, TurnRow
 from gateway.storage.records import TurnRecord
@@ -84,11 +86,24 @@ async def pending_conversations(session: AsyncSession, limit: int = 10_000) -> l
     return list(rows)
 
 
-async def undelivered(session: AsyncSession, *, limit: int) -> list[TurnRecord]:
-    """Answered turns whose reply is waiting for another delivery attempt."""
+async def undelivered(
+    session: AsyncSession, *, limit: int, stranded_after: timedelta = timedelta(minutes=2)
+) -> list[TurnRecord]:
+    """Answered turns whose reply is waiting for another delivery attempt, and replies stored
+    but never handed to the channel (the process stopped between the two) for a while."""
+    stranded = utcnow() - stranded_after
     rows = await session.scalars(
         select(TurnRow)
-        .where(TurnRow.delivery_status == "retry")
+        .where(
+            or_(
+                TurnRow.delivery_status == "retry",
+                and_(
+                    TurnRow.delivery_status.is_(None),
+                    TurnRow.reply_message_id.is_not(None),
+                    TurnRow.updated_at < stranded,
+                ),
+            )
+        )
         .order_by(TurnRow.updated_at, TurnRow.id)
         .limit(limit)
     )
