@@ -19,6 +19,8 @@ from gateway import chat_page, health, openapi, webchat_routes, webhook_routes
 from gateway.api import campaigns, context, operator, transcripts
 from gateway.clock import utcnow
 from gateway.config import Settings
+from gateway.console import api as console_api
+from gateway.console import routes as console_routes
 from gateway.keys import (
     COUNTER,
     ENGINE,
@@ -177,6 +179,8 @@ def create_app(settings: Settings) -> web.Application:
     openapi.add_routes(app)
     campaigns.add_routes(app)
     operator.add_routes(app)
+    console_api.add_routes(app)
+    console_routes.add_routes(app)
     context.add_routes(app)
     transcripts.add_routes(app)
     webchat_routes.add_routes(app)

@@ -1,4 +1,8 @@
-"""Operator API for identities: pending links, merge, split, audit log (Bearer API key)."""
+"""Operator API for identities: pending links, merge, split, audit log.
+
+Callers authenticate with the Bearer API key (the body's `actor` says who acts) or with a
+console login (cookie, plus `X-CSRF-Token` on POSTs; the operator's username is the actor).
+"""
 
 from __future__ import annotations
 
@@ -8,8 +12,8 @@ from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field
 
 from gateway import operator_store
-from gateway.auth import require_api_key
 from gateway.bodies import read_json
+from gateway.console.auth import operator_actor
 from gateway.keys import SESSIONS
 from gateway.openapi import document
 from gateway.storage.records import AuditRecord, PendingLinkRecord
@@ -59,7 +63,7 @@ def audit_json(entry: AuditRecord) -> dict[str, Any]:
 
 
 async def list_pending(request: web.Request) -> web.Response:
-    require_api_key(request)
+    await operator_actor(request)
     async with request.app[SESSIONS]() as session:
         links = await operator_store.list_pending_links(
             session, customer_id=request.query.get("customer_id")
@@ -68,55 +72,55 @@ async def list_pending(request: web.Request) -> web.Response:
 
 
 async def confirm_pending(request: web.Request) -> web.Response:
-    require_api_key(request)
+    who = await operator_actor(request)
     body = await read_json(request, Decision)
     async with request.app[SESSIONS].begin() as session:
         entry = await operator_store.confirm_pending_link(
-            session, request.match_info["link_id"], actor=body.actor, reason=body.reason
+            session, request.match_info["link_id"], actor=who or body.actor, reason=body.reason
         )
     return web.json_response(audit_json(entry))
 
 
 async def reject_pending(request: web.Request) -> web.Response:
-    require_api_key(request)
+    who = await operator_actor(request)
     body = await read_json(request, Decision)
     async with request.app[SESSIONS].begin() as session:
         entry = await operator_store.reject_pending_link(
-            session, request.match_info["link_id"], actor=body.actor, reason=body.reason
+            session, request.match_info["link_id"], actor=who or body.actor, reason=body.reason
         )
     return web.json_response(audit_json(entry))
 
 
 async def merge(request: web.Request) -> web.Response:
-    require_api_key(request)
+    who = await operator_actor(request)
     body = await read_json(request, MergeIn)
     async with request.app[SESSIONS].begin() as session:
         entry = await operator_store.merge_customers(
             session,
             body.source_customer_id,
             body.target_customer_id,
-            actor=body.actor,
+            actor=who or body.actor,
             reason=body.reason,
         )
     return web.json_response(audit_json(entry))
 
 
 async def split(request: web.Request) -> web.Response:
-    require_api_key(request)
+    who = await operator_actor(request)
     body = await read_json(request, SplitIn)
     async with request.app[SESSIONS].begin() as session:
         new_customer, entry = await operator_store.split_customer(
             session,
             request.match_info["customer_id"],
             body.identities,
-            actor=body.actor,
+            actor=who or body.actor,
             reason=body.reason,
         )
     return web.json_response({"new_customer_id": new_customer, "audit": audit_json(entry)})
 
 
 async def read_audit(request: web.Request) -> web.Response:
-    require_api_key(request)
+    await operator_actor(request)
     async with request.app[SESSIONS]() as session:
         entries = await audit.list_audit(
             session,
@@ -127,7 +131,7 @@ async def read_audit(request: web.Request) -> web.Response:
 
 
 async def customer_profile(request: web.Request) -> web.Response:
-    require_api_key(request)
+    await operator_actor(request)
     customer_id = request.match_info["customer_id"]
     async with request.app[SESSIONS]() as session:
         customer = await customers.get_customer(session, customer_id)

@@ -346,6 +346,30 @@ class AuditEntry(Base):
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
+class Operator(Base):
+    """A console account; the password is kept only as a salted scrypt hash."""
+
+    __tablename__ = "operators"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    username: Mapped[str] = mapped_column(String(200), unique=True)
+    password_hash: Mapped[str] = mapped_column(String(400))
+    disabled: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class OperatorSession(Base):
+    """A console login: the cookie holds a random token, the table only its SHA-256."""
+
+    __tablename__ = "operator_sessions"
+
+    token_sha256: Mapped[str] = mapped_column(String(64), primary_key=True)
+    operator_id: Mapped[str] = mapped_column(ForeignKey("operators.id"), index=True)
+    csrf_token: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    expires_at: Mapped[datetime]
+
+
 class TenantConfig(Base):
     """Context settings at one level of the lookup: domain, host or assistant (seed 004)."""
 

@@ -1,0 +1,201 @@
+"""Operator accounts, console logins and CSRF.
+
+Passwords: salted `hashlib.scrypt` (n=2**14, r=8, p=1), stored as
+`scrypt$n$r$p$salt_hex$hash_hex`, compared with `hmac.compare_digest`.
+
+A login is a random 256-bit token in the `relaydesk_console` cookie (HttpOnly, SameSite=Strict,
+Secure when the gateway is reached over https); the `operator_sessions` table keeps only the
+token's SHA-256, the operator, the expiry and the login's CSRF token. Every state-changing
+console form carries that CSRF token in a hidden field; JSON calls made with the cookie send it
+in `X-CSRF-Token`. The login form itself is protected by a double-submit cookie.
+
+The cookie's path is `/`, not `/console`: the operator JSON API under `/v1/operator` accepts the
+same login (with the CSRF header), so a browser must send the cookie there too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import secrets
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from aiohttp import web
+from sqlalchemy import delete, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from gateway.auth import require_api_key
+from gateway.clock import utcnow
+from gateway.errors import Conflict, Forbidden, Unauthorized
+from gateway.keys import SESSIONS, SETTINGS
+from gateway.storage.models import Operator, OperatorSession
+
+COOKIE = "relaydesk_console"
+LOGIN_CSRF_COOKIE = "relaydesk_login_csrf"
+CSRF_FIELD = "csrf_token"
+CSRF_HEADER = "X-CSRF-Token"
+SESSION_TTL = timedelta(hours=8)
+_SCRYPT_N, _SCRYPT_R, _SCRYPT_P = 2**14, 8, 1
+_MIN_PASSWORD = 10
+# Verifying against this keeps an unknown username as slow as a wrong password.
+_DUMMY_HASH = (
+    "scrypt$16384$8$1$00000000000000000000000000000000$"
+    "0000000000000000000000000000000000000000000000000000000000000000"
+)
+
+
+class OperatorAccountError(ValueError):
+    """A username or password that cannot make an account."""
+
+
+@dataclass(frozen=True, slots=True)
+class OperatorLogin:
+    """The operator behind a console request."""
+
+    operator_id: str
+    username: str
+    csrf_token: str
+    expires_at: datetime
+
+
+def hash_password(password: str, *, salt: bytes | None = None) -> str:
+    salt = salt if salt is not None else secrets.token_bytes(16)
+    digest = hashlib.scrypt(
+        password.encode(), salt=salt, n=_SCRYPT_N, r=_SCRYPT_R, p=_SCRYPT_P, dklen=32
+    )
+    return f"scrypt${_SCRYPT_N}${_SCRYPT_R}${_SCRYPT_P}${salt.hex()}${digest.hex()}"
+
+
+def verify_password(password: str, stored: str) -> bool:
+    try:
+        scheme, n, r, p, salt_hex, hash_hex = stored.split("$")
+        if scheme != "scrypt":
+            return False
+        digest = hashlib.scrypt(
+            password.encode(),
+            salt=bytes.fromhex(salt_hex),
+            n=int(n),
+            r=int(r),
+            p=int(p),
+            dklen=len(hash_hex) // 2,
+        )
+    except (ValueError, TypeError):
+        return False
+    return hmac.compare_digest(digest.hex(), hash_hex)
+
+
+def _token_hash(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+async def create_operator(session: AsyncSession, username: str, password: str) -> str:
+    """Add an account; returns its id. Raises `OperatorAccountError` or `Conflict`."""
+    username = username.strip()
+    if not username or len(username) > 200 or any(c.isspace() for c in username):
+        raise OperatorAccountError("a username is 1-200 characters without spaces")
+    if len(password) < _MIN_PASSWORD:
+        raise OperatorAccountError(f"a password has at least {_MIN_PASSWORD} characters")
+    hashed = await asyncio.to_thread(hash_password, password)
+    row = Operator(username=username, password_hash=hashed)
+    try:
+        async with session.begin_nested():
+            session.add(row)
+            await session.flush()
+    except IntegrityError as exc:
+        raise Conflict(f"operator {username!r} already exists") from exc
+    return row.id
+
+
+async def log_in(session: AsyncSession, username: str, password: str) -> tuple[str, OperatorLogin]:
+    """Check the password and open a login; returns (cookie token, login)."""
+    row = await session.scalar(select(Operator).where(Operator.username == username.strip()))
+    stored = row.password_hash if row is not None else _DUMMY_HASH
+    matches = await asyncio.to_thread(verify_password, password, stored)
+    if row is None or row.disabled or not matches:
+        raise Unauthorized("unknown operator or wrong password")
+    token = secrets.token_urlsafe(32)
+    now = utcnow()
+    login = OperatorSession(
+        token_sha256=_token_hash(token),
+        operator_id=row.id,
+        csrf_token=secrets.token_urlsafe(32),
+        created_at=now,
+        expires_at=now + SESSION_TTL,
+    )
+    session.add(login)
+    # Expired logins of anyone are dropped whenever someone logs in.
+    await session.execute(delete(OperatorSession).where(OperatorSession.expires_at < now))
+    await session.flush()
+    return token, OperatorLogin(row.id, row.username, login.csrf_token, login.expires_at)
+
+
+async def find_login(session: AsyncSession, token: str) -> OperatorLogin | None:
+    found = await session.execute(
+        select(OperatorSession, Operator)
+        .join(Operator, Operator.id == OperatorSession.operator_id)
+        .where(OperatorSession.token_sha256 == _token_hash(token))
+    )
+    pair = found.first()
+    if pair is None:
+        return None
+    login, operator = pair
+    if login.expires_at <= utcnow() or operator.disabled:
+        return None
+    return OperatorLogin(operator.id, operator.username, login.csrf_token, login.expires_at)
+
+
+async def log_out(session: AsyncSession, token: str) -> None:
+    await session.execute(
+        delete(OperatorSession).where(OperatorSession.token_sha256 == _token_hash(token))
+    )
+
+
+async def current_login(request: web.Request) -> OperatorLogin | None:
+    token = request.cookies.get(COOKIE)
+    if not token:
+        return None
+    async with request.app[SESSIONS]() as session:
+        return await find_login(session, token)
+
+
+def csrf_matches(login: OperatorLogin, presented: str | None) -> bool:
+    return bool(presented) and hmac.compare_digest(
+        login.csrf_token.encode(), str(presented).encode()
+    )
+
+
+def is_secure(request: web.Request) -> bool:
+    public = request.app[SETTINGS].public_url or ""
+    return request.secure or public.startswith("https://")
+
+
+def set_cookie(response: web.StreamResponse, request: web.Request, name: str, value: str) -> None:
+    response.set_cookie(
+        name,
+        value,
+        path="/",
+        httponly=True,
+        samesite="Strict",
+        secure=is_secure(request),
+        max_age=int(SESSION_TTL.total_seconds()),
+    )
+
+
+async def operator_actor(request: web.Request) -> str | None:
+    """Authenticate a call of the operator JSON API: with the Bearer API key (returns None: the
+    body's `actor` names who acts) or with a console login (returns its username; a POST must
+    carry `X-CSRF-Token`). Raises `Unauthorized` / `Forbidden`."""
+    if request.headers.get("Authorization"):
+        require_api_key(request)
+        return None
+    login = await current_login(request)
+    if login is None:
+        raise Unauthorized("a valid Bearer API key or a console login is required")
+    if request.method not in ("GET", "HEAD", "OPTIONS") and not csrf_matches(
+        login, request.headers.get(CSRF_HEADER)
+    ):
+        raise Forbidden("the X-CSRF-Token header is missing or wrong", code="csrf_failed")
+    return login.username

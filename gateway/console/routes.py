@@ -1,0 +1,386 @@
+"""`/console`: the operator console pages and form actions.
+
+Every page needs a login (otherwise 303 to `/console/login`); every form POST needs the login's
+CSRF token in the `csrf_token` field (otherwise 403, nothing changed). Pages are answered with
+`Cache-Control: no-store` and a Content-Security-Policy that allows only this origin's
+stylesheet, images and form targets, and no framing.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Awaitable, Callable
+from functools import wraps
+from pathlib import Path
+from typing import Final
+from urllib.parse import quote
+
+from aiohttp import web
+from multidict import MultiDictProxy
+
+from gateway import operator_store
+from gateway.chat_page import STATIC_DIR
+from gateway.console import auth, service, views
+from gateway.console.html import Html
+from gateway.errors import BadRequest, GatewayError
+from gateway.keys import COUNTER, MEMORY, SESSIONS, SETTINGS
+from gateway.memory.rebuild import rebuild_customer
+from gateway.storage.errors import RecordNotFound
+from gateway.storage.repositories import audit, customers, episodes, messages, summaries
+from identity import OwnershipConflict
+
+POLICY: Final = "; ".join(
+    [
+        "default-src 'none'",
+        "script-src 'self'",
+        "style-src 'self'",
+        "img-src 'self' data:",
+        "form-action 'self'",
+        "frame-ancestors 'none'",
+        "base-uri 'none'",
+    ]
+)
+ASSETS: Final = {"console.css": "text/css; charset=utf-8"}
+MESSAGES_PER_EPISODE: Final = 200
+
+ConsoleHandler = Callable[[web.Request, auth.OperatorLogin], Awaitable[web.StreamResponse]]
+Form = MultiDictProxy[str | bytes | bytearray | web.FileField]
+
+
+def html_response(body: Html, status: int = 200) -> web.Response:
+    return web.Response(
+        text=body,
+        status=status,
+        content_type="text/html",
+        headers={
+            "Cache-Control": "no-store",
+            "Content-Security-Policy": POLICY,
+            "X-Content-Type-Options": "nosniff",
+            "Referrer-Policy": "same-origin",
+            "X-Frame-Options": "DENY",
+        },
+    )
+
+
+def console(handler: ConsoleHandler) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+    """Require a login (redirect to the login page) and, on POST, the CSRF token; storage and
+    gateway errors become an error page with their status."""
+
+    @wraps(handler)
+    async def wrapped(request: web.Request) -> web.StreamResponse:
+        login = await auth.current_login(request)
+        if login is None:
+            return redirect("/console/login")
+        if request.method == "POST":
+            form = await request.post()
+            if not auth.csrf_matches(login, _text(form, auth.CSRF_FIELD)):
+                return html_response(
+                    views.error_page(login, 403, "The form's CSRF token is missing or wrong."),
+                    403,
+                )
+        try:
+            return await handler(request, login)
+        except GatewayError as exc:
+            return html_response(views.error_page(login, exc.status, exc.detail), exc.status)
+        except RecordNotFound as exc:
+            return html_response(views.error_page(login, 404, str(exc)), 404)
+        except OwnershipConflict as exc:
+            return html_response(views.error_page(login, 409, str(exc)), 409)
+
+    return wrapped
+
+
+def _text(form: Form, name: str) -> str:
+    value = form.get(name)
+    return value if isinstance(value, str) else ""
+
+
+def redirect(location: str) -> web.Response:
+    return web.Response(status=303, headers={"Location": location, "Cache-Control": "no-store"})
+
+
+def _back(customer_id: str, notice: str) -> web.Response:
+    return redirect(f"/console/customers/{customer_id}?done={quote(notice)}")
+
+
+async def login_form(request: web.Request) -> web.StreamResponse:
+    if await auth.current_login(request) is not None:
+        return redirect("/console")
+    token = secrets.token_urlsafe(32)
+    response = html_response(views.login_page(token))
+    auth.set_cookie(response, request, auth.LOGIN_CSRF_COOKIE, token)
+    return response
+
+
+async def login_submit(request: web.Request) -> web.StreamResponse:
+    form = await request.post()
+    expected = request.cookies.get(auth.LOGIN_CSRF_COOKIE, "")
+    presented = _text(form, auth.CSRF_FIELD)
+    if not expected or not secrets.compare_digest(expected.encode(), presented.encode()):
+        return html_response(views.error_page(None, 403, "The login form expired; reload it."), 403)
+    try:
+        async with request.app[SESSIONS].begin() as session:
+            token, _ = await auth.log_in(session, _text(form, "username"), _text(form, "password"))
+    except GatewayError:
+        fresh = secrets.token_urlsafe(32)
+        response = html_response(
+            views.login_page(fresh, "Unknown operator or wrong password."), 401
+        )
+        auth.set_cookie(response, request, auth.LOGIN_CSRF_COOKIE, fresh)
+        return response
+    response = redirect("/console")
+    auth.set_cookie(response, request, auth.COOKIE, token)
+    response.del_cookie(auth.LOGIN_CSRF_COOKIE, path="/")
+    return response
+
+
+@console
+async def logout(request: web.Request, login: auth.OperatorLogin) -> web.StreamResponse:
+    async with request.app[SESSIONS].begin() as session:
+        await auth.log_out(session, request.cookies.get(auth.COOKIE, ""))
+    response = redirect("/console/login")
+    response.del_cookie(auth.COOKIE, path="/")
+    return response
+
+
+@console
+async def home(request: web.Request, login: auth.OperatorLogin) -> web.StreamResponse:
+    query = request.query.get("q", "")
+    async with request.app[SESSIONS]() as session:
+        hits = await service.search_customers(session, query) if query.strip() else None
+        pending = await operator_store.list_pending_links(session)
+    return html_response(views.search_page(login, query, hits, len(pending)))
+
+
+async def load_profile(request: web.Request, customer_id: str) -> views.Profile:
+    async with request.app[SESSIONS]() as session:
+        customer = await customers.get_customer(session, customer_id)
+        found = await episodes.list_episodes(session, customer_id)
+        with_messages = []
+        for episode in found:
+            recent = await messages.recent_messages(
+                session, customer_id, episode.id, limit=MESSAGES_PER_EPISODE
+            )
+            with_messages.append((episode, tuple(recent)))
+        return views.Profile(
+            customer=customer,
+            identities=tuple(await customers.list_identities(session, customer_id)),
+            identifiers=tuple(await customers.identifiers_of(session, customer_id)),
+            pending=tuple(
+                await operator_store.list_pending_links(session, customer_id=customer_id)
+            ),
+            facts=tuple(await service.all_facts(session, customer_id)),
+            episodes=tuple(with_messages),
+            summaries=tuple(await summaries.customer_summaries(session, customer_id)),
+            traces=tuple(await summaries.list_traces(session, customer_id)),
+        )
+
+
+@console
+async def profile(request: web.Request, login: auth.OperatorLogin) -> web.StreamResponse:
+    loaded = await load_profile(request, request.match_info["customer_id"])
+    return html_response(views.profile_page(login, loaded, request.query.get("done")))
+
+
+@console
+async def message(request: web.Request, login: auth.OperatorLogin) -> web.StreamResponse:
+    try:
+        message_id = int(request.match_info["message_id"])
+    except ValueError as exc:
+        raise RecordNotFound("no such message") from exc
+    async with request.app[SESSIONS]() as session:
+        found = await messages.get_message(session, request.match_info["customer_id"], message_id)
+    return html_response(views.message_page(login, found))
+
+
+async def _form(request: web.Request) -> Form:
+    return await request.post()  # cached by aiohttp after the CSRF check read it
+
+
+@console
+async def decide_link(request: web.Request, login: auth.OperatorLogin) -> web.StreamResponse:
+    form = await _form(request)
+    reason = service.check_reason(_text(form, "reason"))
+    customer_id = request.match_info["customer_id"]
+    decide = (
+        operator_store.confirm_pending_link
+        if request.match_info["decision"] == "confirm"
+        else operator_store.reject_pending_link
+    )
+    async with request.app[SESSIONS].begin() as session:
+        entry = await decide(
+            session, request.match_info["link_id"], actor=login.username, reason=reason
+        )
+    target = entry.subject_id if request.match_info["decision"] == "confirm" else customer_id
+    return _back(target, f"{entry.action} recorded")
+
+
+@console
+async def merge(request: web.Request, login: auth.OperatorLogin) -> web.StreamResponse:
+    form = await _form(request)
+    reason = service.check_reason(_text(form, "reason"))
+    target = request.match_info["customer_id"]
+    async with request.app[SESSIONS].begin() as session:
+        await operator_store.merge_customers(
+            session,
+            _text(form, "source_customer_id").strip(),
+            target,
+            actor=login.username,
+            reason=reason,
+        )
+    return _back(target, "merge recorded")
+
+
+@console
+async def split(request: web.Request, login: auth.OperatorLogin) -> web.StreamResponse:
+    form = await _form(request)
+    reason = service.check_reason(_text(form, "reason"))
+    chosen = [value for value in form.getall("identities", []) if isinstance(value, str)]
+    if not chosen:
+        raise BadRequest("pick at least one identity to split off")
+    async with request.app[SESSIONS].begin() as session:
+        new_customer, _ = await operator_store.split_customer(
+            session, request.match_info["customer_id"], chosen, actor=login.username, reason=reason
+        )
+    return _back(new_customer, "split recorded; this is the new customer")
+
+
+@console
+async def correct_fact(request: web.Request, login: auth.OperatorLogin) -> web.StreamResponse:
+    form = await _form(request)
+    customer_id = request.match_info["customer_id"]
+    async with request.app[SESSIONS].begin() as session:
+        await service.correct_fact(
+            session,
+            request.app[COUNTER],
+            customer_id,
+            _fact_id(request),
+            _text(form, "value"),
+            actor=login.username,
+            reason=_text(form, "reason"),
+        )
+    return _back(customer_id, "fact corrected")
+
+
+@console
+async def change_fact(request: web.Request, login: auth.OperatorLogin) -> web.StreamResponse:
+    form = await _form(request)
+    customer_id = request.match_info["customer_id"]
+    change = request.match_info["change"]
+    async with request.app[SESSIONS].begin() as session:
+        await service.set_fact_state(
+            session,
+            customer_id,
+            _fact_id(request),
+            change,
+            actor=login.username,
+            reason=_text(form, "reason"),
+        )
+    return _back(customer_id, f"fact {change} recorded")
+
+
+def _fact_id(request: web.Request) -> int:
+    try:
+        return int(request.match_info["fact_id"])
+    except ValueError as exc:
+        raise RecordNotFound("no such fact") from exc
+
+
+async def run_rebuild(
+    request: web.Request, customer_id: str, *, actor: str, reason: str
+) -> dict[str, int]:
+    """Rebuild the customer's memory, then audit it with what was redone."""
+    service.check_reason(reason)
+    async with request.app[SESSIONS]() as session:
+        await customers.get_customer(session, customer_id)
+    report = await rebuild_customer(request.app[SESSIONS], request.app[MEMORY], customer_id)
+    result = {
+        "episodes": report.episodes,
+        "messages_compacted": report.messages_compacted,
+        "facts_written": report.facts_written,
+    }
+    async with request.app[SESSIONS].begin() as session:
+        await service.audit_rebuild(session, customer_id, actor=actor, reason=reason, result=result)
+    return result
+
+
+@console
+async def rebuild(request: web.Request, login: auth.OperatorLogin) -> web.StreamResponse:
+    form = await _form(request)
+    customer_id = request.match_info["customer_id"]
+    result = await run_rebuild(
+        request, customer_id, actor=login.username, reason=_text(form, "reason")
+    )
+    return _back(customer_id, f"memory rebuilt: {result['episodes']} episodes")
+
+
+@console
+async def preview(request: web.Request, login: auth.OperatorLogin) -> web.StreamResponse:
+    customer_id = request.match_info["customer_id"]
+    text = request.query.get("message", "").strip()
+    if not text:
+        raise BadRequest("a sample message is required")
+    async with request.app[SESSIONS]() as session:
+        identity, resolved = await service.preview_identity(
+            session,
+            customer_id,
+            request.query.get("identity", ""),
+            host=request.host,
+            region=request.app[SETTINGS].default_region,
+        )
+        assembled = await service.preview_context(
+            session, request.app[COUNTER], resolved, text, host=request.host
+        )
+    return html_response(
+        views.preview_page(
+            login, customer_id, identity, sorted(resolved.allowed_scopes), text, assembled.window
+        )
+    )
+
+
+@console
+async def audit_log(request: web.Request, login: auth.OperatorLogin) -> web.StreamResponse:
+    subject = request.query.get("subject") or None
+    async with request.app[SESSIONS]() as session:
+        entries = await audit.list_audit(session, subject_id=subject)
+    return html_response(views.audit_page(login, entries, subject))
+
+
+async def asset(request: web.Request) -> web.StreamResponse:
+    name = request.match_info["name"]
+    if name not in ASSETS:
+        raise web.HTTPNotFound()
+    path: Path = STATIC_DIR / name
+    return web.FileResponse(
+        path,
+        headers={
+            "Content-Type": ASSETS[name],
+            "Cache-Control": "no-cache",
+            "X-Content-Type-Options": "nosniff",
+        },
+    )
+
+
+async def root_redirect(request: web.Request) -> web.StreamResponse:
+    return redirect("/console")
+
+
+def add_routes(app: web.Application) -> None:
+    router = app.router
+    router.add_get("/console/", root_redirect)
+    router.add_get("/console/login", login_form)
+    router.add_post("/console/login", login_submit)
+    router.add_post("/console/logout", logout)
+    router.add_get("/console", home)
+    router.add_get("/console/audit", audit_log)
+    router.add_get("/console/static/{name}", asset)
+    base = "/console/customers/{customer_id}"
+    router.add_get(base, profile)
+    router.add_get(base + "/messages/{message_id}", message)
+    router.add_get(base + "/preview", preview)
+    router.add_post(base + "/links/{link_id}/{decision:confirm|reject}", decide_link)
+    router.add_post(base + "/merge", merge)
+    router.add_post(base + "/split", split)
+    router.add_post(base + "/facts/{fact_id}/correct", correct_fact)
+    router.add_post(base + "/facts/{fact_id}/{change:pin|unpin|retract}", change_fact)
+    router.add_post(base + "/rebuild", rebuild)

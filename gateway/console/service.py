@@ -1,0 +1,322 @@
+"""What the console reads and changes, on a session the caller owns.
+
+Fact corrections. A fact must be sourced to a stored message, so an operator's correction
+first writes an *operator note*: a message with role ``operator`` on channel ``console`` in
+the customer's ``console`` episode (one per customer, opened on first use), holding the new
+value and the reason. The corrected fact is a new row sourced to that note, confirmed, with
+confidence 1.0 and pinned (an operator's decision: a memory rebuild keeps it; unpin it to
+hand the key back to compaction); the old row is marked superseded by it, so the history
+keeps both. Operator notes are neither turns of a window nor input to compaction (those read
+only user and assistant messages).
+
+Every action writes an audit entry with the operator's username and the reason.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, cast
+
+from sqlalchemy import or_, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from context import TokenCounter
+from gateway.context_service import AssembledContext, assemble_context
+from gateway.errors import BadRequest
+from gateway.identity_store import ResolvedIdentity, rules_for
+from gateway.storage.errors import RecordNotFound
+from gateway.storage.models import ChannelIdentity, Customer, CustomerIdentifier, Episode, Fact
+from gateway.storage.records import (
+    AuditRecord,
+    ChannelIdentityRecord,
+    FactRecord,
+    MessageRecord,
+    NewFact,
+    NewMessage,
+)
+from gateway.storage.repositories import audit, customers, episodes, facts, messages, tenants
+from identity import ChannelIdentityKey, LinkLevel
+
+CONSOLE_CHANNEL = "console"
+OPERATOR_ROLE = "operator"
+SEARCH_LIMIT = 50
+_DIGITS = re.compile(r"\D")
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    customer_id: str
+    display_name: str | None
+    identities: tuple[str, ...]
+
+
+async def search_customers(session: AsyncSession, query: str) -> list[SearchHit]:
+    """Customers (not merged away) whose id, name, identity or identifier matches `query`.
+
+    Phone numbers match on their digits, so "+55 11 99876-5432" finds "whatsapp:+5511998765432".
+    """
+    text = query.strip()
+    if not text:
+        return []
+    like = f"%{text.lower()}%"
+    digits = _DIGITS.sub("", text)
+    identity_match = [ChannelIdentity.external_id.ilike(like)]
+    identifier_match = [CustomerIdentifier.value.ilike(like)]
+    if len(digits) >= 4:
+        identity_match.append(ChannelIdentity.external_id.like(f"%{digits}%"))
+        identifier_match.append(CustomerIdentifier.value.like(f"%{digits}%"))
+    by_identity = select(ChannelIdentity.customer_id).where(or_(*identity_match))
+    by_identifier = select(CustomerIdentifier.customer_id).where(or_(*identifier_match))
+    by_name_fact = select(Fact.customer_id).where(
+        Fact.key.in_(("name", "full_name", "preferred_name")),
+        Fact.value.ilike(like),
+        Fact.superseded_by.is_(None),
+        Fact.retracted.is_(False),
+    )
+    rows = await session.scalars(
+        select(Customer)
+        .where(
+            Customer.merged_into.is_(None),
+            or_(
+                Customer.id == text,
+                Customer.display_name.ilike(like),
+                Customer.id.in_(by_identity),
+                Customer.id.in_(by_identifier),
+                Customer.id.in_(by_name_fact),
+            ),
+        )
+        .order_by(Customer.created_at.desc(), Customer.id)
+        .limit(SEARCH_LIMIT)
+    )
+    hits: list[SearchHit] = []
+    for row in rows:
+        owned = await customers.list_identities(session, row.id)
+        hits.append(SearchHit(row.id, row.display_name, tuple(i.external_id for i in owned)))
+    return hits
+
+
+async def all_facts(session: AsyncSession, customer_id: str) -> list[FactRecord]:
+    """Every fact row of the customer, current and superseded, oldest first."""
+    rows = await session.scalars(
+        select(Fact).where(Fact.customer_id == customer_id).order_by(Fact.key, Fact.id)
+    )
+    return [facts.fact_record(row) for row in rows]
+
+
+def _reason(reason: str) -> str:
+    cleaned = reason.strip()
+    if not cleaned:
+        raise BadRequest("a reason is required", code="reason_required")
+    return cleaned[:2000]
+
+
+async def console_episode(session: AsyncSession, customer_id: str) -> str:
+    found = await session.scalar(
+        select(Episode.id)
+        .where(Episode.customer_id == customer_id, Episode.channel == CONSOLE_CHANNEL)
+        .order_by(Episode.started_at)
+        .limit(1)
+    )
+    if found is not None:
+        return found
+    opened = await episodes.open_episode(session, customer_id=customer_id, channel=CONSOLE_CHANNEL)
+    return opened.id
+
+
+async def operator_note(
+    session: AsyncSession,
+    counter: TokenCounter,
+    customer_id: str,
+    text: str,
+    *,
+    actor: str,
+    action: str,
+) -> MessageRecord:
+    """Store an operator note in the customer's console episode (the source of what the
+    operator asserted)."""
+    episode_id = await console_episode(session, customer_id)
+    return await messages.append_message(
+        session,
+        NewMessage(
+            customer_id=customer_id,
+            episode_id=episode_id,
+            channel=CONSOLE_CHANNEL,
+            role=OPERATOR_ROLE,
+            text=text,
+            token_count=counter.count(text),
+            extra={"operator": actor, "action": action},
+        ),
+    )
+
+
+async def _fact(session: AsyncSession, customer_id: str, fact_id: int) -> FactRecord:
+    row = await session.scalar(
+        select(Fact).where(Fact.customer_id == customer_id, Fact.id == fact_id)
+    )
+    if row is None:
+        raise RecordNotFound(f"fact {fact_id} not found")
+    return facts.fact_record(row)
+
+
+async def correct_fact(
+    session: AsyncSession,
+    counter: TokenCounter,
+    customer_id: str,
+    fact_id: int,
+    value: str,
+    *,
+    actor: str,
+    reason: str,
+) -> tuple[FactRecord, AuditRecord]:
+    """Supersede a current fact with the operator's value, sourced to an operator note."""
+    why = _reason(reason)
+    value = value.strip()
+    if not value:
+        raise BadRequest("the corrected value is empty", code="value_required")
+    old = await _fact(session, customer_id, fact_id)
+    if not old.is_current:
+        raise BadRequest("only a current fact can be corrected", code="fact_not_current")
+    if value == old.value:
+        raise BadRequest("the corrected value equals the current one", code="value_unchanged")
+    note = await operator_note(
+        session,
+        counter,
+        customer_id,
+        f"Operator {actor} corrected {old.key}: {old.value!r} -> {value!r}. Reason: {why}",
+        actor=actor,
+        action="correct_fact",
+    )
+    tags = tuple(dict.fromkeys((*old.tags, "operator")))
+    new = await facts.record_fact(
+        session,
+        customer_id,
+        NewFact(
+            key=old.key,
+            value=value,
+            scope=old.scope,
+            source_message_id=note.id,
+            tags=tags,
+            confidence=1.0,
+            confirmed=True,
+            pinned=True,
+        ),
+        single_valued=False,
+    )
+    if new.id == old.id:  # cannot happen (values differ), kept as a guard
+        raise BadRequest("the corrected value equals the current one", code="value_unchanged")
+    row = await session.get(Fact, old.id)
+    if row is not None:
+        row.superseded_by = new.id
+        await session.flush()
+    entry = await audit.record_audit(
+        session,
+        actor=actor,
+        action="correct_fact",
+        reason=why,
+        subject_type="customer",
+        subject_id=customer_id,
+        details={
+            "fact": old.id,
+            "key": old.key,
+            "old_value": old.value,
+            "new_fact": new.id,
+            "new_value": value,
+            "note_message": note.id,
+        },
+    )
+    return new, entry
+
+
+async def set_fact_state(
+    session: AsyncSession,
+    customer_id: str,
+    fact_id: int,
+    change: str,
+    *,
+    actor: str,
+    reason: str,
+) -> tuple[FactRecord, AuditRecord]:
+    """`change` is one of "pin", "unpin", "retract"."""
+    why = _reason(reason)
+    old = await _fact(session, customer_id, fact_id)
+    if change == "pin":
+        updated = await facts.set_pinned(session, customer_id, fact_id, True)
+    elif change == "unpin":
+        updated = await facts.set_pinned(session, customer_id, fact_id, False)
+    elif change == "retract":
+        if not old.is_current:
+            raise BadRequest("only a current fact can be retracted", code="fact_not_current")
+        updated = await facts.retract_fact(session, customer_id, fact_id)
+    else:
+        raise BadRequest(f"unknown fact change {change!r}")
+    entry = await audit.record_audit(
+        session,
+        actor=actor,
+        action=f"{change}_fact",
+        reason=why,
+        subject_type="customer",
+        subject_id=customer_id,
+        details={"fact": fact_id, "key": old.key, "value": old.value},
+    )
+    return updated, entry
+
+
+async def audit_rebuild(
+    session: AsyncSession, customer_id: str, *, actor: str, reason: str, result: dict[str, Any]
+) -> AuditRecord:
+    return await audit.record_audit(
+        session,
+        actor=actor,
+        action="rebuild_memory",
+        reason=_reason(reason),
+        subject_type="customer",
+        subject_id=customer_id,
+        details=result,
+    )
+
+
+def check_reason(reason: str) -> str:
+    return _reason(reason)
+
+
+async def preview_identity(
+    session: AsyncSession, customer_id: str, identity_id: str, *, host: str, region: str | None
+) -> tuple[ChannelIdentityRecord, ResolvedIdentity]:
+    """The identity as it would resolve now: its stored link level and the tenant's scopes."""
+    record = await customers.identity_by_id(session, identity_id)
+    if record.customer_id != customer_id:
+        raise RecordNotFound(f"identity {identity_id} is not this customer's")
+    key = ChannelIdentityKey.parse(record.external_id)
+    tenant = await tenants.tenant_settings(session, host=host, channel=key.channel)
+    policy = rules_for(tenant, region).policy
+    level = LinkLevel.parse(record.link_level)
+    return record, ResolvedIdentity(
+        customer_id=customer_id,
+        identity_id=record.id,
+        key=key,
+        level=level,
+        allowed_scopes=policy.allowed_scopes(level, key.channel),
+        outcome="known",
+        pending_links=0,
+        own_facts_only=level in policy.own_facts_only,
+    )
+
+
+async def preview_context(
+    session: AsyncSession,
+    counter: TokenCounter,
+    identity: ResolvedIdentity,
+    message: str,
+    *,
+    host: str,
+) -> AssembledContext:
+    """The window that would be sent for `message` from `identity` (nothing is stored)."""
+    tenant = await tenants.tenant_settings(session, host=host, channel=identity.key.channel)
+    return await assemble_context(
+        session, identity=identity, settings=tenant, counter=counter, message=message
+    )
+
+
+def as_dict(value: object) -> dict[str, Any]:
+    return cast(dict[str, Any], value) if isinstance(value, dict) else {}
