@@ -39,7 +39,9 @@ def document(
         },
     }
     if secured:
-        operation["security"] = [{"bearer": []}]
+        # Operator routes also take the console login (cookie, plus X-CSRF-Token on writes).
+        operator = path.startswith("/v1/operator") or path.startswith("/console/api")
+        operation["security"] = [{"bearer": []}, {"console": []}] if operator else [{"bearer": []}]
         operation["responses"].setdefault("401", _response(401, "missing or wrong API key"))
     if parameters:
         operation["parameters"] = parameters
@@ -77,7 +79,16 @@ def spec() -> dict[str, Any]:
         "paths": dict(sorted(_OPERATIONS.items())),
         "components": {
             "schemas": schemas,
-            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+            "securitySchemes": {
+                "bearer": {"type": "http", "scheme": "bearer"},
+                "console": {
+                    "type": "apiKey",
+                    "in": "cookie",
+                    "name": "relaydesk_console",
+                    "description": "operator console login; state-changing requests also "
+                    "need the session's token in the X-CSRF-Token header",
+                },
+            },
         },
     }
 

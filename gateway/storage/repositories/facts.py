@@ -42,7 +42,8 @@ async def record_fact(
 ) -> FactRecord:
     """Store a fact sourced to one of this customer's messages.
 
-    For a single-valued key, a current fact with another value is superseded by the new row;
+    For a single-valued key, a current fact with another value is superseded by the new row
+    (unless an operator pinned it);
     a multi-valued key (order ids, preferences…) gains the value alongside the others. The
     same value again changes nothing and returns the current fact.
     """
@@ -69,7 +70,8 @@ async def record_fact(
         if same is not None:
             return fact_record(same)
     current = await _current_row(session, customer_id, new.key) if single_valued else None
-    if current is not None and current.value == new.value:
+    if current is not None and (current.value == new.value or current.pinned):
+        # A pinned value is an operator's decision: only an operator replaces it.
         return fact_record(current)
     row = Fact(
         customer_id=customer_id,

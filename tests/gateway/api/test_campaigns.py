@@ -53,3 +53,11 @@ async def test_openapi_lists_the_routes(api: TestClient) -> None:  # type: ignor
     spec = await (await api.get("/openapi.json")).json()
     assert "/v1/campaigns" in spec["paths"]
     assert spec["components"]["schemas"]["CampaignIn"]["required"] == ["name", "messages"]
+
+
+async def test_operator_routes_accept_the_console_login_in_openapi(api: TestClient) -> None:  # type: ignore[type-arg]
+    spec = await (await api.get("/openapi.json")).json()
+    merge = spec["paths"]["/v1/operator/customers/merge"]["post"]
+    assert {"console": []} in merge["security"] and {"bearer": []} in merge["security"]
+    assert spec["components"]["securitySchemes"]["console"]["in"] == "cookie"
+    assert spec["paths"]["/v1/campaigns"]["post"]["security"] == [{"bearer": []}]

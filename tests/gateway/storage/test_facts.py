@@ -108,3 +108,19 @@ async def test_multi_valued_keys_gain_values_instead_of_superseding(
         )
     current = await facts.current_facts(session, customer_id)
     assert sorted(f.value for f in current) == ["4471", "5520"]
+
+
+async def test_a_pinned_value_is_not_replaced_by_learned_ones(session: AsyncSession) -> None:
+    customer_id, message_id = await _message(session, "meu e-mail é velho@example.org")
+    pinned = await facts.record_fact(
+        session,
+        customer_id,
+        NewFact("email", "novo@example.org", "profile", message_id, pinned=True),
+    )
+    kept = await facts.record_fact(
+        session, customer_id, NewFact("email", "velho@example.org", "profile", message_id)
+    )
+    assert kept.id == pinned.id
+    assert [f.value for f in await facts.current_facts(session, customer_id)] == [
+        "novo@example.org"
+    ]
