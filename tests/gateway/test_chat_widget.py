@@ -6,7 +6,6 @@ history across a reload, and carries an identity token from the URL or from the 
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import json
 import time
 import uuid
@@ -22,7 +21,7 @@ from sqlalchemy import select
 
 from gateway.keys import HUB, SESSIONS
 from gateway.storage.models import Message
-from tests.support.databases import unavailable
+from tests.support.browser import ARTIFACTS, chromium
 from tests.support.stack import API_KEY, WEBCHAT_SECRET, Stack, running_stack
 
 try:
@@ -31,22 +30,11 @@ try:
         BrowserContext,
         Page,
         WebSocketRoute,
-        async_playwright,
         expect,
     )
 except ImportError:  # the skip below says why
     pass
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
-ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 WAIT_MS = 10_000
 VISITOR_KEY = "relaydesk.visitor_id"
 OUTBOX_KEY = "relaydesk.outbox"
@@ -54,25 +42,10 @@ OFFLINE_REPLY = "offline mode"
 FIRST = "<b>First</b> question <img src=x onerror=alert(1)>"
 
 
-def _browser_missing() -> str | None:
-    if importlib.util.find_spec("playwright") is None:
-        return "the playwright package is not installed"
-    if not Path(CHROMIUM).exists():
-        return f"{CHROMIUM} is missing (Debian package chromium)"
-    return None
-
-
 @pytest.fixture
 async def browser() -> AsyncIterator[Browser]:
-    why = _browser_missing()
-    if why is not None:
-        unavailable("headless Chromium", why)
-    async with async_playwright() as playwright:
-        launched = await playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            yield launched
-        finally:
-            await launched.close()
+    async with chromium() as launched:
+        yield launched
 
 
 @pytest.fixture

@@ -46,17 +46,24 @@ def tutor_episode() -> tuple[SourceMessage, ...]:
     for lesson in range(2, 6):
         turns += [(role, text, lesson * 7) for role, text in NOISE]
     turns += [
-        ("user", "Tenho prova semana que vem. Para a lista de revisão você pode mandar o "
-                 "gabarito? Quero conferir.", 42),
+        (
+            "user",
+            "Tenho prova semana que vem. Para a lista de revisão você pode mandar o "
+            "gabarito? Quero conferir.",
+            42,
+        ),
         ("assistant", "Combinado: para a lista de revisão eu mando o gabarito, como exceção.", 42),
     ]
     for lesson in range(7, 12):
         turns += [(role, text, lesson * 7) for role, text in NOISE]
-        turns += [("user", "Travei em completar o quadrado de novo.", lesson * 7),
-                  ("assistant", "Tente somar (b/2)² dos dois lados.", lesson * 7)]
+        turns += [
+            ("user", "Travei em completar o quadrado de novo.", lesson * 7),
+            ("assistant", "Tente somar (b/2)² dos dois lados.", lesson * 7),
+        ]
     turns += [
         (role, f"Aula 12, parte {i}: e agora, qual o próximo passo?", 84)
-        if role == "user" else (role, f"Dica {i}: olhe para o cateto oposto.", 84)
+        if role == "user"
+        else (role, f"Dica {i}: olhe para o cateto oposto.", 84)
         for i, role in enumerate(["user", "assistant"] * 4)
     ]
     return episode(turns, tokens=40)
@@ -84,13 +91,16 @@ def test_tutor_rule_and_scoped_exception_survive_compaction_with_their_sources()
 
 
 def test_tutor_exception_stated_by_the_student_in_english() -> None:
-    messages = episode([
-        ("user", "Hints only, please. Never give me the full answer."),
-        ("assistant", "Deal: hints only."),
-        *[("user", "Is 2x + 3 = 7 solved by x = 2?"), ("assistant", "Check by substituting.")] * 5,
-        ("user", "For the review list you can give the answers, I need to check my work."),
-        ("assistant", "Sure, answers for the review list only."),
-    ])
+    messages = episode(
+        [
+            ("user", "Hints only, please. Never give me the full answer."),
+            ("assistant", "Deal: hints only."),
+            *[("user", "Is 2x + 3 = 7 solved by x = 2?"), ("assistant", "Check by substituting.")]
+            * 5,
+            ("user", "For the review list you can give the answers, I need to check my work."),
+            ("assistant", "Sure, answers for the review list only."),
+        ]
+    )
     result = compact_offline(messages, None)
     assert [(f.key, f.value, f.source_message_id) for f in current_facts(result.facts)] == [
         ("solution_mode", "hints only", 1),
@@ -123,7 +133,9 @@ def test_pix_key_correction_supersedes_the_old_key() -> None:
     assert keys == [("12345678909", 3), ("52998224725", 9)]
     [current] = [f for f in current_facts(result.facts) if f.key == "pix_key"]
     assert (current.value, current.source_message_id, current.scope) == (
-        "52998224725", 9, "payment"
+        "52998224725",
+        9,
+        "payment",
     )
     assert "correction" in current.tags
     [(old, new)] = supersessions(result.facts)
@@ -202,8 +214,14 @@ def test_injection_corpus_stores_no_instruction_and_escalates_no_scope() -> None
     assert ("email", "ataque@x.com", "profile") in stored
     assert ("pix_key", "12345678909", "payment") in stored
     assert {f.value for f in result.facts if f.key == "name"} == {"Ana"}
-    assert {f.key for f in result.facts} <= {"email", "pix_key", "name", "order_id",
-                                             "postal_code", "phone"}
+    assert {f.key for f in result.facts} <= {
+        "email",
+        "pix_key",
+        "name",
+        "order_id",
+        "postal_code",
+        "phone",
+    }
     assert [f for f in result.facts if f.scope == "payment"] == [
         f for f in result.facts if f.key == "pix_key"
     ]
@@ -217,8 +235,11 @@ def test_model_facts_with_instructions_or_forged_scopes_are_refused() -> None:
     ]
     accepted, refused = accept_facts(proposed, [1])
     assert accepted == ()
-    assert [reason for _, reason in refused] == ["instruction_like", "scope_mismatch",
-                                                 "unknown_key"]
+    assert [reason for _, reason in refused] == [
+        "instruction_like",
+        "scope_mismatch",
+        "unknown_key",
+    ]
 
 
 def test_compaction_steps_over_a_growing_episode() -> None:
@@ -227,8 +248,11 @@ def test_compaction_steps_over_a_growing_episode() -> None:
     compactions = 0
     for i in range(1, 161):
         role: Role = "user" if i % 2 else "assistant"
-        unsummarized.append(message(i, role, f"Turno {i}: o pedido {1000 + i} saiu hoje.",
-                                    tokens=60 + (i * 37) % 90))
+        unsummarized.append(
+            message(
+                i, role, f"Turno {i}: o pedido {1000 + i} saiu hoje.", tokens=60 + (i * 37) % 90
+            )
+        )
         step = compact_episode(state, unsummarized)
         if step is None:
             continue
@@ -260,5 +284,4 @@ def test_inputs_must_follow_the_pointer_and_be_ordered() -> None:
     with pytest.raises(ContextInputError):
         compact_offline(list(reversed(messages)), None)
     with pytest.raises(ContextInputError):
-        advance(SummaryState("s", 9), CompactionPlan((8,), (), 8),
-                CompactionResult((), "", ()))
+        advance(SummaryState("s", 9), CompactionPlan((8,), (), 8), CompactionResult((), "", ()))

@@ -38,28 +38,56 @@ POSITIVE = [
     ("My name is John Smith.", [("name", "name", "John Smith")]),
     ("I'm called Bob", [("name", "name", "Bob")]),
     # preferences and rules
-    ("prefiro ser atendida de manhã, mas pode ser à tarde",
-     [("preference", "preference", "ser atendida de manhã")]),
+    (
+        "prefiro ser atendida de manhã, mas pode ser à tarde",
+        [("preference", "preference", "ser atendida de manhã")],
+    ),
     ("I prefer e-mail over phone", [("preference", "preference", "e-mail over phone")]),
     ("gosto de matemática", [("liking", "preference", "matemática")]),
-    ("my favorite book is Charlotte's Web",
-     [("favorite", "preference", "favorite book: Charlotte's Web")]),
-    ("não me ligue, só por WhatsApp por favor",
-     [("no_calls", "contact_rule", "no phone calls"),
-      ("channel_only", "contact_rule", "contact only via WhatsApp")]),
+    (
+        "my favorite book is Charlotte's Web",
+        [("favorite", "preference", "favorite book: Charlotte's Web")],
+    ),
+    (
+        "não me ligue, só por WhatsApp por favor",
+        [
+            ("no_calls", "contact_rule", "no phone calls"),
+            ("channel_only", "contact_rule", "contact only via WhatsApp"),
+        ],
+    ),
     ("please don't call me", [("no_calls", "contact_rule", "no phone calls")]),
     ("não me ligue depois das 20h", [("quiet_hours", "contact_rule", "no contact after 20h")]),
     ("only via e-mail please", [("channel_only", "contact_rule", "contact only via e-mail")]),
-    ("Combinado: só dicas, nunca a resposta pronta.",
-     [("solution_mode", "solution_mode", "hints only")]),
+    (
+        "Combinado: só dicas, nunca a resposta pronta.",
+        [("solution_mode", "solution_mode", "hints only")],
+    ),
     ("hints only, please", [("solution_mode", "solution_mode", "hints only")]),
     ("Never give me the full answer", [("solution_mode", "solution_mode", "hints only")]),
-    ("Para a lista de revisão você pode mandar o gabarito.",
-     [("solution_exception", "solution_mode_exception", "answers allowed for: lista de revisão")]),
-    ("pode mandar o gabarito da lista de revisão, como exceção",
-     [("solution_exception", "solution_mode_exception", "answers allowed for: lista de revisão")]),
-    ("For the review list you can give the answers",
-     [("solution_exception", "solution_mode_exception", "answers allowed for: review list")]),
+    (
+        "Para a lista de revisão você pode mandar o gabarito.",
+        [
+            (
+                "solution_exception",
+                "solution_mode_exception",
+                "answers allowed for: lista de revisão",
+            )
+        ],
+    ),
+    (
+        "pode mandar o gabarito da lista de revisão, como exceção",
+        [
+            (
+                "solution_exception",
+                "solution_mode_exception",
+                "answers allowed for: lista de revisão",
+            )
+        ],
+    ),
+    (
+        "For the review list you can give the answers",
+        [("solution_exception", "solution_mode_exception", "answers allowed for: review list")],
+    ),
 ]
 
 
@@ -98,8 +126,11 @@ PIX = [
     ("chave pix: +55 11 98765-4321", "pix_phone", "+5511987654321"),
     ("ana@x.com é minha chave pix", "pix_email", "ana@x.com"),
     ("CNPJ da chave pix 11.222.333/0001-81", "pix_cnpj", "11222333000181"),
-    ("chave aleatória pix 123E4567-E89B-42D3-A456-556642440000", "pix_random",
-     "123e4567-e89b-42d3-a456-556642440000"),
+    (
+        "chave aleatória pix 123E4567-E89B-42D3-A456-556642440000",
+        "pix_random",
+        "123e4567-e89b-42d3-a456-556642440000",
+    ),
     ("my pix key is 123.456.789-09", "pix_cpf", "12345678909"),
 ]
 

@@ -87,10 +87,23 @@ def test_ordinary_values_are_not_instruction_like(value: str) -> None:
     assert instruction_match(value) is None
 
 
-def fact(key: str = "email", value: str = "ana@x.com", *, scope: str | None = None,
-         source: int = 5, confidence: float = 0.9) -> ExtractedFact:
-    return ExtractedFact(key, value, scope if scope is not None else FACT_SCOPES.get(key, "?"),
-                         source, confidence, (), key)
+def fact(
+    key: str = "email",
+    value: str = "ana@x.com",
+    *,
+    scope: str | None = None,
+    source: int = 5,
+    confidence: float = 0.9,
+) -> ExtractedFact:
+    return ExtractedFact(
+        key,
+        value,
+        scope if scope is not None else FACT_SCOPES.get(key, "?"),
+        source,
+        confidence,
+        (),
+        key,
+    )
 
 
 def test_validate_accepts_sourced_schema_facts_in_order() -> None:

@@ -21,11 +21,14 @@ from tests.support.conversations import message
 PROPERTY = settings(max_examples=300, deadline=None)
 
 
-def history(tokens: Sequence[int], roles: Sequence[str] | None = None,
-            first_id: int = 1) -> list[SourceMessage]:
+def history(
+    tokens: Sequence[int], roles: Sequence[str] | None = None, first_id: int = 1
+) -> list[SourceMessage]:
     roles = roles or ["user" if i % 2 == 0 else "assistant" for i in range(len(tokens))]
-    return [message(first_id + i, role, f"m{i}", tokens=count)
-            for i, (count, role) in enumerate(zip(tokens, roles, strict=True))]
+    return [
+        message(first_id + i, role, f"m{i}", tokens=count)
+        for i, (count, role) in enumerate(zip(tokens, roles, strict=True))
+    ]
 
 
 def kept_tokens(messages: Sequence[SourceMessage], plan: CompactionPlan) -> int:
@@ -91,8 +94,12 @@ def test_final_plan_takes_everything() -> None:
 
 @pytest.mark.parametrize(
     "kwargs",
-    [dict(high_water=100, low_water=100), dict(low_water=-1), dict(keep_recent=-1),
-     dict(block_tokens=0)],
+    [
+        dict(high_water=100, low_water=100),
+        dict(low_water=-1),
+        dict(keep_recent=-1),
+        dict(block_tokens=0),
+    ],
 )
 def test_invalid_thresholds_are_refused(kwargs: dict[str, int]) -> None:
     with pytest.raises(ContextInputError):
@@ -105,9 +112,7 @@ def test_messages_must_be_oldest_first() -> None:
         plan_compaction(list(reversed(messages)))
 
 
-def run(
-    turn_tokens: Sequence[int], *, high: int = 3000, low: int = 1500
-) -> list[int]:
+def run(turn_tokens: Sequence[int], *, high: int = 3000, low: int = 1500) -> list[int]:
     """Simulate an episode turn by turn; return the turns at which a compaction ran."""
     unsummarized: list[SourceMessage] = []
     compactions: list[int] = []
@@ -141,13 +146,18 @@ def test_hovering_around_the_threshold_compacts_once_not_every_turn() -> None:
     block=st.one_of(st.none(), st.integers(1, 2000)),
 )
 def test_plan_invariants(
-    tokens: list[int], roles: list[str], high: int, gap: int, keep_recent: int,
+    tokens: list[int],
+    roles: list[str],
+    high: int,
+    gap: int,
+    keep_recent: int,
     block: int | None,
 ) -> None:
     low = max(0, high - gap)
     messages = history(tokens, roles[: len(tokens)])
-    plan = plan_compaction(messages, high_water=high, low_water=low, keep_recent=keep_recent,
-                           block_tokens=block)
+    plan = plan_compaction(
+        messages, high_water=high, low_water=low, keep_recent=keep_recent, block_tokens=block
+    )
     total = sum(tokens)
     limit = consumable_limit(messages, keep_recent)
     if total <= high or limit == 0:
@@ -180,8 +190,16 @@ def test_plan_invariants(
         keep = set(plan.keep_ids)
         rest = [m for m in messages if m.id in keep]
         nxt = message(ids[-1] + 1, "user", "next", tokens=high - low - 1)
-        assert plan_compaction(rest + [nxt], high_water=high, low_water=low,
-                               keep_recent=keep_recent, block_tokens=block) is None
+        assert (
+            plan_compaction(
+                rest + [nxt],
+                high_water=high,
+                low_water=low,
+                keep_recent=keep_recent,
+                block_tokens=block,
+            )
+            is None
+        )
 
 
 @PROPERTY

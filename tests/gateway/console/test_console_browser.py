@@ -5,56 +5,29 @@ correct a fact and see the context preview carry the correction. Screenshots are
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from gateway.keys import MEMORY
 from tests.gateway.console.conftest import AUTH, PASSWORD, USERNAME, seed
-from tests.support.databases import unavailable
+from tests.support.browser import ARTIFACTS, chromium
 from tests.support.stack import Stack
 
 try:
-    from playwright.async_api import Browser, Page, async_playwright, expect
+    from playwright.async_api import Browser, Page, expect
 except ImportError:  # the skip below says why
     pass
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
-ARTIFACTS = Path(__file__).resolve().parents[3] / "test-artifacts"
 WAIT_MS = 10_000
 OTHER_PHONE = "+5511912345678"
 
 
-def _browser_missing() -> str | None:
-    if importlib.util.find_spec("playwright") is None:
-        return "the playwright package is not installed"
-    if not Path(CHROMIUM).exists():
-        return f"{CHROMIUM} is missing (Debian package chromium)"
-    return None
-
-
 @pytest.fixture
 async def browser() -> AsyncIterator[Browser]:
-    why = _browser_missing()
-    if why is not None:
-        unavailable("headless Chromium", why)
-    async with async_playwright() as playwright:
-        launched = await playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            yield launched
-        finally:
-            await launched.close()
+    async with chromium() as launched:
+        yield launched
 
 
 async def _screenshot(page: Page, name: str) -> None:

@@ -54,12 +54,14 @@ def _sample() -> dict[str, Any]:
                 "evidence": ["D1:1"],
                 "category": 4,
             },
-            {"question": "When?", "answer": 2023, "evidence": ["D1:1; D2:2", "D:11:26"],
-             "category": 2},
-            {"question": "Unanswerable?", "adversarial_answer": "x", "evidence": [],
-             "category": 5},
-            {"question": "Past the end?", "answer": "y", "evidence": ["D2:99", "D"],
-             "category": 1},
+            {
+                "question": "When?",
+                "answer": 2023,
+                "evidence": ["D1:1; D2:2", "D:11:26"],
+                "category": 2,
+            },
+            {"question": "Unanswerable?", "adversarial_answer": "x", "evidence": [], "category": 5},
+            {"question": "Past the end?", "answer": "y", "evidence": ["D2:99", "D"], "category": 1},
         ],
     }
 
@@ -103,7 +105,10 @@ async def test_end_to_end_on_a_small_conversation(tmp_path: Path) -> None:
     assert set(line["overall"]) == set(METHODS)
     for figures in line["overall"].values():
         assert set(figures) >= {
-            "evidence_coverage", "answer_in_window", "tokens_median", "token_ratio_to_full"
+            "evidence_coverage",
+            "answer_in_window",
+            "tokens_median",
+            "token_ratio_to_full",
         }
         assert 0.0 <= figures["evidence_coverage"] <= 1.0
     assert line["overall"]["full"]["evidence_coverage"] == 1.0

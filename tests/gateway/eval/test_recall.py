@@ -15,12 +15,20 @@ from identity import ChannelIdentityKey, LinkLevel, ScopePolicy, WhatsAppSender,
 COUNTER = TiktokenCounter(load_encoding())
 
 
-async def _say(session: AsyncSession, owner: ResolvedIdentity, episode_id: str, channel: str,
-               text: str) -> int:
+async def _say(
+    session: AsyncSession, owner: ResolvedIdentity, episode_id: str, channel: str, text: str
+) -> int:
     stored = await messages.append_message(
         session,
-        NewMessage(owner.customer_id, episode_id, channel, "user", text, COUNTER.count(text),
-                   owner.identity_id if channel == "whatsapp" else None),
+        NewMessage(
+            owner.customer_id,
+            episode_id,
+            channel,
+            "user",
+            text,
+            COUNTER.count(text),
+            owner.identity_id if channel == "whatsapp" else None,
+        ),
     )
     return stored.id
 
@@ -53,15 +61,29 @@ async def test_recall_brings_typed_turns_and_only_summaries_of_calls(
     )
     raw = await _say(session, owner, call.id, "phone", "RAW-CALL greyhound vet appointment")
     await summaries.save_summary(
-        session, customer_id=owner.customer_id, episode_id=call.id,
+        session,
+        customer_id=owner.customer_id,
+        episode_id=call.id,
         summary="[2026-01-01] Customer: booked a vet visit for the greyhound.",
-        last_message_id=raw, origin_channel="phone", token_count=14, transcript_confidence=0.7,
-        sentences=[{"text": "booked a vet visit for the greyhound.", "source_message_id": raw,
-                    "date": "2026-01-01", "speaker": "Customer"}],
+        last_message_id=raw,
+        origin_channel="phone",
+        token_count=14,
+        transcript_confidence=0.7,
+        sentences=[
+            {
+                "text": "booked a vet visit for the greyhound.",
+                "source_message_id": raw,
+                "date": "2026-01-01",
+                "speaker": "Customer",
+            }
+        ],
     )
     assembled = await assemble_context(
-        session, identity=_viewer(owner, LinkLevel.VERIFIED), settings=TenantSettings(),
-        counter=COUNTER, message="what about my greyhound?",
+        session,
+        identity=_viewer(owner, LinkLevel.VERIFIED),
+        settings=TenantSettings(),
+        counter=COUNTER,
+        message="what about my greyhound?",
     )
     system = assembled.window.messages[0].content
     assert "Customer: My greyhound Biscuit loves the beach." in system
@@ -72,8 +94,11 @@ async def test_recall_brings_typed_turns_and_only_summaries_of_calls(
 
     # An asserted identity sees summaries, not another identity's raw turns.
     asserted = await assemble_context(
-        session, identity=_viewer(owner, LinkLevel.ASSERTED), settings=TenantSettings(),
-        counter=COUNTER, message="what about my greyhound?",
+        session,
+        identity=_viewer(owner, LinkLevel.ASSERTED),
+        settings=TenantSettings(),
+        counter=COUNTER,
+        message="what about my greyhound?",
     )
     text = asserted.window.messages[0].content
     assert "Biscuit loves the beach" not in text

@@ -228,9 +228,7 @@ def test_parse_keeps_numbers_and_numeric_string_ids() -> None:
         '{"facts": [{"key": "order_id", "value": 4471, "scope": "account",'
         ' "source_message_id": "101"}], "summary": "s"}'
     )
-    assert [(f.value, f.source_message_id, f.confidence) for f in proposed] == [
-        ("4471", 101, 0.8)
-    ]
+    assert [(f.value, f.source_message_id, f.confidence) for f in proposed] == [("4471", 101, 0.8)]
     assert summary == "s"
 
 
@@ -242,8 +240,11 @@ def test_parse_keeps_numbers_and_numeric_string_ids() -> None:
         ("openai:gpt-4o-mini", None, SummaryModelConfig("openai:gpt-4o-mini")),
         ("gpt-4o-mini", None, SummaryModelConfig("openai:gpt-4o-mini")),
         ("claude-haiku", "anthropic", SummaryModelConfig("anthropic:claude-haiku")),
-        ("llama3.1:8b", "http://127.0.0.1:11434/v1",
-         SummaryModelConfig("openai:llama3.1:8b", "http://127.0.0.1:11434/v1")),
+        (
+            "llama3.1:8b",
+            "http://127.0.0.1:11434/v1",
+            SummaryModelConfig("openai:llama3.1:8b", "http://127.0.0.1:11434/v1"),
+        ),
         ("openai:gpt-4o-mini", "offline", None),
     ],
 )
@@ -291,7 +292,12 @@ async def _conversation(sessions: async_sessionmaker[AsyncSession]) -> tuple[str
             stored = await messages.append_message(
                 session,
                 NewMessage(
-                    customer.id, episode.id, "whatsapp", role, text, COUNTER.count(text),
+                    customer.id,
+                    episode.id,
+                    "whatsapp",
+                    role,
+                    text,
+                    COUNTER.count(text),
                     created_at=START + timedelta(minutes=index),
                 ),
             )
@@ -333,7 +339,10 @@ async def test_storage_keeps_accepted_facts_and_traces_the_model(
     assert (trace.compactor, trace.model, trace.error) == ("llm", "summary-mini", None)
     assert (trace.tokens_in, trace.tokens_out) == (100, 7)
     assert sorted(r["why"] for r in trace.facts_after["refused"]) == [
-        "instruction_like", "scope_mismatch", "source_out_of_range", "source_out_of_range",
+        "instruction_like",
+        "scope_mismatch",
+        "source_out_of_range",
+        "source_out_of_range",
     ]
 
 

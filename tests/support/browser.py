@@ -1,0 +1,50 @@
+"""Headless Debian Chromium through Playwright, shared by the browser tests.
+
+Never a downloaded browser build: `/usr/bin/chromium` from the Debian package. Where it or the
+playwright package is missing the tests are skipped with the reason (failed in CI).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from tests.support.databases import unavailable
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+
+
+def browser_missing() -> str | None:
+    if importlib.util.find_spec("playwright") is None:
+        return "the playwright package is not installed"
+    if not Path(CHROMIUM).exists():
+        return f"{CHROMIUM} is missing (Debian package chromium)"
+    return None
+
+
+@asynccontextmanager
+async def chromium() -> AsyncIterator[Any]:
+    """A launched headless Chromium (a Playwright `Browser`)."""
+    why = browser_missing()
+    if why is not None:
+        unavailable("headless Chromium", why)
+    from playwright.async_api import async_playwright
+
+    async with async_playwright() as playwright:
+        launched = await playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield launched
+        finally:
+            await launched.close()
