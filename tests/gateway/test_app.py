@@ -115,3 +115,23 @@ async def test_metrics_count_requests(client: TestClient) -> None:  # type: igno
     text = await response.text()
     assert 'relaydesk_http_requests_total{method="GET",route="/healthz",status="200"} 3.0' in text
     assert 'route="unmatched",status="404"} 1.0' in text
+
+
+async def test_every_post_route_refuses_an_oversized_body(
+    tmp_path: Path, aiohttp_client: AiohttpClient
+) -> None:
+    app = create_app(_settings(tmp_path))
+    client = await aiohttp_client(app)
+    posts = sorted(
+        {
+            route.resource.canonical
+            for route in app.router.routes()
+            if route.method == "POST" and route.resource is not None
+        }
+    )
+    assert "/webhooks/twilio/whatsapp" in posts and "/v1/transcripts" in posts
+    for path in posts:
+        concrete = path.replace("{", "").replace("}", "").replace(":", "-")
+        response = await client.post(concrete, data=b"x" * 10_000)
+        assert response.status == 413, path
+        assert (await response.json())["error"] == "payload_too_large"
