@@ -21,6 +21,7 @@ from gateway.clock import utcnow
 from gateway.config import Settings
 from gateway.console import api as console_api
 from gateway.console import routes as console_routes
+from gateway.idempotency import idempotency_middleware
 from gateway.keys import (
     COUNTER,
     ENGINE,
@@ -167,7 +168,12 @@ async def pipeline_ctx(app: web.Application) -> AsyncIterator[None]:
 
 def create_app(settings: Settings) -> web.Application:
     app = web.Application(
-        middlewares=[metrics_middleware, error_middleware, body_limit_middleware],
+        middlewares=[
+            metrics_middleware,
+            error_middleware,
+            body_limit_middleware,
+            idempotency_middleware,
+        ],
         client_max_size=settings.max_body_bytes,
     )
     app[SETTINGS] = settings

@@ -17,6 +17,15 @@ ERROR_SCHEMA = {
     "properties": {"error": {"type": "string"}, "detail": {"type": "string"}},
 }
 
+IDEMPOTENCY_KEY = {
+    "name": "Idempotency-Key",
+    "in": "header",
+    "required": False,
+    "description": "retries with the same key and body get the first response back "
+    "(with `Idempotent-Replayed: true`) for 24 hours",
+    "schema": {"type": "string", "minLength": 1, "maxLength": 255},
+}
+
 _BODIES: dict[tuple[str, str], type[BaseModel]] = {}
 _OPERATIONS: dict[str, dict[str, Any]] = {}
 
@@ -43,6 +52,10 @@ def document(
         operator = path.startswith("/v1/operator") or path.startswith("/console/api")
         operation["security"] = [{"bearer": []}, {"console": []}] if operator else [{"bearer": []}]
         operation["responses"].setdefault("401", _response(401, "missing or wrong API key"))
+    if secured and method == "POST" and path.startswith("/v1/"):
+        parameters = [*(parameters or []), IDEMPOTENCY_KEY]
+        operation["responses"].setdefault("409", _response(409, "the key's request still runs"))
+        operation["responses"].setdefault("422", _response(422, "the key was used elsewhere"))
     if parameters:
         operation["parameters"] = parameters
     if body is not None:

@@ -370,6 +370,27 @@ class OperatorSession(Base):
     expires_at: Mapped[datetime]
 
 
+class IdempotencyKey(Base):
+    """A client's `Idempotency-Key` on one route: claimed while the request runs, then the
+    response it produced, replayed to retries of the same request for 24 hours."""
+
+    __tablename__ = "idempotency_keys"
+    __table_args__ = (UniqueConstraint("key", "method", "path", name="uq_idempotency_keys_scope"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    key: Mapped[str] = mapped_column(String(255))
+    method: Mapped[str] = mapped_column(String(16))
+    path: Mapped[str] = mapped_column(String(1024))
+    # SHA-256 (hex) of the method, path, query string and body.
+    fingerprint: Mapped[str] = mapped_column(String(64))
+    status: Mapped[str] = mapped_column(String(16), default="in_progress")
+    response_status: Mapped[int | None] = mapped_column(Integer)
+    response_body: Mapped[str | None] = mapped_column(Text)
+    content_type: Mapped[str | None] = mapped_column(String(255))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow, index=True)
+    locked_until: Mapped[datetime]
+
+
 class TenantConfig(Base):
     """Context settings at one level of the lookup: domain, host or assistant (seed 004)."""
 
