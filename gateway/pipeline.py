@@ -53,6 +53,7 @@ from identity import ChannelIdentityKey, LinkLevel
 log = logging.getLogger("relaydesk.pipeline")
 
 MAX_DELIVERY_ATTEMPTS = 5
+DELIVERY_LEASE = timedelta(minutes=2)
 SEEN_TTL_S = 7 * 24 * 3600
 
 
@@ -365,7 +366,11 @@ class Pipeline:
         return reply
 
     async def _send(self, turn: TurnRecord, inbound: MessageRecord, reply: MessageRecord) -> None:
-        """Deliver the stored reply; a retryable failure is left for `retry_deliveries`."""
+        """Deliver the stored reply under a delivery lease; a retryable failure is left for
+        `retry_deliveries`."""
+        async with self.sessions.begin() as session:
+            if not await turns.claim_delivery(session, turn.id, DELIVERY_LEASE):
+                return  # another sender holds it, or it is done
         channel = self.channels.get(inbound.channel)
         sender = str((inbound.extra or {}).get("sender", ""))
         status, error = "sent", None
@@ -391,7 +396,11 @@ class Pipeline:
         if status == "retry" and attempts >= MAX_DELIVERY_ATTEMPTS:
             status = "failed"
         async with self.sessions.begin() as session:
-            fields: dict[str, Any] = {"delivery_status": status, "delivery_attempts": attempts}
+            fields: dict[str, Any] = {
+                "delivery_status": status,
+                "delivery_attempts": attempts,
+                "delivery_lease_until": None,
+            }
             if error is not None:
                 fields["error"] = error[:2000]
                 log.warning(

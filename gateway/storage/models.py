@@ -215,6 +215,9 @@ class TurnRow(Base):
     error: Mapped[str | None] = mapped_column(Text)
     delivery_status: Mapped[str | None] = mapped_column(String(16))
     delivery_attempts: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    # While a process hands the reply to its channel it holds this lease; another process
+    # (the sweep) may only send after the lease ran out, so one reply is sent once.
+    delivery_lease_until: Mapped[datetime | None]
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
 

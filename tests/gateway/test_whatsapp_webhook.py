@@ -251,3 +251,34 @@ async def test_a_reply_stored_but_never_sent_is_sent_by_the_sweep(tmp_path: Path
         async with stack.sessions()() as session:
             turn = await session.scalar(select(TurnRow))
         assert turn is not None and turn.delivery_status == "sent"
+
+
+@pytest.mark.parametrize("backend", ["embedded", "production"])
+async def test_concurrent_sweeps_send_a_stranded_reply_once(
+    backend: str, tmp_path: Path, twilio
+) -> None:  # type: ignore[no-untyped-def]
+    from datetime import timedelta
+
+    from sqlalchemy import update
+
+    from gateway.clock import utcnow
+
+    fake, base = twilio
+    sender = f"whatsapp:+55119{uuid.uuid4().int % 10**8:08d}"
+    async with running_stack(backend, tmp_path, **_settings(base)) as stack:
+        await _webhook(stack, _params("oi", sender=sender))
+        await stack.idle()
+        assert len(fake.created) == 1
+        async with stack.sessions().begin() as session:  # stranded: stored, never sent
+            await session.execute(
+                update(TurnRow).values(
+                    delivery_status=None, updated_at=utcnow() - timedelta(minutes=5)
+                )
+            )
+        sent = await asyncio.gather(*(stack.pipeline.retry_deliveries() for _ in range(5)))
+        assert sum(sent) >= 1
+        assert len(fake.created) == 2  # one more send, not five
+        async with stack.sessions()() as session:
+            turn = await session.scalar(select(TurnRow))
+        assert turn is not None and turn.delivery_status == "sent"
+        assert turn.delivery_lease_until is None

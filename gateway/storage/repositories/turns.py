@@ -102,12 +102,36 @@ async def undelivered(
                     TurnRow.reply_message_id.is_not(None),
                     TurnRow.updated_at < stranded,
                 ),
+                and_(
+                    TurnRow.delivery_status == "sending",
+                    TurnRow.delivery_lease_until < utcnow(),
+                ),
             )
         )
         .order_by(TurnRow.updated_at, TurnRow.id)
         .limit(limit)
     )
     return [turn_record(row) for row in rows]
+
+
+async def claim_delivery(session: AsyncSession, turn_id: int, lease: timedelta) -> bool:
+    """Take the right to send this turn's reply until the lease ends; False when another
+    sender holds a live lease or the reply is already sent or given up."""
+    now = utcnow()
+    result = await session.execute(
+        update(TurnRow)
+        .where(
+            TurnRow.id == turn_id,
+            TurnRow.reply_message_id.is_not(None),
+            or_(
+                TurnRow.delivery_status.is_(None),
+                TurnRow.delivery_status == "retry",
+                and_(TurnRow.delivery_status == "sending", TurnRow.delivery_lease_until < now),
+            ),
+        )
+        .values(delivery_status="sending", delivery_lease_until=now + lease)
+    )
+    return bool(result.rowcount)  # type: ignore[attr-defined]
 
 
 async def finish_turn(session: AsyncSession, turn_id: int, **fields: Any) -> TurnRecord:
