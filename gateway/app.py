@@ -48,6 +48,7 @@ from gateway.scheduler import TurnScheduler
 from gateway.storage.engine import make_engine, make_sessionmaker
 from gateway.storage.migrate import upgrade
 from gateway.transcriber import OpenAITranscriber
+from gateway.webchat_fanout import FANOUT, RedisFanout
 from gateway.webchat_hub import WebChatHub
 
 log = logging.getLogger("relaydesk.app")
@@ -102,7 +103,9 @@ async def pipeline_ctx(app: web.Application) -> AsyncIterator[None]:
             count=app[COUNTER].count,
         )
 
-    hub = WebChatHub()
+    # With Redis, replies reach sockets held by any gateway process (gateway/webchat_fanout.py).
+    fanout = RedisFanout(redis) if redis is not None else None
+    hub = WebChatHub(fanout.publish if fanout is not None else None)
     transcriber = None
     if settings.transcriber_model:
         transcriber = OpenAITranscriber(
@@ -155,12 +158,17 @@ async def pipeline_ctx(app: web.Application) -> AsyncIterator[None]:
     app[PIPELINE] = pipeline
     app[SCHEDULER] = scheduler
     app[MEMORY] = memory
+    if fanout is not None:
+        app[FANOUT] = fanout
+        fanout.start(hub.broadcast)
     scheduler.start()
     if settings.run_compaction:
         memory.start()
     yield
     await scheduler.close()
     await memory.close()
+    if fanout is not None:
+        await fanout.close()
     await hub.close_all()
     await whatsapp.close()
     await telegram.close()

@@ -20,6 +20,14 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
 
     host = args.host or settings.host
     port = args.port or settings.port
+    if args.workers > 1:
+        from gateway.supervisor import refusal, serve_workers
+
+        why = refusal(settings, args.workers)
+        if why is not None:
+            print(f"relaydesk: {why}", file=sys.stderr)
+            return 2
+        return serve_workers(settings, host, port, args.workers)
     logging.getLogger("relaydesk").info(
         "relaydesk listening", extra={"fields": {"url": f"http://{host}:{port}"}}
     )
@@ -42,6 +50,16 @@ def _migrate(settings: Settings, args: argparse.Namespace) -> int:
     revision = asyncio.run(run())
     print(f"database at revision {revision}")
     return 0
+
+
+def _positive(raw: str) -> int:
+    try:
+        value = int(raw)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not a number: {raw!r}") from exc
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
 
 
 def _sizes(raw: str) -> tuple[int, ...]:
@@ -238,6 +256,12 @@ def build_parser() -> argparse.ArgumentParser:
     serve = commands.add_parser("serve", help="run the gateway (HTTP, webhooks, web chat)")
     serve.add_argument("--host", help="bind address (default RELAYDESK_HOST)")
     serve.add_argument("--port", type=int, help="port (default RELAYDESK_PORT)")
+    serve.add_argument(
+        "--workers",
+        type=_positive,
+        default=1,
+        help="gateway processes sharing the port (more than 1 needs PostgreSQL and Redis)",
+    )
     serve.set_defaults(run=_serve)
 
     migrate = commands.add_parser("migrate", help="upgrade the database schema")

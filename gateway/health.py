@@ -1,8 +1,13 @@
-"""`/healthz` (database, and Redis when configured) and `/metrics` (Prometheus text)."""
+"""`/healthz` (database, and Redis when configured) and `/metrics` (Prometheus text).
+
+`/healthz` also names the process (`pid`) that answered, to tell gateway processes apart
+behind one port or load balancer.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import os
 
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
@@ -45,10 +50,11 @@ async def healthz(request: web.Request) -> web.Response:
                 "error": "service_unavailable",
                 "detail": "unavailable: " + ", ".join(down),
                 "checks": checks,
+                "pid": os.getpid(),
             },
             status=503,
         )
-    return web.json_response({"status": "ok", "checks": checks})
+    return web.json_response({"status": "ok", "checks": checks, "pid": os.getpid()})
 
 
 async def metrics(request: web.Request) -> web.Response:

@@ -2,17 +2,27 @@
 
 A reply for a visitor with no open socket is not lost: it is stored, and the widget fetches
 what it missed with its `after` cursor when it reconnects.
+
+With a `publish` callable (several gateway processes, see `gateway.webchat_fanout`) `deliver`
+hands the frame to it instead of broadcasting, and every process broadcasts what it receives
+to its own sockets; if publishing fails the frame is broadcast here only.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections import defaultdict
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from aiohttp import web
 
 from channels.base import OutboundMessage
+
+log = logging.getLogger("relaydesk.webchat")
+
+Publish = Callable[[str, dict[str, Any]], Awaitable[None]]
 
 
 def message_frame(
@@ -29,8 +39,9 @@ def message_frame(
 
 
 class WebChatHub:
-    def __init__(self) -> None:
+    def __init__(self, publish: Publish | None = None) -> None:
         self._sockets: dict[str, set[web.WebSocketResponse]] = defaultdict(set)
+        self._publish = publish
 
     def add(self, visitor_id: str, socket: web.WebSocketResponse) -> None:
         self._sockets[visitor_id].add(socket)
@@ -53,12 +64,19 @@ class WebChatHub:
     async def deliver(self, message: OutboundMessage) -> None:
         from gateway.clock import utcnow
 
-        await self.broadcast(
-            message.recipient,
-            message_frame(
-                message.message_id or "", "assistant", message.text, utcnow().isoformat(), None
-            ),
+        frame = message_frame(
+            message.message_id or "", "assistant", message.text, utcnow().isoformat(), None
         )
+        if self._publish is not None:
+            try:
+                await self._publish(message.recipient, frame)
+                return
+            except Exception as exc:  # the reply is stored; reach at least the local sockets
+                log.warning(
+                    "web chat fan-out publish failed",
+                    extra={"fields": {"error": type(exc).__name__}},
+                )
+        await self.broadcast(message.recipient, frame)
 
     async def close_all(self) -> None:
         for sockets in list(self._sockets.values()):

@@ -1,0 +1,162 @@
+"""`relaydesk serve --workers N`: N gateway processes sharing one port on one machine.
+
+Each child is a fresh interpreter (multiprocessing "spawn", no fork of a running event loop)
+running the ordinary app with `reuse_port=True`, so the kernel spreads new connections over
+them. The parent only supervises: SIGTERM or SIGINT stops every child gracefully; a child that
+dies on its own is logged and the parent stops the others and exits non-zero, leaving the
+restart to the orchestrator (systemd, compose, Kubernetes) rather than hiding a crash loop.
+
+Several processes share nothing in memory, so this needs PostgreSQL and Redis: the embedded
+SQLite file, in-process locks, dedupe and compaction queue belong to one process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import multiprocessing
+import os
+import signal
+import threading
+import time
+from multiprocessing.connection import wait
+from multiprocessing.process import BaseProcess
+from types import FrameType
+
+from gateway.config import Settings
+
+log = logging.getLogger("relaydesk.supervisor")
+
+STOP_GRACE_S = 8.0
+POLL_S = 0.2
+
+
+def refusal(settings: Settings, workers: int) -> str | None:
+    """Why `workers` processes cannot run on these settings, or None."""
+    if workers < 2:
+        return None
+    missing = []
+    if settings.is_sqlite:
+        missing.append("RELAYDESK_DATABASE_URL=postgresql+asyncpg://…")
+    if settings.redis_url is None:
+        missing.append("RELAYDESK_REDIS_URL=redis://…")
+    if not missing:
+        return None
+    return (
+        f"--workers {workers} needs PostgreSQL and Redis: the embedded SQLite database and the "
+        "in-process locks, dedupe and queue belong to one process. Set "
+        + " and ".join(missing)
+        + " (run `relaydesk migrate` first), or serve with one worker."
+    )
+
+
+def _migrate_once(settings: Settings) -> None:
+    # Children would all migrate at start; do it once here so they find the schema at head.
+    from gateway.storage.engine import make_engine
+    from gateway.storage.migrate import upgrade
+
+    async def run() -> None:
+        engine = make_engine(settings.database_url)
+        try:
+            await upgrade(engine)
+        finally:
+            await engine.dispose()
+
+    asyncio.run(run())
+
+
+def _exit_with_parent(parent: int) -> None:
+    """Stop this child if the supervisor disappears without stopping it (e.g. SIGKILL)."""
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+
+
+def run_child(settings: Settings, host: str, port: int, parent: int) -> None:
+    """Entry point of one gateway process (module level, so "spawn" can import it)."""
+    from aiohttp import web
+
+    from gateway.app import create_app
+    from gateway.logs import configure_logging
+
+    configure_logging(settings.log_level)
+    _exit_with_parent(parent)
+    log.info("gateway process started", extra={"fields": {"pid": os.getpid()}})
+    web.run_app(
+        create_app(settings),
+        host=host,
+        port=port,
+        reuse_port=True,
+        access_log=None,
+        print=None,
+    )
+
+
+def serve_workers(settings: Settings, host: str, port: int, workers: int) -> int:
+    """Run `workers` gateway processes on host:port until a signal (0) or a crash (1)."""
+    if settings.should_auto_migrate:
+        _migrate_once(settings)
+    context = multiprocessing.get_context("spawn")
+    stop_requested: list[int] = []
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        stop_requested.append(signum)
+
+    previous = {
+        signum: signal.signal(signum, on_signal) for signum in (signal.SIGTERM, signal.SIGINT)
+    }
+    children: list[BaseProcess] = []
+    try:
+        for index in range(workers):
+            child: BaseProcess = context.Process(
+                target=run_child,
+                args=(settings, host, port, os.getpid()),
+                name=f"relaydesk-gateway-{index + 1}",
+            )
+            child.start()
+            children.append(child)
+        log.info(
+            "relaydesk listening",
+            extra={
+                "fields": {
+                    "url": f"http://{host}:{port}",
+                    "workers": workers,
+                    "pids": [child.pid for child in children],
+                }
+            },
+        )
+        while not stop_requested:
+            wait([child.sentinel for child in children], timeout=POLL_S)
+            dead = [child for child in children if not child.is_alive()]
+            if dead and not stop_requested:
+                for child in dead:
+                    log.error(
+                        "gateway process exited; stopping the others",
+                        extra={"fields": {"pid": child.pid, "exitcode": child.exitcode}},
+                    )
+                return 1
+        log.info("stopping gateway processes", extra={"fields": {"signal": stop_requested[0]}})
+        return 0
+    finally:
+        _stop(children)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+def _stop(children: list[BaseProcess]) -> None:
+    for child in children:
+        if child.is_alive():
+            child.terminate()  # SIGTERM: aiohttp shuts the app down gracefully
+    deadline = time.monotonic() + STOP_GRACE_S
+    for child in children:
+        child.join(max(0.0, deadline - time.monotonic()))
+        if child.is_alive():
+            log.warning(
+                "gateway process did not stop; killing it", extra={"fields": {"pid": child.pid}}
+            )
+            child.kill()
+            child.join()

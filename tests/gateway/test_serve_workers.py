@@ -1,0 +1,135 @@
+"""`relaydesk serve --workers N`: several real gateway processes on one port."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import aiohttp
+
+from tests.support.databases import (
+    REDIS_URL,
+    create_database,
+    drop_database,
+    postgres_reachable,
+    redis_reachable,
+    unavailable,
+)
+
+SCRIPT = Path(sys.executable).with_name("relaydesk")
+COMMAND = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "gateway.cli"]
+
+
+def _env(**values: str) -> dict[str, str]:
+    # Only what the test sets: no RELAYDESK_* of the surrounding shell.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RELAYDESK_")}
+    env.update(values)
+    return env
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+async def _pids_answering(port: int, *, at_least: int, deadline_s: float) -> dict[int, int]:
+    """Ask /healthz over a new connection each time until `at_least` requests were answered
+    and two distinct processes answered; return pid -> answers."""
+    seen: dict[int, int] = {}
+    answered = 0
+    deadline = time.monotonic() + deadline_s
+    connector = aiohttp.TCPConnector(force_close=True)
+    async with aiohttp.ClientSession(connector=connector) as http:
+        while time.monotonic() < deadline and (answered < at_least or len(seen) < 2):
+            try:
+                async with http.get(f"http://127.0.0.1:{port}/healthz") as response:
+                    body = await response.json()
+                    assert response.status == 200, body
+            except aiohttp.ClientConnectionError:
+                await asyncio.sleep(0.2)  # not listening yet
+                continue
+            seen[body["pid"]] = seen.get(body["pid"], 0) + 1
+            answered += 1
+    return seen
+
+
+async def test_two_gateway_processes_share_the_port_and_stop_on_sigterm(tmp_path: Path) -> None:
+    for what, why in (
+        ("PostgreSQL", await postgres_reachable()),
+        ("Redis", await redis_reachable()),
+    ):
+        if why is not None:
+            unavailable(what, why)
+    url = await create_database()
+    env = _env(
+        RELAYDESK_DATABASE_URL=url,
+        RELAYDESK_REDIS_URL=REDIS_URL,
+        RELAYDESK_RUN_COMPACTION="false",
+        RELAYDESK_LOG_LEVEL="WARNING",
+    )
+    try:
+        migrated = subprocess.run(
+            [*COMMAND, "migrate"], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60
+        )
+        assert migrated.returncode == 0, migrated.stderr
+        port = _free_port()
+        log = (tmp_path / "serve.log").open("w")
+        server = subprocess.Popen(
+            [*COMMAND, "serve", "--workers", "2", "--port", str(port)],
+            env=env,
+            cwd=tmp_path,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            pids = await _pids_answering(port, at_least=40, deadline_s=60)
+            output = (tmp_path / "serve.log").read_text()
+            assert len(pids) == 2, (pids, output)
+            assert server.pid not in pids  # the parent only supervises
+            assert server.poll() is None
+
+            server.send_signal(signal.SIGTERM)
+            started = time.monotonic()
+            code = await asyncio.to_thread(server.wait, 10)
+            assert time.monotonic() - started < 10
+            assert code == 0, (tmp_path / "serve.log").read_text()
+            for pid in pids:  # the children are gone too
+                assert not _alive(pid), pid
+        finally:
+            if server.poll() is None:
+                server.kill()
+                server.wait()
+            log.close()
+    finally:
+        await drop_database(url)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_workers_are_refused_on_the_embedded_sqlite_default(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [*COMMAND, "serve", "--workers", "2", "--port", str(_free_port())],
+        env=_env(),
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2
+    assert "--workers 2 needs PostgreSQL and Redis" in result.stderr
+    assert "RELAYDESK_DATABASE_URL=postgresql+asyncpg://" in result.stderr
+    assert not (tmp_path / "relaydesk.db").exists()  # refused before touching anything
