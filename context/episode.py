@@ -26,6 +26,7 @@ __all__ = [
     "Fitted",
     "TurnPick",
     "dropped_turns",
+    "episode_demand",
     "fit_text",
     "last_user_and_assistant",
     "plan_episode",
@@ -137,6 +138,17 @@ def summary_cost(episode: CurrentEpisode, counter: TokenCounter) -> int | None:
     if tokens is None:
         tokens = counter.count(episode.summary)
     return counter.count(f"{BLOCK_SEPARATOR}{EPISODE_SUMMARY_HEADER}\n") + tokens
+
+
+def episode_demand(
+    episode: CurrentEpisode, message: str, budget: Budget, counter: TokenCounter
+) -> int:
+    """What the current episode slice would use with nothing cut: the current message, every
+    turn (each after the single-message cap) and the episode summary."""
+    current = fit_text(message, None, budget, counter)
+    turns = sum(_pick(episode.turns, i, budget, counter).cost for i in range(len(episode.turns)))
+    summary = summary_cost(episode, counter) or 0
+    return counter.message_overhead + current.tokens + turns + summary
 
 
 def plan_episode(

@@ -47,6 +47,9 @@ RANK_LIMIT: Final = 1_000
 CONTEXT_WEIGHT: Final = 0.7
 # Boost of a candidate whose speaker the query names.
 SPEAKER_WEIGHT: Final = 0.4
+# Room beyond the slice (what later slices leave unused) takes only lines scoring at least this
+# share of the best line's score: spare room is spent on relevant lines, not on filler.
+RELEVANCE_FLOOR: Final = 0.2
 # "\n" between lines of a group.
 _LINE_JOIN: Final = 1
 
@@ -179,21 +182,28 @@ def _group_cost(entries: Sequence[tuple[RecallCandidate, int]], tag: int) -> int
 
 
 def pack(
-    ranked: Iterable[RecallCandidate],
+    ranked: Iterable[tuple[float, RecallCandidate]],
     episodes: dict[str, RecallEpisode],
     budget: int,
     counter: TokenCounter,
     *,
     max_lines: int | None = None,
+    extra: int = 0,
+    floor: float = RELEVANCE_FLOOR,
 ) -> tuple[SummaryItem, ...]:
-    """Take ``ranked`` candidates in order while their lines (and their episode's tag) fit
-    ``budget`` tokens; one ``SummaryItem`` per episode, lines in chronological order."""
+    """Take ``ranked`` (score, candidate) pairs in order while their lines (and their episode's
+    tag) fit ``budget`` tokens; one ``SummaryItem`` per episode, lines in chronological order.
+    A line scoring at least ``floor`` × the best score may also use the ``extra`` tokens."""
     groups: dict[str, list[tuple[RecallCandidate, int]]] = {}
     tags: dict[str, int] = {}
     turns_taken: set[int] = set()
     used = 0
     taken = 0
-    for candidate in ranked:
+    best: float | None = None
+    for score, candidate in ranked:
+        if best is None:
+            best = score
+        limit = budget + extra if score >= floor * best else budget
         if max_lines is not None and taken >= max_lines:
             break
         episode = episodes.get(candidate.episode_id)
@@ -214,7 +224,7 @@ def pack(
             tags[candidate.episode_id] = _tag_cost(episode, counter)
         before = _group_cost(group, tags[candidate.episode_id])
         after = _group_cost([*kept, (candidate, line)], tags[candidate.episode_id])
-        if used - before + after > budget:
+        if used - before + after > limit:
             continue
         if candidate.kind == "turn":
             turns_taken.add(candidate.source_message_id)
@@ -254,17 +264,19 @@ def recall(
     *,
     max_lines: int | None = None,
     index: RecallIndex | None = None,
+    extra: int = 0,
 ) -> tuple[SummaryItem, ...]:
-    """The summary items most relevant to ``message`` within ``budget`` tokens; an ``index``
-    built from the same candidates ranks them without re-reading every line."""
-    if budget <= 0 or not candidates:
+    """The summary items most relevant to ``message`` within ``budget`` tokens (and ``extra``
+    more for the most relevant lines, see `pack`); an ``index`` built from the same candidates
+    ranks them without re-reading every line."""
+    if budget + extra <= 0 or not candidates:
         return ()
     if index is not None:
         # A window holds at most a few hundred recalled lines; rank no further than that.
         ranked = index.rank(message, limit=RANK_LIMIT)
-        return pack((c for _, c in ranked), episodes, budget, counter, max_lines=max_lines)
+        return pack(ranked, episodes, budget, counter, max_lines=max_lines, extra=extra)
     pool = candidates
     if len(pool) > MAX_CANDIDATES:
         pool = sorted(pool, key=lambda c: c.source_message_id)[-MAX_CANDIDATES:]
     ranked = rank_candidates(message, pool)
-    return pack((c for _, c in ranked), episodes, budget, counter, max_lines=max_lines)
+    return pack(ranked, episodes, budget, counter, max_lines=max_lines, extra=extra)

@@ -28,6 +28,7 @@ from context import (
     Window,
     build_window,
 )
+from context.episode import episode_demand
 from context.render import FACTS_HEADER, SUMMARIES_HEADER, fact_line, summary_tag
 from gateway.clock import utcnow
 from gateway.identity_store import ResolvedIdentity
@@ -189,11 +190,14 @@ async def _other_episodes(
     exclude_episode: str | None,
     facts_unused: int,
     recall_cache: RecallCache | None = None,
+    episode_unused: int = 0,
 ) -> tuple[SummaryItem, ...]:
     """The summaries slice: recall first (the lines of other episodes most relevant to the
     message, each episode's lines tagged with its origin), then the most recent summaries of
     the episodes recall left out, while the slice has room. The room is the summaries slice
-    plus what the facts slice leaves unused (unused budget passes forward, DESIGN §5)."""
+    plus what the facts slice leaves unused (unused budget passes forward, DESIGN §5). What
+    the current episode will leave unused is offered back to recall's most relevant lines
+    (the second pass, DESIGN §5)."""
     records = await summaries.customer_summaries(
         session, identity.customer_id, exclude_episode=exclude_episode
     )
@@ -218,6 +222,7 @@ async def _other_episodes(
         exclude_episode=exclude_episode,
         summary_records=records,
         cache=recall_cache,
+        extra=episode_unused,
     )
     chosen = list(recalled)
     room -= sum(summary_cost(item, counter) for item in recalled)
@@ -292,6 +297,18 @@ async def assemble_context(
     if identity.own_facts_only:
         fact_records = [f for f in fact_records if f.source_identity_id == identity.identity_id]
     fact_items = tuple(_fact(record) for record in fact_records)
+    current_episode = CurrentEpisode(
+        id=episode.id if episode else "new",
+        channel=channel,
+        turns=turns,
+        summary=summary_text,
+        summary_tokens=summary_tokens,
+    )
+    episode_unused = max(
+        0,
+        budget.slice_budget("current_episode")
+        - episode_demand(current_episode, message, budget, counter),
+    )
     other_summaries = await _other_episodes(
         session,
         identity,
@@ -301,6 +318,7 @@ async def assemble_context(
         episode.id if episode else None,
         _facts_unused(fact_items, budget, counter),
         recall_cache,
+        episode_unused,
     )
     anchored: list[AnchoredMessage] = []
     active_campaign = campaign_id or (episode.campaign_id if episode else None)
@@ -317,13 +335,7 @@ async def assemble_context(
             link_level=identity.level.value,
             allowed_scopes=tuple(sorted(allowed)),
         ),
-        episode=CurrentEpisode(
-            id=episode.id if episode else "new",
-            channel=channel,
-            turns=turns,
-            summary=summary_text,
-            summary_tokens=summary_tokens,
-        ),
+        episode=current_episode,
         message=message[: budget.max_input_chars],
         message_id=str(message_id) if message_id is not None else "current",
         anchored=tuple(anchored),

@@ -189,10 +189,12 @@ async def recall_items(
     exclude_episode: str | None = None,
     summary_records: list[SummaryRecord] | None = None,
     cache: RecallCache | None = None,
+    extra: int = 0,
 ) -> tuple[SummaryItem, ...]:
     """Summary items (one per episode) of the lines most relevant to ``message``, within
-    ``budget`` tokens, from the customer's episodes other than ``exclude_episode``."""
-    if budget <= 0:
+    ``budget`` tokens (plus ``extra`` for the most relevant lines, see `context.recall.pack`),
+    from the customer's episodes other than ``exclude_episode``."""
+    if budget + extra <= 0:
         return ()
     if summary_records is None:
         summary_records = await summaries.customer_summaries(
@@ -220,7 +222,7 @@ async def recall_items(
             *_sentences(summary_records),
         ]
         if cache is None:
-            return recall(message, candidates, known, budget, counter)
+            return recall(message, candidates, known, budget, counter, extra=extra)
         index = build_index(candidates)
         cache.put(key, fingerprint, index)
-    return recall(message, index.candidates, known, budget, counter, index=index)
+    return recall(message, index.candidates, known, budget, counter, index=index, extra=extra)

@@ -64,3 +64,24 @@ def test_a_limited_ranking_is_the_head_of_the_full_one(
     query = " ".join(words)
     index = build_index(pool)
     assert index.rank(query, limit=limit) == index.rank(query)[:limit]
+
+
+def test_spare_room_goes_only_to_lines_near_the_best_score() -> None:
+    from context import TiktokenCounter, load_encoding
+    from context.recall import RecallEpisode, pack
+
+    counter = TiktokenCounter(load_encoding())
+    episode = RecallEpisode("e0", "webchat", "typed", START, START)
+    lines = [
+        RecallCandidate(
+            "e0", i + 1, "turn", "Caroline", f"linha número {i} " * 8, START + timedelta(minutes=i)
+        )
+        for i in range(6)
+    ]
+    ranked = [(10.0, lines[0]), (9.0, lines[1]), (1.0, lines[2]), (0.5, lines[3])]
+    small = pack(ranked, {"e0": episode}, 60, counter)
+    wide = pack(ranked, {"e0": episode}, 60, counter, extra=400, floor=0.2)
+    shown = wide[0].text
+    assert len(wide[0].text) > len(small[0].text)  # the spare room was used …
+    assert "linha número 1" in shown
+    assert "linha número 2" not in shown and "linha número 3" not in shown  # … not on filler
