@@ -105,6 +105,53 @@ def _bench_context(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
+def _rates(raw: str) -> tuple[int, ...]:
+    try:
+        rates = tuple(int(part.replace("_", "")) for part in raw.split(",") if part.strip())
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not a list of rates: {raw!r}") from exc
+    if not rates or any(rate < 1 for rate in rates):
+        raise argparse.ArgumentTypeError("rates must be positive requests per second")
+    return tuple(sorted(set(rates)))
+
+
+def _seconds(raw: str) -> float:
+    try:
+        value = float(raw)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {raw!r}") from exc
+    if value <= 0:
+        raise argparse.ArgumentTypeError("must be positive")
+    return value
+
+
+def _bench_ingest(settings: Settings, args: argparse.Namespace) -> int:
+    from gateway.bench.ingest import IngestBenchError, IngestOptions, run_ingest_bench
+
+    defaults = IngestOptions()
+    options = IngestOptions(
+        rates=args.rates or defaults.rates,
+        seconds=defaults.seconds if args.seconds is None else args.seconds,
+        postgres_url=args.postgres_url or defaults.postgres_url,
+        redis_url=args.redis_url or defaults.redis_url,
+    )
+
+    def progress(line: str) -> None:
+        print(f"bench: {line}", file=sys.stderr, flush=True)
+
+    # One log line per request would drown the progress lines.
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+    try:
+        result = asyncio.run(run_ingest_bench(options, progress))
+    except IngestBenchError as exc:
+        print(f"relaydesk: {exc}", file=sys.stderr)
+        return 2
+    print(result.table())
+    if args.json:
+        print(result.json_line())
+    return 0
+
+
 def _demo(settings: Settings, args: argparse.Namespace) -> int:
     import tempfile
 
@@ -344,6 +391,29 @@ def build_parser() -> argparse.ArgumentParser:
         "RELAYDESK_BENCH_POSTGRES_URL, else the local server); an empty value skips PostgreSQL",
     )
     context.set_defaults(run=_bench_context)
+    ingest = benchmarks.add_parser(
+        "ingest",
+        help="signed Twilio webhooks at rising rates against 2 gateway processes + PostgreSQL "
+        "+ Redis: acknowledged/s, p50/p99, lost and duplicated messages, bare aiohttp ceiling",
+    )
+    ingest.add_argument(
+        "--json", action="store_true", help="also print one JSON object as the last line"
+    )
+    ingest.add_argument(
+        "--rates", type=_rates, help="offered webhooks per second (default 200,500,1000,2000)"
+    )
+    ingest.add_argument("--seconds", type=_seconds, help="seconds per rate (default 5)")
+    ingest.add_argument(
+        "--postgres-url",
+        help="PostgreSQL server where a temporary database is created and dropped (default "
+        "RELAYDESK_BENCH_POSTGRES_URL, else the local server)",
+    )
+    ingest.add_argument(
+        "--redis-url",
+        help="Redis for the gateway processes (default RELAYDESK_BENCH_REDIS_URL, else "
+        "redis://127.0.0.1:6379/0)",
+    )
+    ingest.set_defaults(run=_bench_ingest)
 
     evaluation = commands.add_parser("eval", help="offline evaluations of the window")
     evaluations = evaluation.add_subparsers(dest="evaluation", required=True)

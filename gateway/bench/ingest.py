@@ -1,0 +1,486 @@
+"""``relaydesk bench ingest``: signed Twilio webhooks at rising rates against 2 gateway processes.
+
+The command starts everything it needs and stops it at the end: a temporary PostgreSQL database
+(created next to ``--postgres-url``, migrated, dropped), ``relaydesk serve --workers 2`` on a
+free loopback port with the offline model and Redis, and, for the ceiling, two bare aiohttp
+processes on another port whose only handler answers 200.
+
+The load generator (httpx, HTTP/1.1 keep-alive, at most 64 connections) sends pre-signed form
+bodies, each with its own MessageSid, open loop: request ``i`` is due at ``start + i / rate``
+whatever happened to the earlier ones, and its latency is counted from that due time, so a
+backlog shows up as latency instead of silently lowering the rate. After the load, the stored
+user messages are counted by ``provider_message_id``: an acknowledged sid without a row is lost,
+a sid with more than one row is duplicated.
+
+Everything runs on the same machine, load generator included, so the figures are those of the
+whole box (the bare handler's ceiling shows how much of it the generator itself takes).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlencode
+
+import httpx
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import create_async_engine
+from sqlalchemy.pool import NullPool
+from twilio.request_validator import RequestValidator
+
+from gateway.bench import e2e
+from gateway.bench.context_bench import DEFAULT_POSTGRES_URL
+
+POSTGRES_URL_ENV = "RELAYDESK_BENCH_POSTGRES_URL"
+REDIS_URL_ENV = "RELAYDESK_BENCH_REDIS_URL"
+DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
+DEFAULT_RATES = (200, 500, 1000, 2000)
+DEFAULT_SECONDS = 5.0
+WORKERS = 2
+CONNECTIONS = 64
+P99_TARGET_MS = 100.0
+REQUEST_TIMEOUT_S = 30.0
+START_TIMEOUT_S = 60.0
+STOP_GRACE_S = 15.0
+TWILIO_TOKEN = "relaydesk-bench-twilio-token"
+SENDERS = ("+5511990000001", "+5511990000002", "+5511990000003", "+5511990000004")
+WEBHOOK_PATH = "/webhooks/twilio/whatsapp"
+
+Progress = Callable[[str], None]
+
+
+class IngestBenchError(RuntimeError):
+    """A service the benchmark needs is unreachable, or the gateway did not start."""
+
+
+@dataclass(frozen=True, slots=True)
+class IngestOptions:
+    rates: tuple[int, ...] = DEFAULT_RATES
+    seconds: float = DEFAULT_SECONDS
+    postgres_url: str = field(
+        default_factory=lambda: os.environ.get(POSTGRES_URL_ENV, DEFAULT_POSTGRES_URL)
+    )
+    redis_url: str = field(default_factory=lambda: os.environ.get(REDIS_URL_ENV, DEFAULT_REDIS_URL))
+
+    def __post_init__(self) -> None:
+        if not self.rates or any(rate < 1 for rate in self.rates):
+            raise ValueError("rates must be positive requests per second")
+        if self.seconds <= 0:
+            raise ValueError("seconds must be positive")
+
+
+@dataclass(frozen=True, slots=True)
+class RateResult:
+    target: int
+    sent: int
+    acked: int
+    errors: int
+    elapsed_s: float
+    p50_ms: float
+    p99_ms: float
+
+    @property
+    def acked_per_s(self) -> float:
+        return self.acked / self.elapsed_s if self.elapsed_s > 0 else 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class IngestResult:
+    rates: tuple[RateResult, ...]
+    bare: RateResult
+    lost: int
+    duplicated: int
+    stored: int
+    seconds: float
+
+    @property
+    def chosen(self) -> RateResult:
+        """The highest rate that kept p99 under the target, else the highest rate."""
+        within = [r for r in self.rates if r.errors == 0 and r.p99_ms < P99_TARGET_MS]
+        return max(within, key=lambda r: r.target) if within else self.rates[-1]
+
+    @property
+    def chosen_within_target(self) -> bool:
+        chosen = self.chosen
+        return chosen.errors == 0 and chosen.p99_ms < P99_TARGET_MS
+
+    def table(self) -> str:
+        lines = [
+            f"signed Twilio webhooks, {WORKERS} gateway processes + PostgreSQL + Redis, "
+            f"offline model, {self.seconds:g} s per rate, {os.cpu_count()} CPUs",
+            f"{'rate/s':>8} {'sent':>7} {'acked/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'errors':>7}",
+        ]
+        for r in (*self.rates, self.bare):
+            label = f"{r.target}" if r is not self.bare else f"bare {r.target}"
+            lines.append(
+                f"{label:>8} {r.sent:>7} {r.acked_per_s:>9.1f} {r.p50_ms:>8.1f} "
+                f"{r.p99_ms:>8.1f} {r.errors:>7}"
+            )
+        chosen = self.chosen
+        why = (
+            f"highest rate with p99 < {P99_TARGET_MS:g} ms and no errors"
+            if self.chosen_within_target
+            else f"no rate kept p99 < {P99_TARGET_MS:g} ms without errors: highest rate"
+        )
+        lines.append(f"figures at {chosen.target}/s ({why})")
+        lines.append(
+            f"database check: {self.stored} user messages stored, "
+            f"{self.lost} lost, {self.duplicated} duplicated"
+        )
+        lines.append(
+            f"bare aiohttp ceiling at {self.bare.target}/s: {self.bare.acked_per_s:.1f}/s, "
+            f"ratio {self.ratio_to_bare:.3f}"
+        )
+        return "\n".join(lines)
+
+    @property
+    def ratio_to_bare(self) -> float:
+        bare = self.bare.acked_per_s
+        return self.chosen.acked_per_s / bare if bare > 0 else 0.0
+
+    def json_line(self) -> str:
+        chosen = self.chosen
+        return json.dumps(
+            {
+                "acked_per_s": round(chosen.acked_per_s, 1),
+                "p50_ms": round(chosen.p50_ms, 2),
+                "p99_ms": round(chosen.p99_ms, 2),
+                "lost": self.lost,
+                "duplicated": self.duplicated,
+                "bare_per_s": round(self.bare.acked_per_s, 1),
+                "ratio_to_bare": round(self.ratio_to_bare, 3),
+            }
+        )
+
+
+def _command() -> list[str]:
+    script = Path(sys.executable).with_name("relaydesk")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "gateway.cli"]
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def _percentile(sorted_ms: Sequence[float], fraction: float) -> float:
+    if not sorted_ms:
+        return 0.0
+    index = min(len(sorted_ms) - 1, max(0, round(fraction * len(sorted_ms)) - 1))
+    return sorted_ms[index]
+
+
+def signed_bodies(base_url: str, count: int, run: str) -> list[tuple[str, str, bytes]]:
+    """(MessageSid, signature, form body) for ``count`` distinct inbound messages."""
+    url = f"{base_url}{WEBHOOK_PATH}"
+    validator = RequestValidator(TWILIO_TOKEN)
+    bodies = []
+    for i in range(count):
+        sender = SENDERS[i % len(SENDERS)]
+        sid = f"SM{run}{i:010d}"
+        params = {
+            "MessageSid": sid,
+            "AccountSid": "AC" + "0" * 32,
+            "From": f"whatsapp:{sender}",
+            "To": "whatsapp:+14155238886",
+            "Body": f"bench message {i}",
+            "NumMedia": "0",
+            "ProfileName": "Bench",
+            "WaId": sender.lstrip("+"),
+            "MessageType": "text",
+        }
+        bodies.append((sid, validator.compute_signature(url, params), urlencode(params).encode()))
+    return bodies
+
+
+async def offer_load(
+    client: httpx.AsyncClient,
+    url: str,
+    bodies: Sequence[tuple[str, str, bytes]],
+    rate: int,
+) -> tuple[RateResult, set[str]]:
+    """Send ``bodies`` open loop at ``rate``/s; the result and the acknowledged sids."""
+    latencies: list[float] = []
+    acked: set[str] = set()
+    errors = 0
+    last_done = 0.0
+    # At most CONNECTIONS requests inside httpx at once: thousands of waiters in its pool make
+    # the client itself the bottleneck. The rest wait here, and that wait still counts, since
+    # latency runs from the due time.
+    slots = asyncio.Semaphore(CONNECTIONS)
+
+    async def one(due: float, sid: str, signature: str, body: bytes) -> None:
+        nonlocal errors, last_done
+        headers = {
+            "X-Twilio-Signature": signature,
+            "Content-Type": "application/x-www-form-urlencoded",
+        }
+        try:
+            async with slots:
+                response = await client.post(url, content=body, headers=headers)
+        except httpx.HTTPError:
+            errors += 1
+            return
+        finished = time.perf_counter()
+        last_done = max(last_done, finished)
+        if response.status_code == 200:
+            latencies.append((finished - due) * 1000.0)
+            acked.add(sid)
+        else:
+            errors += 1
+
+    tasks: list[asyncio.Task[None]] = []
+    start = time.perf_counter()
+    for i, (sid, signature, body) in enumerate(bodies):
+        due = start + i / rate
+        delay = due - time.perf_counter()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        tasks.append(asyncio.create_task(one(due, sid, signature, body)))
+    await asyncio.gather(*tasks)
+    # Acknowledged per second over the whole window: from the first due time to the last answer.
+    elapsed = max(last_done - start, len(bodies) / rate)
+    ordered = sorted(latencies)
+    return (
+        RateResult(
+            target=rate,
+            sent=len(bodies),
+            acked=len(acked),
+            errors=errors,
+            elapsed_s=elapsed,
+            p50_ms=_percentile(ordered, 0.50),
+            p99_ms=_percentile(ordered, 0.99),
+        ),
+        acked,
+    )
+
+
+async def _redis_unreachable(url: str) -> str | None:
+    from redis.asyncio import Redis
+
+    client = Redis.from_url(url)
+    try:
+        async with asyncio.timeout(5):
+            await client.ping()
+        return None
+    except Exception as exc:  # any failure means: cannot run, say why
+        return f"{type(exc).__name__}: {exc}"[:200]
+    finally:
+        await client.aclose()
+
+
+def _env(**values: str) -> dict[str, str]:
+    # Only what the benchmark sets: no RELAYDESK_* of the surrounding shell.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RELAYDESK_")}
+    env.update(values)
+    return env
+
+
+async def _stop(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is not None:
+        return
+    process.send_signal(signal.SIGTERM)
+    try:
+        await asyncio.to_thread(process.wait, STOP_GRACE_S)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        await asyncio.to_thread(process.wait)
+
+
+async def _wait_healthy(
+    port: int, path: str, processes: Sequence[subprocess.Popen[bytes]], log: Path
+) -> None:
+    deadline = time.monotonic() + START_TIMEOUT_S
+    async with httpx.AsyncClient(timeout=2) as http:
+        while time.monotonic() < deadline:
+            if any(p.poll() is not None for p in processes):
+                raise IngestBenchError(f"server exited while starting:\n{log.read_text()[-2000:]}")
+            try:
+                if (await http.get(f"http://127.0.0.1:{port}{path}")).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            await asyncio.sleep(0.2)
+    raise IngestBenchError(f"server on port {port} not healthy after {START_TIMEOUT_S:g} s")
+
+
+@asynccontextmanager
+async def _processes(
+    commands: Sequence[Sequence[str]],
+    env: dict[str, str],
+    workdir: Path,
+    log_name: str,
+    port: int,
+    health_path: str,
+) -> AsyncIterator[None]:
+    log_path = workdir / log_name
+    started: list[subprocess.Popen[bytes]] = []
+    with log_path.open("wb") as log:
+        try:
+            for command in commands:
+                started.append(
+                    subprocess.Popen(
+                        list(command), env=env, cwd=workdir, stdout=log, stderr=subprocess.STDOUT
+                    )
+                )
+            await _wait_healthy(port, health_path, started, log_path)
+            yield
+        finally:
+            for process in started:
+                await _stop(process)
+
+
+async def _stored_counts(database_url: str) -> dict[str, int]:
+    engine = create_async_engine(database_url, poolclass=NullPool)
+    try:
+        async with engine.connect() as connection:
+            rows = await connection.execute(
+                text(
+                    "SELECT provider_message_id, count(*) FROM messages "
+                    "WHERE role = 'user' AND channel = 'whatsapp' "
+                    "GROUP BY provider_message_id"
+                )
+            )
+            return {str(sid): int(count) for sid, count in rows}
+    finally:
+        await engine.dispose()
+
+
+def _client() -> httpx.AsyncClient:
+    limits = httpx.Limits(max_connections=CONNECTIONS, max_keepalive_connections=CONNECTIONS)
+    return httpx.AsyncClient(limits=limits, timeout=REQUEST_TIMEOUT_S)
+
+
+async def _warm(client: httpx.AsyncClient, url: str, run: str, base_url: str) -> set[str]:
+    """A few requests so connections and caches exist before the first timed rate."""
+    bodies = signed_bodies(base_url, CONNECTIONS, f"{run}w")
+    _, acked = await offer_load(client, url, bodies, 500)
+    return acked
+
+
+async def run_ingest_bench(options: IngestOptions, progress: Progress) -> IngestResult:
+    for what, why in (
+        ("PostgreSQL", await e2e.postgres_unreachable(options.postgres_url)),
+        ("Redis", await _redis_unreachable(options.redis_url)),
+    ):
+        if why is not None:
+            raise IngestBenchError(f"{what} is not reachable ({why})")
+    command = _command()
+    with tempfile.TemporaryDirectory(prefix="relaydesk-bench-ingest-") as tmp:
+        workdir = Path(tmp)
+        async with e2e.temporary_database(options.postgres_url) as database_url:
+            port = _free_port()
+            base_url = f"http://127.0.0.1:{port}"
+            env = _env(
+                RELAYDESK_DATABASE_URL=database_url,
+                RELAYDESK_REDIS_URL=options.redis_url,
+                RELAYDESK_PUBLIC_URL=base_url,
+                RELAYDESK_LOG_LEVEL="WARNING",
+                RELAYDESK_MODEL="offline",
+                TWILIO_AUTH_TOKEN=TWILIO_TOKEN,
+            )
+            progress("migrating the temporary database")
+            migrated = await asyncio.to_thread(
+                subprocess.run,
+                [*command, "migrate"],
+                env=env,
+                cwd=workdir,
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
+            if migrated.returncode != 0:
+                raise IngestBenchError(f"relaydesk migrate failed:\n{migrated.stderr[-2000:]}")
+            run = uuid.uuid4().hex[:8]
+            url = f"{base_url}{WEBHOOK_PATH}"
+            results: list[RateResult] = []
+            acked_all: set[str] = set()
+            sent_all: set[str] = set()
+            progress(f"starting relaydesk serve --workers {WORKERS} on port {port}")
+            serve = [*command, "serve", "--workers", str(WORKERS), "--port", str(port)]
+            async with _processes([serve], env, workdir, "serve.log", port, "/healthz"):
+                async with _client() as client:
+                    warm = await _warm(client, url, run, base_url)
+                    acked_all |= warm
+                    sent_all |= warm
+                    for rate in options.rates:
+                        count = max(1, round(rate * options.seconds))
+                        bodies = signed_bodies(base_url, count, f"{run}r{rate}x")
+                        progress(f"{count} webhooks at {rate}/s")
+                        result, acked = await offer_load(client, url, bodies, rate)
+                        results.append(result)
+                        acked_all |= acked
+                        sent_all |= {sid for sid, _, _ in bodies}
+                        progress(
+                            f"{rate}/s: {result.acked_per_s:.1f} acked/s, p50 "
+                            f"{result.p50_ms:.1f} ms, p99 {result.p99_ms:.1f} ms, "
+                            f"{result.errors} errors"
+                        )
+            stored = await _stored_counts(database_url)
+            lost = len([sid for sid in acked_all if sid not in stored])
+            duplicated = len([sid for sid, n in stored.items() if n > 1])
+            unknown = len([sid for sid in stored if sid not in sent_all])
+            if unknown:
+                progress(f"{unknown} stored sids were never sent")
+
+            bare_port = _free_port()
+            bare_base = f"http://127.0.0.1:{bare_port}"
+            top = max(options.rates)
+            bare_cmd = [sys.executable, "-m", "gateway.bench.ingest", str(bare_port)]
+            progress(f"bare aiohttp ceiling ({WORKERS} processes) at {top}/s")
+            async with _processes(
+                [bare_cmd] * WORKERS, _env(), workdir, "bare.log", bare_port, "/"
+            ):
+                async with _client() as client:
+                    bare_url = f"{bare_base}{WEBHOOK_PATH}"
+                    await _warm(client, bare_url, run, bare_base)
+                    count = max(1, round(top * options.seconds))
+                    bodies = signed_bodies(bare_base, count, f"{run}b")
+                    bare, _ = await offer_load(client, bare_url, bodies, top)
+    return IngestResult(
+        rates=tuple(results),
+        bare=bare,
+        lost=lost,
+        duplicated=duplicated,
+        stored=sum(stored.values()),
+        seconds=options.seconds,
+    )
+
+
+def _bare_server(port: int) -> None:
+    """One bare aiohttp process: every request answers 200 (the port is shared)."""
+    from aiohttp import web
+
+    async def ok(request: web.Request) -> web.Response:
+        await request.read()
+        return web.Response(text="ok")
+
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", ok)
+    web.run_app(
+        app,
+        host="127.0.0.1",
+        port=port,
+        reuse_port=True,
+        access_log=None,
+        print=None,
+        handle_signals=True,
+    )
+
+
+if __name__ == "__main__":
+    _bare_server(int(sys.argv[1]))
