@@ -6,8 +6,9 @@ import argparse
 import asyncio
 import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
+from typing import Any, Protocol
 
 from aiohttp import web
 
@@ -88,19 +89,36 @@ def _bench_context(settings: Settings, args: argparse.Namespace) -> int:
         print(f"relaydesk: {exc}", file=sys.stderr)
         return 2
 
+    return _run_bench(
+        lambda progress: run_context_bench(options, progress), BaselineUnavailable, args.json
+    )
+
+
+class _BenchResult(Protocol):
+    def table(self) -> str: ...
+
+    def json_line(self) -> str: ...
+
+
+def _run_bench(
+    run: Callable[[Callable[[str], None]], Coroutine[Any, Any, _BenchResult]],
+    refused: type[Exception],
+    as_json: bool,
+) -> int:
+    """Run a benchmark with progress on stderr; the table (and JSON line) on stdout."""
+
     def progress(line: str) -> None:
         print(f"bench: {line}", file=sys.stderr, flush=True)
 
     # One log line per timed request would drown the progress lines.
     logging.getLogger("httpx").setLevel(logging.WARNING)
-
     try:
-        result = asyncio.run(run_context_bench(options, progress))
-    except BaselineUnavailable as exc:
+        result = asyncio.run(run(progress))
+    except refused as exc:
         print(f"relaydesk: {exc}", file=sys.stderr)
         return 2
     print(result.table())
-    if args.json:
+    if as_json:
         print(result.json_line())
     return 0
 
@@ -136,20 +154,9 @@ def _bench_ingest(settings: Settings, args: argparse.Namespace) -> int:
         redis_url=args.redis_url or defaults.redis_url,
     )
 
-    def progress(line: str) -> None:
-        print(f"bench: {line}", file=sys.stderr, flush=True)
-
-    # One log line per request would drown the progress lines.
-    logging.getLogger("httpx").setLevel(logging.WARNING)
-    try:
-        result = asyncio.run(run_ingest_bench(options, progress))
-    except IngestBenchError as exc:
-        print(f"relaydesk: {exc}", file=sys.stderr)
-        return 2
-    print(result.table())
-    if args.json:
-        print(result.json_line())
-    return 0
+    return _run_bench(
+        lambda progress: run_ingest_bench(options, progress), IngestBenchError, args.json
+    )
 
 
 def _demo(settings: Settings, args: argparse.Namespace) -> int:
