@@ -32,6 +32,13 @@ STORAGE_DOWN = (
     RedisTimeoutError,
 )
 
+# SQLSTATEs of a PostgreSQL server that is gone, restarting or full: class 08 (connection
+# exception, e.g. a pooled connection cut by a restart), 57P01-57P05 (shut down, crashed, not yet
+# accepting connections while it recovers) and 53300 (too many connections). The asyncpg driver
+# reports most of them as a plain DBAPIError, not an OperationalError.
+UNAVAILABLE_SQLSTATE_CLASSES = ("08", "57P")
+UNAVAILABLE_SQLSTATES = frozenset({"53300"})
+
 HTTP_CODES = {
     400: "bad_request",
     401: "unauthorized",
@@ -49,10 +56,18 @@ def error_response(status: int, code: str, detail: str) -> web.Response:
     return web.json_response({"error": code, "detail": detail}, status=status)
 
 
-def _is_storage_down(exc: BaseException) -> bool:
+def is_storage_down(exc: BaseException) -> bool:
+    """The database or Redis cannot be reached right now: the request may succeed later."""
     if isinstance(exc, STORAGE_DOWN):
         return True
-    return isinstance(exc, DBAPIError) and exc.connection_invalidated
+    if not isinstance(exc, DBAPIError):
+        return False
+    if exc.connection_invalidated:
+        return True
+    sqlstate = getattr(exc.orig, "sqlstate", None)
+    return isinstance(sqlstate, str) and (
+        sqlstate.startswith(UNAVAILABLE_SQLSTATE_CLASSES) or sqlstate in UNAVAILABLE_SQLSTATES
+    )
 
 
 @web.middleware
@@ -84,7 +99,7 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
     except asyncio.CancelledError:
         raise
     except Exception as exc:
-        if _is_storage_down(exc):
+        if is_storage_down(exc):
             log.warning("storage unavailable", extra={"fields": {"error": type(exc).__name__}})
             return error_response(503, "storage_unavailable", "storage is unavailable; retry later")
         log.exception("unhandled error", extra={"fields": {"path": request.path}})

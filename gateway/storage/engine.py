@@ -13,6 +13,11 @@ from sqlalchemy.ext.asyncio import (
     create_async_engine,
 )
 
+# A PostgreSQL server that does not answer must fail a request quickly (503, the provider
+# retries), not hold it for asyncpg's default 60 s; the pool wait is bounded the same way.
+CONNECT_TIMEOUT_S = 5.0
+POOL_TIMEOUT_S = 10.0
+
 
 def make_engine(url: str, *, echo: bool = False) -> AsyncEngine:
     """Build an engine; SQLite gets WAL, foreign keys and a busy timeout for concurrent writers."""
@@ -21,8 +26,16 @@ def make_engine(url: str, *, echo: bool = False) -> AsyncEngine:
         event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
         event.listen(engine.sync_engine, "begin", _sqlite_begin)
         return engine
+    # pool_pre_ping: a pooled connection cut by a database restart is replaced at checkout
+    # instead of failing the request that drew it.
     return create_async_engine(
-        url, echo=echo, pool_size=10, max_overflow=10, pool_pre_ping=True, pool_timeout=10
+        url,
+        echo=echo,
+        pool_size=10,
+        max_overflow=10,
+        pool_pre_ping=True,
+        pool_timeout=POOL_TIMEOUT_S,
+        connect_args={"timeout": CONNECT_TIMEOUT_S},
     )
 
 

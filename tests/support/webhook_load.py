@@ -1,0 +1,164 @@
+"""Signed Twilio WhatsApp webhooks sent the way Twilio sends them, for the fault tests.
+
+`signed_webhooks` builds distinct inbound messages (each its own MessageSid) signed for
+`PUBLIC_URL`; `deliver` posts them with a few concurrent connections and records every attempt.
+With `retry=True` it behaves like the provider: a webhook that did not get a 200 (an error
+status, a refused or cut connection) is sent again after a short pause until it is
+acknowledged; without it each webhook is tried once. The stored rows are then counted by
+`stored_counts` (user messages per provider message id).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from urllib.parse import urlencode
+
+import httpx
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import create_async_engine
+from sqlalchemy.pool import NullPool
+from twilio.request_validator import RequestValidator
+
+TOKEN = "twilio-auth-token-for-fault-tests"
+PUBLIC_URL = "https://relay.example.org"
+PATH = "/webhooks/twilio/whatsapp"
+ACCOUNT = "AC" + "f" * 32
+BOT = "whatsapp:+14155238886"
+
+
+@dataclass(frozen=True, slots=True)
+class Webhook:
+    sid: str
+    signature: str
+    body: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    sid: str
+    started: float  # time.monotonic()
+    finished: float
+    status: int | None  # None: no HTTP answer (refused, reset, timed out)
+    error: str | None = None  # the JSON "error" code, or the transport error's type
+    body: object = None  # the decoded JSON answer of a non-200, when it was JSON
+
+
+@dataclass
+class Delivery:
+    """Every attempt so far and the acknowledged sids (a 200 was received)."""
+
+    attempts: list[Attempt] = field(default_factory=list)
+    acked: set[str] = field(default_factory=set)
+
+    def statuses(self) -> dict[int | None, int]:
+        counts: dict[int | None, int] = {}
+        for attempt in self.attempts:
+            counts[attempt.status] = counts.get(attempt.status, 0) + 1
+        return counts
+
+
+def signed_webhooks(run: str, count: int, senders: Sequence[str]) -> list[Webhook]:
+    validator = RequestValidator(TOKEN)
+    webhooks = []
+    for i in range(count):
+        sender = senders[i % len(senders)]
+        params = {
+            "MessageSid": f"SM{run}{i:06d}",
+            "AccountSid": ACCOUNT,
+            "From": f"whatsapp:{sender}",
+            "To": BOT,
+            "Body": f"mensagem {i} do teste de falhas",
+            "NumMedia": "0",
+            "ProfileName": "Falhas",
+            "WaId": sender.lstrip("+"),
+            "MessageType": "text",
+        }
+        signature = validator.compute_signature(PUBLIC_URL + PATH, params)
+        webhooks.append(Webhook(params["MessageSid"], signature, urlencode(params).encode()))
+    return webhooks
+
+
+async def deliver(
+    client: httpx.AsyncClient,
+    base_url: str,
+    webhooks: Sequence[Webhook],
+    delivery: Delivery,
+    *,
+    concurrency: int = 8,
+    retry: bool = True,
+    retry_after_s: float = 0.05,
+    deadline_s: float = 20.0,
+) -> None:
+    """Post `webhooks` to `base_url` (with retries when `retry`), recording into `delivery`.
+    Raises TimeoutError when they are not all acknowledged within `deadline_s` (with retry)."""
+    todo = deque(webhooks)
+    deadline = time.monotonic() + deadline_s
+    url = base_url.rstrip("/") + PATH
+
+    async def one(webhook: Webhook) -> Attempt:
+        headers = {
+            "X-Twilio-Signature": webhook.signature,
+            "Content-Type": "application/x-www-form-urlencoded",
+        }
+        started = time.monotonic()
+        try:
+            response = await client.post(url, content=webhook.body, headers=headers)
+        except httpx.HTTPError as exc:
+            return Attempt(webhook.sid, started, time.monotonic(), None, type(exc).__name__)
+        finished = time.monotonic()
+        if response.status_code == 200:
+            return Attempt(webhook.sid, started, finished, 200)
+        try:
+            body = response.json()
+        except ValueError:
+            body = response.text
+        code = body.get("error") if isinstance(body, dict) else None
+        return Attempt(webhook.sid, started, finished, response.status_code, code, body)
+
+    async def connection() -> None:
+        while todo:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{len(todo)} webhooks not acknowledged in {deadline_s} s")
+            webhook = todo.popleft()
+            attempt = await one(webhook)
+            delivery.attempts.append(attempt)
+            if attempt.status == 200:
+                delivery.acked.add(webhook.sid)
+            elif retry:
+                todo.append(webhook)
+                await asyncio.sleep(retry_after_s)
+
+    await asyncio.gather(*(connection() for _ in range(concurrency)))
+
+
+async def stored_counts(database_url: str) -> dict[str, int]:
+    """Stored inbound WhatsApp messages per provider message id."""
+    engine = create_async_engine(database_url, poolclass=NullPool)
+    try:
+        async with engine.connect() as connection:
+            rows = await connection.execute(
+                text(
+                    "SELECT provider_message_id, count(*) FROM messages "
+                    "WHERE role = 'user' AND channel = 'whatsapp' "
+                    "GROUP BY provider_message_id"
+                )
+            )
+            return {str(sid): int(count) for sid, count in rows}
+    finally:
+        await engine.dispose()
+
+
+async def pending_turns(database_url: str) -> int:
+    engine = create_async_engine(database_url, poolclass=NullPool)
+    try:
+        async with engine.connect() as connection:
+            found = await connection.scalar(
+                text("SELECT count(*) FROM turns WHERE status = 'pending'")
+            )
+            return int(found or 0)
+    finally:
+        await engine.dispose()
