@@ -159,6 +159,26 @@ def _bench_ingest(settings: Settings, args: argparse.Namespace) -> int:
     )
 
 
+def _bench_reply(settings: Settings, args: argparse.Namespace) -> int:
+    from gateway.bench.reply import ReplyBenchError, ReplyOptions, run_reply_bench
+
+    defaults = ReplyOptions()
+    try:
+        options = ReplyOptions(
+            customers=args.customers or defaults.customers,
+            messages=args.messages or defaults.messages,
+            postgres_url=args.postgres_url or defaults.postgres_url,
+            redis_url=args.redis_url or defaults.redis_url,
+        )
+    except ValueError as exc:
+        print(f"relaydesk: {exc}", file=sys.stderr)
+        return 2
+
+    return _run_bench(
+        lambda progress: run_reply_bench(options, progress), ReplyBenchError, args.json
+    )
+
+
 def _demo(settings: Settings, args: argparse.Namespace) -> int:
     import tempfile
 
@@ -421,6 +441,30 @@ def build_parser() -> argparse.ArgumentParser:
         "redis://127.0.0.1:6379/0)",
     )
     ingest.set_defaults(run=_bench_ingest)
+    reply = benchmarks.add_parser(
+        "reply",
+        help="reply latency p50/p99 with and without a compaction worker running on the same "
+        "customers (2 gateway processes + PostgreSQL + Redis), and the compactions done",
+    )
+    reply.add_argument(
+        "--json", action="store_true", help="also print one JSON object as the last line"
+    )
+    reply.add_argument(
+        "--customers", type=_positive, help="customers per side, talking at once (default 8)"
+    )
+    reply.add_argument("--messages", type=_positive, help="messages per customer (default 40)")
+    reply.add_argument(
+        "--postgres-url",
+        help="PostgreSQL server where a temporary database is created and dropped (default "
+        "RELAYDESK_BENCH_POSTGRES_URL, else the local server)",
+    )
+    reply.add_argument(
+        "--redis-url",
+        help="Redis for the gateway processes and the worker (default RELAYDESK_BENCH_REDIS_URL, "
+        "else redis://127.0.0.1:6379/0); the worker consumes that database's one compaction "
+        "stream, so give the run a database no other gateway uses",
+    )
+    reply.set_defaults(run=_bench_reply)
 
     evaluation = commands.add_parser("eval", help="offline evaluations of the window")
     evaluations = evaluation.add_subparsers(dest="evaluation", required=True)
