@@ -4,10 +4,12 @@ summaries slice.
 Candidates are short dated lines from the customer's *other* episodes: raw turns of typed
 channels and summary sentences of any channel (a transcript enters only through its summary;
 the caller never passes raw transcript turns). They are scored with the BM25 of
-``context.relevance`` against the message's terms, taken best first while they fit the token
-budget, and grouped into one ``SummaryItem`` per episode holding the chosen lines in
-chronological order (``[8 May 2023] Caroline: text``), so the renderer tags each group with its
-origin channel, modality, confidence and date like any other summary.
+``context.relevance`` against the message's terms, plus a share of the scores of the lines
+around them (a reply rarely repeats the question's words; the question before a matching reply
+is often what it answers), taken best first while they fit the token budget, and grouped into
+one ``SummaryItem`` per episode holding the chosen lines in chronological order
+(``[8 May 2023] Caroline: text``, relative dates resolved after the text), so the renderer tags
+each group with its origin channel, modality, confidence and date like any other summary.
 
 A raw turn and a summary sentence taken from it are the same evidence: the turn wins (it holds
 the whole message). Pure and deterministic: identical inputs, identical output.
@@ -20,6 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Final, Literal
 
+from context.dates import day_text, with_date_notes
 from context.inputs import Modality, SummaryItem
 from context.relevance import bm25_scores, terms
 from context.render import summary_tag
@@ -34,7 +37,11 @@ __all__ = [
     "RecallEpisode",
     "line_of",
     "pack",
+    "Weights",
+    "combine",
+    "neighbours",
     "rank_candidates",
+    "rank_order",
     "recall",
     "recall_terms",
 ]
@@ -43,10 +50,15 @@ __all__ = [
 MAX_CANDIDATES: Final = 20_000
 # Most ranked lines read while packing a window.
 RANK_LIMIT: Final = 1_000
-# Share of the score of the turn before a candidate added to its own.
+# Share of the score of the line before a candidate (same episode, same kind) added to its own:
+# an answer shares few words with the question that prompted it.
 CONTEXT_WEIGHT: Final = 0.7
-# Boost of a candidate whose speaker the query names.
-SPEAKER_WEIGHT: Final = 0.4
+# Share of the score of the line after a candidate added to its own: the turn before a
+# matching reply is often what the reply is about ("What genre?" … "Drama and romance!").
+NEXT_WEIGHT: Final = 0.5
+# Boost of a candidate whose speaker the query names (a question about Nate is answered by
+# what Nate said far more often than by what was said to him).
+SPEAKER_WEIGHT: Final = 1.5
 # Room beyond the slice (what later slices leave unused) takes only lines scoring at least this
 # share of the best line's score: spare room is spent on relevant lines, not on filler.
 RELEVANCE_FLOOR: Final = 0.2
@@ -86,14 +98,12 @@ class RecallCandidate:
         return (self.source_message_id, 0 if self.kind == "turn" else 1, self.position)
 
 
-def _date(at: datetime) -> str:
-    return f"{at.day} {at:%B %Y}"
-
-
 def line_of(candidate: RecallCandidate) -> str:
-    """The rendered line: ``[8 May 2023] Caroline: text`` (one line, whitespace collapsed)."""
+    """The rendered line: ``[8 May 2023] Caroline: text`` (one line, whitespace collapsed),
+    with its relative time words resolved after it (``(yesterday = 7 May 2023)``)."""
     text = " ".join(candidate.text.split())
-    return f"[{_date(candidate.at)}] {candidate.speaker}: {text}"
+    day = candidate.at.date()
+    return with_date_notes(f"[{day_text(day)}] {candidate.speaker}: {text}", text, day)
 
 
 _SUFFIXES: Final = (("ies", "y"), ("ing", ""), ("ed", ""), ("es", ""), ("ly", ""))
@@ -115,21 +125,59 @@ def recall_terms(text: str) -> tuple[str, ...]:
 _terms = recall_terms
 
 
+def neighbours(candidates: Sequence[RecallCandidate]) -> dict[int, tuple[int, int]]:
+    """Each candidate's (previous, next) line in its episode among lines of its kind, by
+    index (-1 where there is none): turns chain with turns, summary sentences with sentences."""
+    chains: dict[tuple[str, str], list[int]] = {}
+    for index in sorted(range(len(candidates)), key=lambda i: candidates[i].key):
+        candidate = candidates[index]
+        chains.setdefault((candidate.episode_id, candidate.kind), []).append(index)
+    out: dict[int, tuple[int, int]] = {}
+    for chain in chains.values():
+        for position, index in enumerate(chain):
+            before = chain[position - 1] if position else -1
+            after = chain[position + 1] if position + 1 < len(chain) else -1
+            out[index] = (before, after)
+    return out
+
+
+def combine(own: float, before: float, after: float, boosted: bool, weights: Weights) -> float:
+    """A candidate's score from its own BM25 and its neighbours' (the one formula both rankers
+    use, so they agree to the last bit)."""
+    score = own + weights.before * before + weights.after * after
+    if boosted:
+        score *= 1.0 + weights.speaker
+    return round(score, 6)
+
+
+@dataclass(frozen=True, slots=True)
+class Weights:
+    """How neighbours and a named speaker weigh in a candidate's score."""
+
+    before: float = CONTEXT_WEIGHT
+    after: float = NEXT_WEIGHT
+    speaker: float = SPEAKER_WEIGHT
+
+
+def rank_order(item: tuple[float, RecallCandidate]) -> tuple[float, int, tuple[int, int, int]]:
+    """Best score first; ties: newest message, then chronological within it."""
+    return (-item[0], -item[1].source_message_id, item[1].key)
+
+
 def rank_candidates(
     query: str,
     candidates: Sequence[RecallCandidate],
     *,
-    context_weight: float = CONTEXT_WEIGHT,
-    speaker_weight: float = SPEAKER_WEIGHT,
+    weights: Weights | None = None,
 ) -> tuple[tuple[float, RecallCandidate], ...]:
     """Candidates with a positive score for ``query``, best first (ties: newest).
 
     The score is the BM25 of the candidate's text for the query's terms, without the speakers'
-    names (they say who, not what: "Thanks, Caroline!" is not about Caroline), plus
-    ``context_weight`` × the score of the turn before it in the same episode (an answer shares
-    few words with the question that prompted it), times ``1 + speaker_weight`` when the query
-    names the candidate's speaker.
+    names (they say who, not what: "Thanks, Caroline!" is not about Caroline), plus a share of
+    the scores of the lines before and after it in the same episode (`neighbours`), times
+    ``1 + weights.speaker`` when the query names the candidate's speaker.
     """
+    weights = weights or Weights()
     names = {
         term: candidate.speaker for candidate in candidates for term in _terms(candidate.speaker)
     }
@@ -137,25 +185,20 @@ def rank_candidates(
     content = tuple(term for term in wanted if term not in names)
     mentioned = {names[term] for term in wanted if term in names}
     own = bm25_scores(content, [_terms(c.text) for c in candidates])
-    previous: dict[int, float] = {}
-    last: dict[str, tuple[int, float]] = {}
-    turn_order = sorted(
-        (i for i, c in enumerate(candidates) if c.kind == "turn"),
-        key=lambda i: candidates[i].source_message_id,
-    )
-    for index in turn_order:
-        episode = candidates[index].episode_id
-        if episode in last:
-            previous[index] = last[episode][1]
-        last[episode] = (index, own[index])
+    around = neighbours(candidates)
     scored = []
     for index, candidate in enumerate(candidates):
-        score = own[index] + context_weight * previous.get(index, 0.0)
-        if candidate.speaker in mentioned:
-            score *= 1.0 + speaker_weight
+        before, after = around[index]
+        score = combine(
+            own[index],
+            own[before] if before >= 0 else 0.0,
+            own[after] if after >= 0 else 0.0,
+            candidate.speaker in mentioned,
+            weights,
+        )
         if score > 0:
-            scored.append((round(score, 6), candidate))
-    scored.sort(key=lambda item: (-item[0], -item[1].source_message_id, item[1].key))
+            scored.append((score, candidate))
+    scored.sort(key=rank_order)
     return tuple(scored)
 
 
@@ -190,10 +233,13 @@ def pack(
     max_lines: int | None = None,
     extra: int = 0,
     floor: float = RELEVANCE_FLOOR,
+    line_tokens: dict[RecallCandidate, int] | None = None,
 ) -> tuple[SummaryItem, ...]:
     """Take ``ranked`` (score, candidate) pairs in order while their lines (and their episode's
     tag) fit ``budget`` tokens; one ``SummaryItem`` per episode, lines in chronological order.
-    A line scoring at least ``floor`` × the best score may also use the ``extra`` tokens."""
+    A line scoring at least ``floor`` × the best score may also use the ``extra`` tokens.
+    ``line_tokens`` memoizes each line's token count across calls with the same counter."""
+    memo: dict[RecallCandidate, int] = {} if line_tokens is None else line_tokens
     groups: dict[str, list[tuple[RecallCandidate, int]]] = {}
     tags: dict[str, int] = {}
     turns_taken: set[int] = set()
@@ -219,7 +265,9 @@ def pack(
             if candidate.kind == "sentence"
             or entry[0].source_message_id != candidate.source_message_id
         ]
-        line = counter.count(line_of(candidate))
+        line = memo.get(candidate)
+        if line is None:
+            line = memo[candidate] = counter.count(line_of(candidate))
         if candidate.episode_id not in tags:
             tags[candidate.episode_id] = _tag_cost(episode, counter)
         before = _group_cost(group, tags[candidate.episode_id])
@@ -274,7 +322,15 @@ def recall(
     if index is not None:
         # A window holds at most a few hundred recalled lines; rank no further than that.
         ranked = index.rank(message, limit=RANK_LIMIT)
-        return pack(ranked, episodes, budget, counter, max_lines=max_lines, extra=extra)
+        return pack(
+            ranked,
+            episodes,
+            budget,
+            counter,
+            max_lines=max_lines,
+            extra=extra,
+            line_tokens=index.line_tokens,
+        )
     pool = candidates
     if len(pool) > MAX_CANDIDATES:
         pool = sorted(pool, key=lambda c: c.source_message_id)[-MAX_CANDIDATES:]

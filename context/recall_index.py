@@ -3,8 +3,9 @@
 `rank_candidates` tokenizes every candidate and scores every document on each call; with a
 few thousand lines per customer that is most of a window's build time. `RecallIndex` keeps
 each candidate's terms as postings, so a query only touches the documents that share a term
-with it. Scores are the same BM25 (same constants, same summation order) and the ranking is
-identical to `rank_candidates` on the same candidates.
+with it (and their neighbours, which score through it). Scores are the same BM25 (same
+constants, same summation order) combined by the same `context.recall.combine`, and the ranking
+is identical to `rank_candidates` on the same candidates.
 """
 
 from __future__ import annotations
@@ -13,10 +14,17 @@ import heapq
 import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from context.recall import CONTEXT_WEIGHT, SPEAKER_WEIGHT, RecallCandidate, recall_terms
+from context.recall import (
+    RecallCandidate,
+    Weights,
+    combine,
+    neighbours,
+    rank_order,
+    recall_terms,
+)
 from context.relevance import BM25_B, BM25_K1
 
 __all__ = ["RecallIndex", "build_index"]
@@ -29,42 +37,44 @@ class RecallIndex:
     lengths: tuple[int, ...]
     average_length: float
     names: Mapping[str, str]  # a speaker-name term → the speaker
-    previous_turn: Mapping[int, int]  # a turn → the turn before it in its episode
-    next_turn: Mapping[int, int]  # the reverse: a turn → the turn after it
+    around: Mapping[int, tuple[int, int]]  # a line → (the line before, the line after) or -1
+    # Token counts of rendered lines, filled as `context.recall.pack` meets them: an index
+    # serves one customer under one counter, and a line costs the same on every request.
+    line_tokens: dict[RecallCandidate, int] = field(default_factory=dict, compare=False)
 
     def rank(
         self,
         query: str,
         *,
-        context_weight: float = CONTEXT_WEIGHT,
-        speaker_weight: float = SPEAKER_WEIGHT,
+        weights: Weights | None = None,
         limit: int | None = None,
     ) -> tuple[tuple[float, RecallCandidate], ...]:
         """The candidates with a positive score for ``query``, best first (ties: newest);
         with ``limit``, only that many of the best."""
+        weights = weights or Weights()
         wanted = recall_terms(query)
         content = sorted({term for term in wanted if term not in self.names})
         mentioned = {self.names[term] for term in wanted if term in self.names}
         own = self._bm25(content)
-        scores: dict[int, float] = {}
-        touched = set(own) | {turn for turn, before in self.previous_turn.items() if before in own}
+        touched = set(own)
+        for doc in own:  # a line scores through its neighbours too
+            touched.update(self.around[doc])
+        touched.discard(-1)
+        ranked = []
         for index in touched:
-            score = own.get(index, 0.0)
-            before = self.previous_turn.get(index)
-            if before is not None:
-                score += context_weight * own.get(before, 0.0)
-            if self.candidates[index].speaker in mentioned:
-                score *= 1.0 + speaker_weight
+            before, after = self.around[index]
+            score = combine(
+                own.get(index, 0.0),
+                own.get(before, 0.0),
+                own.get(after, 0.0),
+                self.candidates[index].speaker in mentioned,
+                weights,
+            )
             if score > 0:
-                scores[index] = round(score, 6)
-        ranked = [(score, self.candidates[index]) for index, score in scores.items()]
-
-        def order(item: tuple[float, RecallCandidate]) -> tuple[float, int, tuple[int, ...]]:
-            return (-item[0], -item[1].source_message_id, item[1].key)
-
+                ranked.append((score, self.candidates[index]))
         if limit is not None and len(ranked) > limit:
-            return tuple(heapq.nsmallest(limit, ranked, key=order))  # only the best are read
-        ranked.sort(key=order)
+            return tuple(heapq.nsmallest(limit, ranked, key=rank_order))  # only the best are read
+        ranked.sort(key=rank_order)
         return tuple(ranked)
 
     def _bm25(self, terms: Sequence[str]) -> dict[int, float]:
@@ -97,17 +107,6 @@ def build_index(candidates: Sequence[RecallCandidate]) -> RecallIndex:
         for term, tf in Counter(terms).items():
             postings.setdefault(term, []).append((doc, tf))
     names = {term: c.speaker for c in candidates for term in recall_terms(c.speaker)}
-    previous: dict[int, int] = {}
-    last: dict[str, int] = {}
-    turns = sorted(
-        (i for i, c in enumerate(candidates) if c.kind == "turn"),
-        key=lambda i: candidates[i].source_message_id,
-    )
-    for index in turns:
-        episode = candidates[index].episode_id
-        if episode in last:
-            previous[index] = last[episode]
-        last[episode] = index
     average = (sum(lengths) / len(lengths) if lengths else 0.0) or 1.0
     return RecallIndex(
         candidates=tuple(candidates),
@@ -115,6 +114,5 @@ def build_index(candidates: Sequence[RecallCandidate]) -> RecallIndex:
         lengths=tuple(lengths),
         average_length=average,
         names=MappingProxyType(names),
-        previous_turn=MappingProxyType(previous),
-        next_turn=MappingProxyType({before: turn for turn, before in previous.items()}),
+        around=MappingProxyType(neighbours(candidates)),
     )

@@ -36,18 +36,31 @@ from context.compaction.types import (
     SummaryState,
 )
 from context.errors import ContextInputError
+from context.inputs import TRANSCRIPT_CHANNELS
 
 __all__ = [
     "MASKED_KEYS",
+    "TRANSCRIPT_WORD_CAP",
     "EpisodeCompaction",
     "accept_facts",
     "advance",
     "compact_episode",
     "compact_offline",
+    "is_transcript",
 ]
 
 # Fact keys whose values are masked in summaries besides the built-in identifier shapes.
 MASKED_KEYS: Final = frozenset({"order_id", "protocol"})
+# The word cap of a call's summary: a transcript is recalled only through its summary (its raw
+# turns never leave the call), so its summary keeps more of what was said than a chat's does.
+TRANSCRIPT_WORD_CAP: Final = 300
+
+
+def is_transcript(messages: Sequence[SourceMessage]) -> bool:
+    """Whether ``messages`` are a call's (a transcript channel, or transcript confidences)."""
+    return bool(messages) and all(
+        m.channel in TRANSCRIPT_CHANNELS or m.confidence is not None for m in messages
+    )
 
 
 def accept_facts(
@@ -70,6 +83,7 @@ def compact_offline(
     previous_sentences: Sequence[SummarySentence] = (),
     *,
     word_cap: int = DEFAULT_WORD_CAP,
+    transcript_word_cap: int = TRANSCRIPT_WORD_CAP,
     per_message: int = 1,
     region: str = DEFAULT_REGION,
     rules: Sequence[Rule] = RULES,
@@ -78,7 +92,8 @@ def compact_offline(
     """Facts and summary of the compacted ``messages`` (oldest first).
 
     Every fact is sourced to one of ``messages``; superseded values stay in ``facts`` before
-    their replacement so the caller can record the history (``facts.merge_facts``).
+    their replacement so the caller can record the history (``facts.merge_facts``). The summary
+    is capped at ``word_cap`` words, or ``transcript_word_cap`` for a call (`is_transcript`).
     """
     ids = [message.id for message in messages]
     if any(after <= before for before, after in zip(ids, ids[1:], strict=False)):
@@ -106,7 +121,7 @@ def compact_offline(
         previous_sentences=previous_sentences,
         previous_summary=previous_summary,
         fact_spans=fact_spans,
-        word_cap=word_cap,
+        word_cap=transcript_word_cap if is_transcript(messages) else word_cap,
         per_message=per_message,
         mask_values=[(fact.value, fact.key) for fact in accepted if fact.key in MASKED_KEYS],
         region=region,

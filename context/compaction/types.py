@@ -8,9 +8,10 @@ rules rely on that order ("newer message wins") and never on timestamps.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime
 from typing import Final
 
+from context.dates import day_text, with_date_notes
 from context.errors import ContextInputError
 from context.inputs import Role
 
@@ -123,10 +124,17 @@ class SummarySentence:
     speaker: str | None = None
 
     def render(self) -> str:
-        """The summary line: ``[2023-05-08] Caroline: text``."""
-        if self.speaker:
-            return f"[{self.date}] {self.speaker}: {self.text}"
-        return f"[{self.date}] {self.text}"
+        """The summary line: ``[8 May 2023] Caroline: text``, with its relative time words
+        resolved after it (``(yesterday = 7 May 2023)``)."""
+        try:
+            day: date | None = date.fromisoformat(self.date)
+        except ValueError:
+            day = None
+        shown = day_text(day) if day is not None else self.date
+        line = (
+            f"[{shown}] {self.speaker}: {self.text}" if self.speaker else f"[{shown}] {self.text}"
+        )
+        return with_date_notes(line, self.text, day) if day is not None else line
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import Literal
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -85,3 +86,45 @@ def test_spare_room_goes_only_to_lines_near_the_best_score() -> None:
     assert len(wide[0].text) > len(small[0].text)  # the spare room was used …
     assert "linha número 1" in shown
     assert "linha número 2" not in shown and "linha número 3" not in shown  # … not on filler
+
+
+def _line(
+    index: int, kind: Literal["turn", "sentence"], speaker: str, text: str
+) -> RecallCandidate:
+    return RecallCandidate("e0", index, kind, speaker, text, START + timedelta(minutes=index))
+
+
+def test_a_hit_lifts_the_lines_around_it_of_its_own_kind() -> None:
+    pool = [
+        _line(1, "turn", "Nate", "The weather is nice today"),
+        _line(2, "turn", "Nate", "What inspired you?"),
+        _line(3, "turn", "Joanna", "A screenplay contest in Paris"),
+        _line(4, "turn", "Nate", "Wow, congrats!"),
+        _line(5, "sentence", "Joanna", "I adopted a puppy"),
+        _line(6, "sentence", "Nate", "He is called Max"),
+    ]
+    for ranked in (rank_candidates("screenplay", pool), build_index(pool).rank("screenplay")):
+        scores = {c.source_message_id: s for s, c in ranked}
+        assert scores[3] > scores[4] > 0  # the reply to it …
+        assert scores[3] > scores[2] > 0  # … and the question that prompted it
+        assert 1 not in scores
+    ranked = build_index(pool).rank("puppy")
+    assert [c.source_message_id for _, c in ranked] == [5, 6]  # sentences chain with sentences
+
+
+def test_a_named_speaker_outranks_what_was_said_to_them() -> None:
+    pool = [
+        _line(1, "turn", "Nate", "I love my turtles"),
+        _line(2, "turn", "Joanna", "Your turtles are so cute"),
+    ]
+    ranked = build_index(pool).rank("What pets does Nate have? turtles")
+    assert ranked[0][1].speaker == "Nate"
+
+
+def test_a_recalled_line_resolves_its_relative_dates() -> None:
+    from context.recall import line_of
+
+    line = line_of(_line(1, "turn", "Caroline", "I went to a  support group yesterday."))
+    assert line == (
+        "[8 May 2023] Caroline: I went to a support group yesterday. (yesterday = 7 May 2023)"
+    )

@@ -18,6 +18,8 @@ from context.compaction import (
     merge_facts,
     supersessions,
 )
+from context.compaction.compactor import is_transcript
+from context.compaction.summary import DEFAULT_WORD_CAP
 from context.errors import ContextInputError
 from context.inputs import Role
 from tests.support.conversations import by_id, episode, message
@@ -87,7 +89,7 @@ def test_tutor_rule_and_scoped_exception_survive_compaction_with_their_sources()
     # The rule restated in later lessons is not a new fact; nothing supersedes it.
     assert [f.key for f in step.result.facts].count("solution_mode") == 1
     assert supersessions(step.result.facts) == ()
-    assert len(step.state.summary.split()) <= 120
+    assert len(step.state.summary.split()) <= DEFAULT_WORD_CAP
 
 
 def test_tutor_exception_stated_by_the_student_in_english() -> None:
@@ -262,7 +264,7 @@ def test_compaction_steps_over_a_growing_episode() -> None:
         assert len(step.plan.keep_ids) >= 8
         assert step.state.last_message_id is not None
         assert state.last_message_id is None or step.state.last_message_id > state.last_message_id
-        assert len(step.state.summary.split()) <= 120
+        assert len(step.state.summary.split()) <= DEFAULT_WORD_CAP
         state = step.state
         unsummarized = [m for m in unsummarized if m.id in kept]
         assert sum(m.tokens for m in unsummarized) <= 1500
@@ -285,3 +287,20 @@ def test_inputs_must_follow_the_pointer_and_be_ordered() -> None:
         compact_offline(list(reversed(messages)), None)
     with pytest.raises(ContextInputError):
         advance(SummaryState("s", 9), CompactionPlan((8,), (), 8), CompactionResult((), "", ()))
+
+
+def test_a_call_keeps_a_longer_summary_than_a_chat() -> None:
+    lines = [f"I bought {n} blue kites for the beach festival on Sunday." for n in range(2, 80)]
+    chat = [message(i + 1, "user", text) for i, text in enumerate(lines)]
+    call = [
+        message(i + 1, "user", text, channel="phone", confidence=0.8)
+        for i, text in enumerate(lines)
+    ]
+    typed = compact_offline(chat, word_cap=100, transcript_word_cap=300)
+    spoken = compact_offline(call, word_cap=100, transcript_word_cap=300)
+    assert is_transcript(call) and not is_transcript(chat)
+    assert len(typed.summary.split()) <= 100
+    assert 100 < len(spoken.summary.split()) <= 300
+    assert {s.source_message_id for s in typed.sentences} < {
+        s.source_message_id for s in spoken.sentences
+    }
