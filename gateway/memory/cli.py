@@ -8,15 +8,37 @@ import signal
 import sys
 from collections.abc import AsyncIterator
 
+import httpx
 from redis.asyncio import Redis
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from context import TiktokenCounter, load_encoding
 from gateway.config import Settings
-from gateway.memory.queue import InProcessQueue, RedisStreamQueue
+from gateway.memory.llm_compactor import CompactorFactory, llm_compactor_factory
+from gateway.memory.queue import CompactionQueue, InProcessQueue, RedisStreamQueue
 from gateway.memory.rebuild import rebuild_customer
 from gateway.memory.worker import MemoryWorker
 from gateway.storage.engine import make_engine, make_sessionmaker
+
+
+@contextlib.asynccontextmanager
+async def _worker(
+    settings: Settings, queue: CompactionQueue
+) -> AsyncIterator[tuple[MemoryWorker, async_sessionmaker[AsyncSession]]]:
+    """A worker that compacts like the gateway does: each tenant's `summary_model` when one
+    is configured, the offline compactor otherwise."""
+    key = settings.model_api_key
+    async with (
+        _sessions(settings) as sessions,
+        httpx.AsyncClient(timeout=httpx.Timeout(30.0, connect=5.0)) as http,
+    ):
+        compactor_for: CompactorFactory = llm_compactor_factory(
+            http,
+            base_url=settings.model_base_url,
+            api_key=key.get_secret_value() if key is not None else None,
+        )
+        counter = TiktokenCounter(load_encoding())
+        yield MemoryWorker(sessions, counter, queue, compactor_for), sessions
 
 
 @contextlib.asynccontextmanager
@@ -42,10 +64,7 @@ async def run_worker(settings: Settings, count: int) -> int:
     for name in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(name, stop.set)
     try:
-        async with _sessions(settings) as sessions:
-            worker = MemoryWorker(
-                sessions, TiktokenCounter(load_encoding()), RedisStreamQueue(redis)
-            )
+        async with _worker(settings, RedisStreamQueue(redis)) as (worker, _):
             worker.start(count)
             print(f"relaydesk worker: {count} compaction consumer(s) running", flush=True)
             await stop.wait()
@@ -56,8 +75,7 @@ async def run_worker(settings: Settings, count: int) -> int:
 
 
 async def rebuild(settings: Settings, customer_id: str) -> int:
-    async with _sessions(settings) as sessions:
-        worker = MemoryWorker(sessions, TiktokenCounter(load_encoding()), InProcessQueue())
+    async with _worker(settings, InProcessQueue()) as (worker, sessions):
         report = await rebuild_customer(sessions, worker, customer_id)
     print(
         f"rebuilt memory of customer {customer_id}: {report.episodes} episodes, "
