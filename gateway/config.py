@@ -58,6 +58,12 @@ class Settings(BaseSettings):
     auto_migrate: bool | None = Field(None, alias="RELAYDESK_AUTO_MIGRATE")
     # The gateway compacts memory in-process too; set false where `relaydesk worker` does it.
     run_compaction: bool = Field(True, alias="RELAYDESK_RUN_COMPACTION")
+    # The Redis stream of compaction jobs (one per deployment sharing a Redis database) and how
+    # long a job may stay unacknowledged by a consumer before another worker takes it over.
+    compaction_stream: str = Field(
+        "relaydesk:compaction", alias="RELAYDESK_COMPACTION_STREAM", min_length=1
+    )
+    compaction_reclaim_ms: int = Field(60_000, alias="RELAYDESK_COMPACTION_RECLAIM_MS", ge=1_000)
 
     twilio_account_sid: str | None = Field(None, alias="TWILIO_ACCOUNT_SID")
     twilio_auth_token: SecretStr | None = Field(None, alias="TWILIO_AUTH_TOKEN")

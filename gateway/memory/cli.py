@@ -9,15 +9,15 @@ import sys
 from collections.abc import AsyncIterator
 
 import httpx
-from redis.asyncio import Redis
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from context import TiktokenCounter, load_encoding
 from gateway.config import Settings
 from gateway.memory.llm_compactor import CompactorFactory, llm_compactor_factory
-from gateway.memory.queue import CompactionQueue, InProcessQueue, RedisStreamQueue
+from gateway.memory.queue import CompactionQueue, InProcessQueue
 from gateway.memory.rebuild import rebuild_customer
 from gateway.memory.worker import MemoryWorker
+from gateway.redis_client import compaction_queue, make_redis
 from gateway.storage.engine import make_engine, make_sessionmaker
 
 
@@ -58,13 +58,13 @@ async def run_worker(settings: Settings, count: int) -> int:
             file=sys.stderr,
         )
         return 2
-    redis = Redis.from_url(settings.redis_url)
+    redis = make_redis(settings.redis_url)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for name in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(name, stop.set)
     try:
-        async with _worker(settings, RedisStreamQueue(redis)) as (worker, _):
+        async with _worker(settings, compaction_queue(redis, settings)) as (worker, _):
             worker.start(count)
             print(f"relaydesk worker: {count} compaction consumer(s) running", flush=True)
             await stop.wait()

@@ -7,9 +7,9 @@ The job is held mid-way by a row lock this test takes on the episode's summary: 
 read the batch, written the new facts and waits to move the summary pointer when it is killed.
 The stream and group names are fixed in the worker, so a private Redis keeps other tests' jobs
 out of it; a private PostgreSQL cluster keeps the shared server's connection limit out of play.
-A job is reclaimed once it has been pending longer than the queue's reclaim time (60 s, fixed
-in `relaydesk worker`); instead of waiting, the test ages the dead worker's entry (`XCLAIM …
-IDLE`), which is what long silence from a dead consumer looks like to the stream.
+A job is reclaimed once it has been pending longer than the queue's reclaim time
+(`RELAYDESK_COMPACTION_RECLAIM_MS`): the dying worker keeps the default minute, so it cannot
+take its own job back; the survivor is started with one second.
 """
 
 from __future__ import annotations
@@ -48,8 +48,8 @@ COMMAND = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "gateway.
 COUNTER = TiktokenCounter(load_encoding())
 START = datetime(2026, 11, 2, 14, 0, tzinfo=UTC)
 T = TypeVar("T")
-# How long the dead worker's entry looks idle: far past the queue's reclaim time (60 s).
-AGED_MS = 3_600_000
+# The survivor's reclaim time: a job silent this long belongs to a dead consumer.
+SURVIVOR_RECLAIM_MS = 1_000
 
 FIRST_ROUND = [
     ("user", "Oi, meu nome é Ana Souza e preciso de ajuda com uma entrega."),
@@ -303,9 +303,9 @@ async def _run(engine: AsyncEngine, redis: Redis, env: dict[str, str], tmp_path:
     pending = await _pending(redis)
     assert [(p["message_id"], p["consumer"]) for p in pending] == [(entry_id, dead_consumer)]
 
-    # An hour of silence from the dead consumer, then another worker process.
-    await redis.xclaim(STREAM, GROUP, dead_consumer, 0, [entry_id], idle=AGED_MS)
-    with _worker(env, tmp_path / "survivor.log"):
+    # Another worker process, which takes over a job silent for more than a second.
+    survivor_env = {**env, "RELAYDESK_COMPACTION_RECLAIM_MS": str(SURVIVOR_RECLAIM_MS)}
+    with _worker(survivor_env, tmp_path / "survivor.log"):
         await _eventually(lambda: _state_if(engine, episode.id, traces=2), 30, "the reclaim")
         assert await _eventually(lambda: _none_pending(redis), 5, "the reclaimed job's ack")
         await asyncio.sleep(0.5)  # time for a second, wrong application to show up
