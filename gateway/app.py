@@ -8,7 +8,6 @@ from collections.abc import AsyncIterator
 import httpx
 from aiohttp import web
 from pydantic import SecretStr
-from redis.asyncio import Redis
 
 from channels.base import Channel
 from channels.telegram import TelegramChannel
@@ -37,13 +36,14 @@ from gateway.keys import (
 )
 from gateway.locks import InProcessLocks, RedisLocks
 from gateway.memory.llm_compactor import llm_compactor_factory
-from gateway.memory.queue import CompactionQueue, InProcessQueue, RedisStreamQueue
+from gateway.memory.queue import CompactionQueue, InProcessQueue
 from gateway.memory.worker import MemoryWorker
 from gateway.metrics import Metrics
 from gateway.middleware import body_limit_middleware, error_middleware, metrics_middleware
 from gateway.pipeline import Pipeline
 from gateway.providers import ModelProvider, make_provider
 from gateway.providers.pool import ProviderPool
+from gateway.redis_client import compaction_queue, make_redis
 from gateway.scheduler import TurnScheduler
 from gateway.storage.engine import make_engine, make_sessionmaker
 from gateway.storage.migrate import upgrade
@@ -70,7 +70,7 @@ async def redis_ctx(app: web.Application) -> AsyncIterator[None]:
     if url is None:
         yield
         return
-    client = Redis.from_url(url, socket_timeout=5, socket_connect_timeout=3)
+    client = make_redis(url)
     app[REDIS] = client
     yield
     await client.aclose()
@@ -136,7 +136,9 @@ async def pipeline_ctx(app: web.Application) -> AsyncIterator[None]:
         "whatsapp": whatsapp,
         "telegram": telegram,
     }
-    queue: CompactionQueue = RedisStreamQueue(redis) if redis is not None else InProcessQueue()
+    queue: CompactionQueue = (
+        compaction_queue(redis, settings) if redis is not None else InProcessQueue()
+    )
     compactor_for = llm_compactor_factory(http, base_url=settings.model_base_url, api_key=api_key)
     memory = MemoryWorker(app[SESSIONS], app[COUNTER], queue, compactor_for)
     pipeline = Pipeline(

@@ -4,18 +4,27 @@ In-process (default): an `asyncio.Lock` per conversation; it cannot expire, so n
 needed (`fence` is None). Redis: `SET NX PX` with a renewal watchdog and a fencing token from a
 per-conversation counter; a holder whose lock expired mid-turn keeps running but its token is
 older than the new holder's, and the database refuses its writes (`turns.claim_fence`).
+
+With Redis down a lock cannot be taken: `hold` raises, the drain stops and the turn stays
+pending for the scheduler's sweep, so the reply comes once Redis is back. An outage while the
+lock is held is not an error of the turn: renewal keeps trying, and a release that fails leaves
+the lock to expire (the fence already guards the writes).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import secrets
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Protocol
 
 from redis.asyncio import Redis
+from redis.exceptions import RedisError
+
+log = logging.getLogger("relaydesk.locks")
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +58,13 @@ class InProcessLocks:
                 self._locks.pop(key, None)
 
 
+# Take the lock, or find it ours already: an acquire retried after its reply was lost (a dropped
+# connection) must not wait for itself.
+_ACQUIRE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end
+return 0
+"""
 # Raise the counter to the database's floor (after a Redis restart), then take the next token.
 _NEXT_FENCE = """
 local current = tonumber(redis.call('GET', KEYS[1]) or '0')
@@ -90,7 +106,13 @@ class RedisLocks:
         lock_key = f"{self._prefix}:lock:{key}"
         owner = secrets.token_hex(16)
         await self._acquire(lock_key, owner)
-        fence = int(await self._redis.eval(_NEXT_FENCE, 1, f"{self._prefix}:fence:{key}", floor))
+        try:
+            fence = int(
+                await self._redis.eval(_NEXT_FENCE, 1, f"{self._prefix}:fence:{key}", floor)
+            )
+        except (RedisError, OSError):
+            await self._release(lock_key, owner)
+            raise
         watchdog = asyncio.create_task(self._keep(lock_key, owner)) if self._renew else None
         try:
             yield Held(key, fence)
@@ -99,20 +121,32 @@ class RedisLocks:
                 watchdog.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await watchdog
-            await self._redis.eval(_RELEASE, 1, lock_key, owner)
+            await self._release(lock_key, owner)
 
     async def _acquire(self, lock_key: str, owner: str) -> None:
         delay = 0.005
         deadline = asyncio.get_running_loop().time() + self._wait_s
-        while not await self._redis.set(lock_key, owner, nx=True, px=self._ttl_ms):
+        while not await self._redis.eval(_ACQUIRE, 1, lock_key, owner, self._ttl_ms):
             if asyncio.get_running_loop().time() > deadline:
                 raise LockTimeout(f"could not lock {lock_key} within {self._wait_s}s")
             await asyncio.sleep(delay)
             delay = min(delay * 2, 0.2)
 
+    async def _release(self, lock_key: str, owner: str) -> None:
+        try:
+            await self._redis.eval(_RELEASE, 1, lock_key, owner)
+        except (RedisError, OSError) as exc:
+            log.warning(
+                "lock not released, it expires",
+                extra={"fields": {"lock": lock_key, "error": type(exc).__name__}},
+            )
+
     async def _keep(self, lock_key: str, owner: str) -> None:
         while True:
             await asyncio.sleep(self._ttl_ms / 3000)
-            renewed = await self._redis.eval(_RENEW, 1, lock_key, owner, self._ttl_ms)
+            try:
+                renewed = await self._redis.eval(_RENEW, 1, lock_key, owner, self._ttl_ms)
+            except (RedisError, OSError):
+                continue  # Redis unreachable: try again; the fence guards the writes meanwhile
             if not renewed:
                 return  # lost it: the fence will refuse this holder's writes

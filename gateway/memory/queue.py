@@ -5,6 +5,12 @@ Delivery is at-least-once; jobs are idempotent (a job re-plans from the stored s
 summary pointer advances in the same transaction as the summary and facts it covers). A job
 whose worker died stays pending in the stream and is reclaimed with XAUTOCLAIM after
 `reclaim_after_ms`.
+
+Redis being down must not fail the request that stored a message: a job Redis refuses is kept
+in this process (one per episode) and added by the next enqueue or consumer round that reaches
+Redis; the consumer waits an outage out with backoff and creates its group again if Redis lost
+it. Jobs kept here die with the process; the next threshold crossing re-plans the episode, but a
+lost `closed` job leaves that episode without its final summary until a rebuild.
 """
 
 from __future__ import annotations
@@ -19,12 +25,16 @@ from dataclasses import dataclass
 from typing import Any, Protocol, cast
 
 from redis.asyncio import Redis
-from redis.exceptions import ResponseError
+from redis.exceptions import RedisError, ResponseError
 
 log = logging.getLogger("relaydesk.memory.queue")
 
 STREAM = "relaydesk:compaction"
 GROUP = "compactors"
+ENQUEUE_BUDGET_S = 1.0  # a stalled Redis must not hold up the webhook that stored the message
+MAX_DEFERRED = 10_000  # jobs kept while Redis is unavailable (memory bound)
+RETRY_MIN_S = 0.5
+RETRY_MAX_S = 10.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,7 +48,9 @@ Handler = Callable[[CompactionJob], Awaitable[None]]
 
 
 class CompactionQueue(Protocol):
-    async def enqueue(self, job: CompactionJob) -> None: ...
+    async def enqueue(self, job: CompactionJob) -> None:
+        """Queue the job; never raises because the queue is unavailable."""
+        ...
 
     async def run(self, handler: Handler) -> None:
         """Consume jobs until cancelled."""
@@ -96,12 +108,38 @@ class RedisStreamQueue:
         self._consumer = consumer or f"{socket.gethostname()}-{uuid.uuid4().hex[:8]}"
         self._reclaim_after_ms = reclaim_after_ms
         self._block_ms = block_ms
+        self._deferred: dict[str, CompactionJob] = {}  # refused by Redis, by episode
+
+    @property
+    def deferred(self) -> int:
+        """Jobs kept in this process until Redis takes them."""
+        return len(self._deferred)
 
     async def ensure_group(self) -> None:
         with contextlib.suppress(ResponseError):  # BUSYGROUP: it exists already
             await self._redis.xgroup_create(self._stream, self._group, id="0", mkstream=True)
 
     async def enqueue(self, job: CompactionJob) -> None:
+        try:
+            async with asyncio.timeout(ENQUEUE_BUDGET_S):
+                await self.flush()
+                await self._add(job)
+        except (RedisError, OSError, TimeoutError) as exc:
+            self._defer(job, exc)
+
+    async def flush(self) -> int:
+        """Add the jobs kept while Redis was unavailable; returns how many were added."""
+        added = 0
+        while self._deferred:
+            episode_id, job = next(iter(self._deferred.items()))
+            await self._add(job)  # a failure leaves this one and the rest kept
+            self._deferred.pop(episode_id, None)
+            added += 1
+        if added:
+            log.info("kept compaction jobs queued", extra={"fields": {"jobs": added}})
+        return added
+
+    async def _add(self, job: CompactionJob) -> None:
         await self._redis.xadd(
             self._stream,
             {"customer_id": job.customer_id, "episode_id": job.episode_id, "reason": job.reason},
@@ -109,9 +147,35 @@ class RedisStreamQueue:
             approximate=True,
         )
 
+    def _defer(self, job: CompactionJob, error: BaseException) -> None:
+        fields = {"episode": job.episode_id, "error": type(error).__name__}
+        if job.episode_id not in self._deferred and len(self._deferred) >= MAX_DEFERRED:
+            log.error("compaction job dropped, too many kept", extra={"fields": fields})
+            return
+        if not self._deferred:
+            log.warning("compaction queue unavailable, keeping jobs", extra={"fields": fields})
+        # Any job on a closed episode compacts it to the end, so the first one kept suffices.
+        self._deferred.setdefault(job.episode_id, job)
+
     async def run(self, handler: Handler) -> None:
-        await self.ensure_group()
+        """Consume until cancelled, waiting out Redis outages with backoff."""
+        delay = RETRY_MIN_S
         while True:
+            try:
+                await self.ensure_group()  # again after an outage: Redis may have lost it
+                delay = RETRY_MIN_S  # Redis answered: a later outage starts the backoff over
+                await self._consume(handler)
+            except (RedisError, OSError) as exc:  # NOGROUP (a ResponseError) included
+                log.warning(
+                    "compaction queue unavailable",
+                    extra={"fields": {"error": type(exc).__name__, "retry_in_s": delay}},
+                )
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, RETRY_MAX_S)
+
+    async def _consume(self, handler: Handler) -> None:
+        while True:
+            await self.flush()
             handled = await self.reclaim(handler)
             # [[stream, [(entry id, fields), ...]]]
             entries: list[Any] = cast(
