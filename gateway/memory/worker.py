@@ -15,6 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from context import TokenCounter
 from gateway.memory.llm_compactor import CompactorFactory, LLMCompactor
+from gateway.memory.owed_summaries import SWEEP_EVERY_S, sweep_forever
 from gateway.memory.queue import CompactionJob, CompactionQueue
 from gateway.memory.service import CompactionOutcome, compact_episode
 from gateway.storage.repositories import episodes, tenants
@@ -76,11 +77,16 @@ class MemoryWorker:
     async def _consume(self, job: CompactionJob) -> None:
         await self.handle(job)
 
-    def start(self, count: int = 1) -> None:
+    def start(self, count: int = 1, *, owed_sweep_every_s: float | None = SWEEP_EVERY_S) -> None:
+        """`count` consumers, and (unless None) a periodic sweep queueing closed episodes
+        still owed their final summary (see `owed_summaries`)."""
         for index in range(count):
             self._tasks.append(
                 asyncio.create_task(self.queue.run(self._consume), name=f"compactor-{index}")
             )
+        if owed_sweep_every_s is not None:
+            sweep = sweep_forever(self.sessions, self.queue, every_s=owed_sweep_every_s)
+            self._tasks.append(asyncio.create_task(sweep, name="owed-summaries"))
 
     async def close(self) -> None:
         for task in self._tasks:
