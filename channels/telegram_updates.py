@@ -38,7 +38,16 @@ VOICE_PLACEHOLDER = "[voice note, not transcribed]"
 CONTACT_PLACEHOLDER = "[contact shared]"
 
 # What `de_json` raises on a body that is JSON but not an update it can read.
-_SCHEMA_ERRORS = (TypeError, ValueError, KeyError, AttributeError, OverflowError, RecursionError)
+# OSError: datetime refuses a timestamp past the platform's range with EOVERFLOW.
+_SCHEMA_ERRORS = (
+    TypeError,
+    ValueError,
+    KeyError,
+    AttributeError,
+    OverflowError,
+    RecursionError,
+    OSError,
+)
 # Object keys whose value is a `User` in the Bot API.
 _USER_KEYS = frozenset({"from", "user", "via_bot", "left_chat_member"})
 

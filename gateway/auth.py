@@ -19,8 +19,9 @@ def require_api_key(request: web.Request) -> None:
     configured = request.app[SETTINGS].api_key
     header = request.headers.get("Authorization", "")
     scheme, _, presented = header.partition(" ")
-    if configured is None or scheme.lower() != "bearer" or not presented:
+    # A key is ASCII; anything else (a header that was not UTF-8) cannot match.
+    if configured is None or scheme.lower() != "bearer" or not presented.isascii():
         raise Unauthorized("a valid Bearer API key is required")
     expected = configured.get_secret_value().encode()
-    if not hmac.compare_digest(presented.strip().encode(), expected):
+    if not presented.strip() or not hmac.compare_digest(presented.strip().encode(), expected):
         raise Unauthorized("a valid Bearer API key is required")

@@ -6,7 +6,9 @@ method, path, query string and body) then gets the stored response back with
 `Idempotent-Replayed: true`; the same key with another request is 422 `idempotency_key_reused`;
 a retry while the first is still running is 409 `idempotency_key_in_progress`.
 
-Only a response the handler returned with a status below 500 is stored. An exception, a 5xx, a
+The caller is authenticated (API key, or console login on the operator API) before the key is
+looked up, so a stored response is never replayed to someone without credentials. Only a
+response the handler returned with a status below 500 is stored. An exception, a 5xx, a
 401/403 (the handler checks the credentials, so an unauthenticated request must leave no key
 behind) or a response that is not a plain `web.Response` with a text body releases the key, so
 the retry runs again. Keys live 24 hours; a claim whose lock ran out (its process died) or an
@@ -29,8 +31,11 @@ from sqlalchemy import CursorResult, and_, delete, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from gateway.auth import require_api_key
+from gateway.bodies import unstorable
 from gateway.clock import utcnow
-from gateway.errors import BadRequest, Conflict, Unprocessable
+from gateway.console.auth import operator_actor
+from gateway.errors import BadRequest, Conflict, NotFound, Unprocessable
 from gateway.keys import SESSIONS
 from gateway.storage.models import IdempotencyKey
 
@@ -237,6 +242,14 @@ def replay(stored: StoredResponse) -> web.Response:
     return web.Response(status=stored.status, body=stored.body.encode(), headers=headers)
 
 
+async def authenticate(request: web.Request) -> None:
+    """The check the route's handler makes first (it makes it again; both are cheap)."""
+    if request.path.startswith("/v1/operator/"):
+        await operator_actor(request)
+    else:
+        require_api_key(request)
+
+
 @web.middleware
 async def idempotency_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
     key = request.headers.get(HEADER)
@@ -251,6 +264,12 @@ async def idempotency_middleware(request: web.Request, handler: Handler) -> web.
         raise BadRequest(
             f"{HEADER} must be 1-255 printable ASCII characters", code="invalid_idempotency_key"
         )
+    # Keys are per route, not per caller: only an authenticated request may look one up, or a
+    # stranger who guesses a key would be handed the stored response.
+    await authenticate(request)
+    if unstorable(request.path):
+        # A path that carries NUL names no record (and could not be stored as the key's route).
+        raise NotFound("no such resource")
     # Read before claiming: an oversized body is refused (413) without leaving a key behind.
     # aiohttp keeps the bytes, so the handler reads the same body again.
     body = await request.read()

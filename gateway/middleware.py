@@ -95,7 +95,10 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
             raise
         code = HTTP_CODES.get(exc.status, "http_error")
         detail = exc.text if exc.status == 413 and exc.text else exc.reason
-        return error_response(exc.status, code, detail)
+        response = error_response(exc.status, code, detail)
+        if "Allow" in exc.headers:  # a 405 names the methods the route takes (RFC 9110)
+            response.headers["Allow"] = exc.headers["Allow"]
+        return response
     except asyncio.CancelledError:
         raise
     except Exception as exc:

@@ -23,7 +23,8 @@ IDEMPOTENCY_KEY = {
     "required": False,
     "description": "retries with the same key and body get the first response back "
     "(with `Idempotent-Replayed: true`) for 24 hours",
-    "schema": {"type": "string", "minLength": 1, "maxLength": 255},
+    # The same rule as gateway.idempotency.is_valid_key: 1-255 printable ASCII characters.
+    "schema": {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[\\x20-\\x7e]+$"},
 }
 
 _BODIES: dict[tuple[str, str], type[BaseModel]] = {}
@@ -39,23 +40,43 @@ def document(
     responses: dict[int, str],
     secured: bool = True,
     parameters: list[dict[str, Any]] | None = None,
+    media_type: str = "application/json",
 ) -> None:
-    """Register one operation (called next to the route it documents)."""
+    """Register one operation (called next to the route it documents).
+
+    `media_type` is what a success answers with; every error is the JSON `Error` shape. The
+    statuses that the middleware gives every route of a kind (401 without credentials, 400 for
+    an invalid body or Idempotency-Key, 413 for a body over the limit) are added here, so the
+    document lists every status the gateway can answer with.
+    """
     operation: dict[str, Any] = {
         "summary": summary,
         "responses": {
-            str(status): _response(status, description) for status, description in responses.items()
+            str(status): _response(status, description, media_type)
+            for status, description in responses.items()
         },
     }
+    statuses = operation["responses"]
     if secured:
         # Operator routes also take the console login (cookie, plus X-CSRF-Token on writes).
         operator = path.startswith("/v1/operator") or path.startswith("/console/api")
         operation["security"] = [{"bearer": []}, {"console": []}] if operator else [{"bearer": []}]
-        operation["responses"].setdefault("401", _response(401, "missing or wrong API key"))
+        statuses.setdefault("401", _response(401, "missing or wrong API key"))
+        if operator and method == "POST":
+            statuses.setdefault("403", _response(403, "a console login without its X-CSRF-Token"))
+    if method == "POST":
+        statuses.setdefault("413", _response(413, "body larger than RELAYDESK_MAX_BODY_BYTES"))
+    if body is not None:
+        statuses.setdefault("400", _response(400, "malformed JSON or a body that fails its schema"))
+    if "{" in path:
+        statuses.setdefault("404", _response(404, "nothing under that id"))
+    if any(p["in"] == "query" for p in parameters or []):
+        statuses.setdefault("400", _response(400, "a query value that is not usable"))
     if secured and method == "POST" and path.startswith("/v1/"):
         parameters = [*(parameters or []), IDEMPOTENCY_KEY]
-        operation["responses"].setdefault("409", _response(409, "the key's request still runs"))
-        operation["responses"].setdefault("422", _response(422, "the key was used elsewhere"))
+        statuses.setdefault("400", _response(400, "an invalid Idempotency-Key"))
+        statuses.setdefault("409", _response(409, "the key's request still runs"))
+        statuses.setdefault("422", _response(422, "the key was used elsewhere"))
     if parameters:
         operation["parameters"] = parameters
     if body is not None:
@@ -69,7 +90,9 @@ def document(
     _OPERATIONS.setdefault(path, {})[method.lower()] = operation
 
 
-def _response(status: int, description: str) -> dict[str, Any]:
+def _response(
+    status: int, description: str, media_type: str = "application/json"
+) -> dict[str, Any]:
     if status == 204:
         return {"description": description}
     if status >= 400:
@@ -77,7 +100,8 @@ def _response(status: int, description: str) -> dict[str, Any]:
             "description": description,
             "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
         }
-    return {"description": description, "content": {"application/json": {"schema": {}}}}
+    schema: dict[str, Any] = {} if media_type == "application/json" else {"type": "string"}
+    return {"description": description, "content": {media_type: {"schema": schema}}}
 
 
 def spec() -> dict[str, Any]:
@@ -121,4 +145,12 @@ document(
     responses={200: "healthy", 503: "a dependency is down"},
     secured=False,
 )
-document("GET", "/metrics", "Prometheus metrics", responses={200: "metrics text"}, secured=False)
+document(
+    "GET",
+    "/metrics",
+    "Prometheus metrics",
+    responses={200: "metrics text"},
+    secured=False,
+    media_type="text/plain",
+)
+document("GET", "/openapi.json", "This document", responses={200: "OpenAPI 3.1"}, secured=False)

@@ -19,15 +19,30 @@ import json
 from typing import Any
 
 from aiohttp import WSMsgType, web
+from pydantic import BaseModel, ConfigDict, Field
 
 from channels.base import PayloadInvalid, RawRequest
-from channels.webchat import message_from, visitor_id_of
+from channels.webchat import (
+    CLIENT_MESSAGE_ID,
+    MAX_TEXT_CHARS,
+    VISITOR_ID,
+    bearer_token,
+    message_from,
+    visitor_id_of,
+)
 from gateway.clock import utcnow
 from gateway.errors import BadRequest
 from gateway.keys import HUB, PIPELINE, SCHEDULER, SESSIONS
 from gateway.openapi import document
 from gateway.storage.records import MessageRecord
 from gateway.storage.repositories import messages
+from gateway.webchat_frames import (
+    check_storable,
+    check_token,
+    read_cursor,
+    read_frame,
+    read_hello,
+)
 from gateway.webchat_hub import message_frame
 
 MAX_FRAME_BYTES = 64 * 1024
@@ -44,20 +59,17 @@ def frame_of(record: MessageRecord) -> dict[str, Any]:
     )
 
 
-def _cursor(raw: str | None) -> int | None:
-    if raw in (None, "", "null"):
-        return None
-    if not raw.isdigit():
-        raise BadRequest("after must be a message id", code="invalid_cursor")
-    return int(raw)
-
-
 async def post_message(request: web.Request) -> web.Response:
     body = await request.read()
     raw = RawRequest(request.method, str(request.url), dict(request.headers), body)
     channel = request.app[PIPELINE].channels["webchat"]
     channel.verify(raw)
-    [inbound] = channel.parse(raw)
+    check_token(bearer_token(raw.headers))
+    try:
+        [inbound] = channel.parse(raw)
+    except (ValueError, RecursionError) as exc:  # a 5000-digit number; "[[[[…" nested deep
+        raise PayloadInvalid(f"body is not usable JSON: {exc}") from exc
+    check_storable(inbound.text)
     accepted = await request.app[PIPELINE].accept(inbound, host=request.host)
     if not accepted.duplicate:
         request.app[SCHEDULER].kick(accepted.conversation_key)
@@ -71,7 +83,7 @@ async def get_messages(request: web.Request) -> web.Response:
         visitor = visitor_id_of(dict(request.query))
     except PayloadInvalid as exc:
         raise BadRequest(str(exc), code="invalid_query") from exc
-    after = _cursor(request.query.get("after"))
+    after = read_cursor(request.query.get("after"))
     async with request.app[SESSIONS]() as session:
         found = await messages.thread_messages(session, f"webchat:{visitor}", after_id=after)
     return web.json_response({"messages": [frame_of(m) for m in found]})
@@ -88,9 +100,7 @@ async def websocket(request: web.Request) -> web.WebSocketResponse:
             if frame.type != WSMsgType.TEXT:
                 continue
             try:
-                data = json.loads(frame.data)
-                if not isinstance(data, dict):
-                    raise PayloadInvalid("a frame must be a JSON object")
+                data = read_frame(frame.data)
                 if visitor is None:
                     visitor, token, cursor = await _hello(socket, data)
                     # Join the hub before reading the backlog, so a reply stored meanwhile
@@ -112,15 +122,9 @@ async def websocket(request: web.Request) -> web.WebSocketResponse:
 async def _hello(
     socket: web.WebSocketResponse, data: dict[str, Any]
 ) -> tuple[str, str | None, int | None]:
-    if data.get("type") != "hello":
-        raise PayloadInvalid("the first frame must be a hello")
-    visitor = visitor_id_of(data)
-    raw_token = data.get("identity_token")
-    token = raw_token if isinstance(raw_token, str) and raw_token else None
-    after = data.get("after")
-    cursor = _cursor(str(after) if after is not None else None)
-    await socket.send_json({"type": "ready", "visitor_id": visitor})
-    return visitor, token, cursor
+    hello = read_hello(data)
+    await socket.send_json({"type": "ready", "visitor_id": hello.visitor_id})
+    return hello.visitor_id, hello.identity_token, hello.after
 
 
 async def _backlog(
@@ -142,6 +146,7 @@ async def _message(
     token: str | None,
 ) -> None:
     inbound = message_from(data, visitor_id=visitor, token=token, received_at=utcnow())
+    check_storable(inbound.text)
     accepted = await request.app[PIPELINE].accept(inbound, host=request.host)
     client_id = inbound.extra["client_message_id"]
     await socket.send_json(
@@ -156,11 +161,24 @@ async def _message(
         request.app[SCHEDULER].kick(accepted.conversation_key)
 
 
+class WebChatMessageIn(BaseModel):
+    """The REST body as documented; `channels.webchat` checks it, with these same patterns."""
+
+    model_config = ConfigDict(extra="allow")
+
+    visitor_id: str = Field(pattern=VISITOR_ID.pattern)
+    # At least one character that is not white space.
+    text: str = Field(min_length=1, max_length=MAX_TEXT_CHARS, pattern=r"\S")
+    client_message_id: str = Field(pattern=CLIENT_MESSAGE_ID.pattern)
+
+
 document(
     "POST",
     "/webchat/messages",
-    "Send a web chat message (REST fallback of the websocket)",
+    "Send a web chat message (REST fallback of the websocket); an optional "
+    "`Authorization: Bearer <identity token>` says who the visitor is",
     secured=False,
+    body=WebChatMessageIn,
     responses={202: "stored; the reply arrives on the websocket or by polling", 400: "malformed"},
 )
 document(
@@ -169,8 +187,18 @@ document(
     "Messages of a visitor's thread after a cursor",
     secured=False,
     parameters=[
-        {"name": "visitor_id", "in": "query", "required": True, "schema": {"type": "string"}},
-        {"name": "after", "in": "query", "required": False, "schema": {"type": "string"}},
+        {
+            "name": "visitor_id",
+            "in": "query",
+            "required": True,
+            "schema": {"type": "string", "pattern": VISITOR_ID.pattern},
+        },
+        {
+            "name": "after",
+            "in": "query",
+            "required": False,
+            "schema": {"type": "string", "pattern": "^([0-9]{1,18}|null)?$"},
+        },
     ],
     responses={200: "messages", 400: "malformed query"},
 )

@@ -75,7 +75,8 @@ def verify_identity_token(
     token to this tenant. Phones are normalized with ``region``; a malformed optional claim is
     dropped rather than failing the token.
     """
-    if not token or not secret or len(token) > _MAX_TOKEN_CHARS:
+    # A compact JWS is ASCII; anything else is not a token (and would not encode).
+    if not token or not secret or len(token) > _MAX_TOKEN_CHARS or not token.isascii():
         return None
     if len(secret.encode()) < MIN_SECRET_BYTES:
         _log.debug("identity token rejected: secret too short")

@@ -9,7 +9,7 @@ from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field
 
 from gateway.auth import require_api_key
-from gateway.bodies import read_json
+from gateway.bodies import path_id, read_json
 from gateway.errors import NotFound
 from gateway.keys import SESSIONS
 from gateway.openapi import document
@@ -73,7 +73,7 @@ async def get_campaign(request: web.Request) -> web.Response:
     require_api_key(request)
     async with request.app[SESSIONS]() as session:
         try:
-            record = await campaigns.get_campaign(session, request.match_info["campaign_id"])
+            record = await campaigns.get_campaign(session, path_id(request, "campaign_id"))
         except RecordNotFound as exc:
             raise NotFound(str(exc)) from exc
     return web.json_response(campaign_json(record, date.today()))
@@ -83,7 +83,7 @@ async def delete_campaign(request: web.Request) -> web.Response:
     require_api_key(request)
     async with request.app[SESSIONS].begin() as session:
         try:
-            await campaigns.delete_campaign(session, request.match_info["campaign_id"])
+            await campaigns.delete_campaign(session, path_id(request, "campaign_id"))
         except RecordNotFound as exc:
             raise NotFound(str(exc)) from exc
     return web.Response(status=204)

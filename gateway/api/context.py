@@ -55,7 +55,8 @@ def evidence_for(body: ContextIn, webchat_secret: str | None) -> Evidence:
         return WhatsAppSender(external_id)
     if body.channel == "telegram":
         raw = external_id.removeprefix("telegram:")
-        if not raw.isdigit():
+        # ASCII digits that fit a 64-bit id ("²".isdigit() is true, and int() refuses it).
+        if not (raw.isascii() and raw.isdigit() and len(raw) <= 18):
             raise BadRequest(
                 "telegram external_id must be a numeric user id", code="invalid_identity"
             )

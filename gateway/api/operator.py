@@ -12,7 +12,7 @@ from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field
 
 from gateway import operator_store
-from gateway.bodies import read_json
+from gateway.bodies import path_id, query_text, read_json
 from gateway.console.auth import operator_actor
 from gateway.keys import SESSIONS
 from gateway.openapi import document
@@ -66,7 +66,7 @@ async def list_pending(request: web.Request) -> web.Response:
     await operator_actor(request)
     async with request.app[SESSIONS]() as session:
         links = await operator_store.list_pending_links(
-            session, customer_id=request.query.get("customer_id")
+            session, customer_id=query_text(request, "customer_id")
         )
     return web.json_response({"pending_links": [pending_json(link) for link in links]})
 
@@ -76,7 +76,7 @@ async def confirm_pending(request: web.Request) -> web.Response:
     body = await read_json(request, Decision)
     async with request.app[SESSIONS].begin() as session:
         entry = await operator_store.confirm_pending_link(
-            session, request.match_info["link_id"], actor=who or body.actor, reason=body.reason
+            session, path_id(request, "link_id"), actor=who or body.actor, reason=body.reason
         )
     return web.json_response(audit_json(entry))
 
@@ -86,7 +86,7 @@ async def reject_pending(request: web.Request) -> web.Response:
     body = await read_json(request, Decision)
     async with request.app[SESSIONS].begin() as session:
         entry = await operator_store.reject_pending_link(
-            session, request.match_info["link_id"], actor=who or body.actor, reason=body.reason
+            session, path_id(request, "link_id"), actor=who or body.actor, reason=body.reason
         )
     return web.json_response(audit_json(entry))
 
@@ -111,7 +111,7 @@ async def split(request: web.Request) -> web.Response:
     async with request.app[SESSIONS].begin() as session:
         new_customer, entry = await operator_store.split_customer(
             session,
-            request.match_info["customer_id"],
+            path_id(request, "customer_id"),
             body.identities,
             actor=who or body.actor,
             reason=body.reason,
@@ -124,15 +124,15 @@ async def read_audit(request: web.Request) -> web.Response:
     async with request.app[SESSIONS]() as session:
         entries = await audit.list_audit(
             session,
-            subject_id=request.query.get("subject_id"),
-            action=request.query.get("action"),
+            subject_id=query_text(request, "subject_id"),
+            action=query_text(request, "action"),
         )
     return web.json_response({"audit": [audit_json(entry) for entry in entries]})
 
 
 async def customer_profile(request: web.Request) -> web.Response:
     await operator_actor(request)
-    customer_id = request.match_info["customer_id"]
+    customer_id = path_id(request, "customer_id")
     async with request.app[SESSIONS]() as session:
         customer = await customers.get_customer(session, customer_id)
         identities = await customers.list_identities(session, customer_id)
@@ -175,7 +175,19 @@ def _path(name: str) -> list[dict[str, Any]]:
     return [{"name": name, "in": "path", "required": True, "schema": {"type": "string"}}]
 
 
-document("GET", "/v1/operator/pending-links", "Pending identity links", responses={200: "links"})
+def _query(*names: str) -> list[dict[str, Any]]:
+    return [
+        {"name": n, "in": "query", "required": False, "schema": {"type": "string"}} for n in names
+    ]
+
+
+document(
+    "GET",
+    "/v1/operator/pending-links",
+    "Pending identity links (of one customer with `?customer_id=`)",
+    parameters=_query("customer_id"),
+    responses={200: "links"},
+)
 document(
     "POST",
     "/v1/operator/pending-links/{link_id}/confirm",
@@ -214,7 +226,13 @@ document(
     parameters=_path("customer_id"),
     responses={200: "profile", 404: "unknown customer"},
 )
-document("GET", "/v1/operator/audit", "The audit log, newest first", responses={200: "entries"})
+document(
+    "GET",
+    "/v1/operator/audit",
+    "The audit log, newest first (filtered by `subject_id` and `action`)",
+    parameters=_query("subject_id", "action"),
+    responses={200: "entries"},
+)
 
 
 def add_routes(app: web.Application) -> None:

@@ -13,10 +13,11 @@ from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field
 
 from gateway.api.operator import Decision, audit_json
-from gateway.bodies import read_json
+from gateway.bodies import path_id, query_text, read_json
 from gateway.console import service
 from gateway.console.auth import operator_actor
 from gateway.console.routes import run_rebuild
+from gateway.ids import MAX_STORAGE_ID, storage_id
 from gateway.keys import COUNTER, SESSIONS, SETTINGS
 from gateway.openapi import document
 from gateway.storage.errors import RecordNotFound
@@ -53,16 +54,16 @@ def fact_json(fact: FactRecord) -> dict[str, Any]:
 
 
 def _fact_id(request: web.Request) -> int:
-    try:
-        return int(request.match_info["fact_id"])
-    except ValueError as exc:
-        raise RecordNotFound("no such fact") from exc
+    found = storage_id(request.match_info["fact_id"])
+    if found is None:
+        raise RecordNotFound("no such fact")
+    return found
 
 
 async def search(request: web.Request) -> web.Response:
     await operator_actor(request)
     async with request.app[SESSIONS]() as session:
-        hits = await service.search_customers(session, request.query.get("q", ""))
+        hits = await service.search_customers(session, query_text(request, "q") or "")
     return web.json_response(
         {
             "customers": [
@@ -75,7 +76,7 @@ async def search(request: web.Request) -> web.Response:
 
 async def fact_history(request: web.Request) -> web.Response:
     await operator_actor(request)
-    customer_id = request.match_info["customer_id"]
+    customer_id = path_id(request, "customer_id")
     async with request.app[SESSIONS]() as session:
         await customers.get_customer(session, customer_id)
         rows = await service.all_facts(session, customer_id)
@@ -89,7 +90,7 @@ async def correct(request: web.Request) -> web.Response:
         new, entry = await service.correct_fact(
             session,
             request.app[COUNTER],
-            request.match_info["customer_id"],
+            path_id(request, "customer_id"),
             _fact_id(request),
             body.value,
             actor=who or body.actor,
@@ -104,7 +105,7 @@ async def change(request: web.Request) -> web.Response:
     async with request.app[SESSIONS].begin() as session:
         fact, entry = await service.set_fact_state(
             session,
-            request.match_info["customer_id"],
+            path_id(request, "customer_id"),
             _fact_id(request),
             request.match_info["change"],
             actor=who or body.actor,
@@ -117,7 +118,7 @@ async def rebuild(request: web.Request) -> web.Response:
     who = await operator_actor(request)
     body = await read_json(request, Decision)
     result = await run_rebuild(
-        request, request.match_info["customer_id"], actor=who or body.actor, reason=body.reason
+        request, path_id(request, "customer_id"), actor=who or body.actor, reason=body.reason
     )
     return web.json_response(result)
 
@@ -128,7 +129,7 @@ async def preview(request: web.Request) -> web.Response:
     async with request.app[SESSIONS]() as session:
         identity, resolved = await service.preview_identity(
             session,
-            request.match_info["customer_id"],
+            path_id(request, "customer_id"),
             body.identity_id,
             host=request.host,
             region=request.app[SETTINGS].default_region,
@@ -150,14 +151,20 @@ async def preview(request: web.Request) -> web.Response:
 _AUTH_NOTE = " (Bearer API key, or a console login with X-CSRF-Token on POSTs)"
 _CUSTOMER = [{"name": "customer_id", "in": "path", "required": True, "schema": {"type": "string"}}]
 _FACT = _CUSTOMER + [
-    {"name": "fact_id", "in": "path", "required": True, "schema": {"type": "integer"}}
+    {
+        "name": "fact_id",
+        "in": "path",
+        "required": True,
+        "schema": {"type": "integer", "minimum": 1, "maximum": MAX_STORAGE_ID},
+    }
 ]
 
 document(
     "GET",
     "/v1/operator/customers",
     "Search customers by phone, e-mail, name or id (`?q=`)" + _AUTH_NOTE,
-    parameters=[{"name": "q", "in": "query", "required": True, "schema": {"type": "string"}}],
+    # Without `q` (or with an empty one) the answer is an empty list, not an error.
+    parameters=[{"name": "q", "in": "query", "required": False, "schema": {"type": "string"}}],
     responses={200: "matching customers"},
 )
 document(

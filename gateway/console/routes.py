@@ -23,6 +23,7 @@ from gateway.chat_page import STATIC_DIR
 from gateway.console import auth, service, views
 from gateway.console.html import Html
 from gateway.errors import BadRequest, GatewayError
+from gateway.ids import storage_id
 from gateway.keys import COUNTER, MEMORY, SESSIONS, SETTINGS
 from gateway.memory.rebuild import rebuild_customer
 from gateway.storage.errors import RecordNotFound
@@ -184,10 +185,9 @@ async def profile(request: web.Request, login: auth.OperatorLogin) -> web.Stream
 
 @console
 async def message(request: web.Request, login: auth.OperatorLogin) -> web.StreamResponse:
-    try:
-        message_id = int(request.match_info["message_id"])
-    except ValueError as exc:
-        raise RecordNotFound("no such message") from exc
+    message_id = storage_id(request.match_info["message_id"])
+    if message_id is None:
+        raise RecordNotFound("no such message")
     async with request.app[SESSIONS]() as session:
         found = await messages.get_message(session, request.match_info["customer_id"], message_id)
     return html_response(views.message_page(login, found))
@@ -280,10 +280,10 @@ async def change_fact(request: web.Request, login: auth.OperatorLogin) -> web.St
 
 
 def _fact_id(request: web.Request) -> int:
-    try:
-        return int(request.match_info["fact_id"])
-    except ValueError as exc:
-        raise RecordNotFound("no such fact") from exc
+    found = storage_id(request.match_info["fact_id"])
+    if found is None:
+        raise RecordNotFound("no such fact")
+    return found
 
 
 async def run_rebuild(
