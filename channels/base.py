@@ -107,6 +107,40 @@ class InboundMessage:
     extra: Mapping[str, str] = field(default_factory=dict)
 
 
+def unstorable(text: str) -> str | None:
+    """Why `text` cannot be stored on every backend, or None when it can: PostgreSQL refuses
+    NUL in text, and a lone surrogate (from a JSON escape) cannot be encoded as UTF-8."""
+    if "\x00" in text:
+        return "contains a NUL character"
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "contains a lone surrogate"
+    return None
+
+
+def unstorable_field(message: InboundMessage) -> str | None:
+    """The first text of a parsed message that cannot be stored, described; None if all can."""
+    fields: list[tuple[str, str | None]] = [
+        ("message id", message.provider_message_id),
+        ("sender", message.sender),
+        ("text", message.text),
+        ("sender name", message.sender_name),
+        ("identity token", message.identity_token),
+        ("contact phone", message.contact_phone),
+        ("edited message id", message.edit_of),
+        *(("media type", m.content_type) for m in message.media),
+        *(("media url", m.url) for m in message.media),
+        *(("transcribed word", w.text) for w in message.words),
+        *((f"field {key}", value) for key, value in message.extra.items()),
+    ]
+    for name, value in fields:
+        why = unstorable(value) if value is not None else None
+        if why is not None:
+            return f"{name} {why}"
+    return None
+
+
 @dataclass(frozen=True, slots=True)
 class OutboundMessage:
     channel: str

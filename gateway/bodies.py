@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 from aiohttp import web
 from pydantic import BaseModel, ValidationError
 
+from channels.base import unstorable
 from gateway.errors import BadRequest, NotFound
 
 Model = TypeVar("Model", bound=BaseModel)
@@ -28,17 +29,6 @@ def describe(exc: ValidationError) -> str:
         where = ".".join(str(p) for p in error["loc"]) or "body"
         parts.append(f"{where}: {error['msg']}")
     return "; ".join(parts)
-
-
-def unstorable(text: str) -> str | None:
-    """Why `text` cannot be stored on every backend, or None when it can."""
-    if "\x00" in text:
-        return "contains a NUL character"
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return "contains a lone surrogate"
-    return None
 
 
 def find_unstorable(value: Any, where: str = "body", depth: int = 0) -> str | None:

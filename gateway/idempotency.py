@@ -31,8 +31,8 @@ from sqlalchemy import CursorResult, and_, delete, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from channels.base import unstorable
 from gateway.auth import require_api_key
-from gateway.bodies import unstorable
 from gateway.clock import utcnow
 from gateway.console.auth import operator_actor
 from gateway.errors import BadRequest, Conflict, NotFound, Unprocessable

@@ -12,9 +12,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from channels.base import PayloadInvalid
+from channels.base import PayloadInvalid, unstorable
 from channels.webchat import visitor_id_of
-from gateway.bodies import unstorable
 from gateway.errors import BadRequest
 
 # A message id: ASCII digits that fit the 64-bit id column ("²".isdigit() is true too).

@@ -10,7 +10,7 @@ import logging
 
 from aiohttp import web
 
-from channels.base import RawRequest
+from channels.base import PayloadInvalid, RawRequest, unstorable_field
 from channels.telegram import ignored_update
 from channels.twilio_whatsapp import TwilioWhatsAppChannel
 from gateway import delivery
@@ -29,10 +29,16 @@ async def receive(request: web.Request, channel_name: str) -> list[int]:
     body = await request.read()
     raw = RawRequest(request.method, str(request.url), dict(request.headers), body)
     pipeline = request.app[PIPELINE]
+    pipeline.webhook_arrived()
     channel = pipeline.channels[channel_name]
     channel.verify(raw)
+    parsed = channel.parse(raw)
+    for inbound in parsed:  # checked before any is stored: a refused request stores nothing
+        why = unstorable_field(inbound)
+        if why is not None:
+            raise PayloadInvalid(why)
     stored = []
-    for inbound in channel.parse(raw):
+    for inbound in parsed:
         accepted = await pipeline.accept(inbound, host=request.host)
         if not accepted.duplicate:
             request.app[SCHEDULER].kick(accepted.conversation_key)
