@@ -10,11 +10,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from sqlalchemy import func, select
+from sqlalchemy import bindparam, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from gateway.storage.models import ChannelIdentity, Customer, CustomerIdentifier
 from gateway.storage.models import PendingLink as PendingLinkRow
+from gateway.storage.records import ChannelIdentityRecord
 from gateway.storage.repositories import customers
 from gateway.tenants import TenantSettings
 from identity import (
@@ -39,6 +40,19 @@ from identity import (
 from identity.stated import stated_values
 
 DEFAULT_POLICY = ScopePolicy.default()
+
+_VERIFIED_COUNTS = (
+    select(
+        CustomerIdentifier.customer_id,
+        CustomerIdentifier.kind,
+        func.count(func.distinct(CustomerIdentifier.value)),
+    )
+    .where(
+        CustomerIdentifier.customer_id.in_(bindparam("customers", expanding=True)),
+        CustomerIdentifier.link_level == LinkLevel.VERIFIED.value,
+    )
+    .group_by(CustomerIdentifier.customer_id, CustomerIdentifier.kind)
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,14 +93,22 @@ class ResolvedIdentity:
     own_facts_only: bool = False
 
 
-async def snapshot_for(session: AsyncSession, observation: IdentityObservation) -> GraphSnapshot:
-    """The rows `resolve` will ask about for this observation, read in one transaction."""
+async def snapshot_for(
+    session: AsyncSession,
+    observation: IdentityObservation,
+    found: dict[ChannelIdentityKey, ChannelIdentityRecord] | None = None,
+) -> GraphSnapshot:
+    """The rows `resolve` will ask about for this observation, read in one transaction.
+    The identity rows read are also put in `found`, so writing the result need not read them
+    again."""
     lookups = lookups_for(observation)
     identity_rows: list[tuple[ChannelIdentityKey, str, LinkLevel]] = []
     for key in lookups.keys:
-        found = await customers.find_identity(session, key.channel, str(key))
-        if found is not None:
-            identity_rows.append((key, found.customer_id, LinkLevel.parse(found.link_level)))
+        row = await customers.find_identity(session, key.channel, str(key))
+        if row is not None:
+            identity_rows.append((key, row.customer_id, LinkLevel.parse(row.link_level)))
+            if found is not None:
+                found[key] = row
     holding_rows: list[tuple[Identifier, str, LinkLevel]] = []
     for identifier in lookups.identifiers:
         for owner in await customers.owners_of_identifier(
@@ -120,18 +142,7 @@ async def _verified_counts(
 ) -> list[tuple[str, IdentifierKind, int]]:
     if not customer_ids:
         return []
-    rows = await session.execute(
-        select(
-            CustomerIdentifier.customer_id,
-            CustomerIdentifier.kind,
-            func.count(func.distinct(CustomerIdentifier.value)),
-        )
-        .where(
-            CustomerIdentifier.customer_id.in_(sorted(customer_ids)),
-            CustomerIdentifier.link_level == LinkLevel.VERIFIED.value,
-        )
-        .group_by(CustomerIdentifier.customer_id, CustomerIdentifier.kind)
-    )
+    rows = await session.execute(_VERIFIED_COUNTS, {"customers": sorted(customer_ids)})
     return [(customer, kind, int(count)) for customer, kind, count in rows]  # type: ignore[misc]
 
 
@@ -143,13 +154,16 @@ async def resolve_identity(
     """Resolve and persist one observation. The caller owns the transaction."""
     rules = rules or IdentityRules()
     policy = rules.policy
+    found: dict[ChannelIdentityKey, ChannelIdentityRecord] = {}
     resolution = resolve(
         observation,
-        await snapshot_for(session, observation),
+        await snapshot_for(session, observation, found),
         limits=rules.limits,
         blocked=rules.blocked,
     )
-    customer_id, identity_id = await apply_resolution(session, resolution)
+    customer_id, identity_id = await apply_resolution(
+        session, resolution, stored=found.get(resolution.key)
+    )
     return ResolvedIdentity(
         customer_id=customer_id,
         identity_id=identity_id,
@@ -183,13 +197,20 @@ async def identify(
     return await resolve_identity(session, observation, rules=rules)
 
 
-async def apply_resolution(session: AsyncSession, resolution: Resolution) -> tuple[str, str]:
-    """Write a resolution: returns (customer id, channel identity id)."""
+async def apply_resolution(
+    session: AsyncSession,
+    resolution: Resolution,
+    *,
+    stored: ChannelIdentityRecord | None = None,
+) -> tuple[str, str]:
+    """Write a resolution: returns (customer id, channel identity id). `stored` is the
+    resolution's identity row when the caller read it in this transaction already."""
     customer_id = resolution.customer_id
     if customer_id is None:
         customer_id = (await customers.create_customer(session)).id
     key = resolution.key
-    stored = await customers.find_identity(session, key.channel, str(key))
+    if stored is None:
+        stored = await customers.find_identity(session, key.channel, str(key))
     evidence = {"description": resolution.evidence, "level": resolution.identity_level.value}
     if stored is None:
         stored = await customers.create_identity(

@@ -22,8 +22,10 @@ from channels.base import Channel, InboundMessage, OutboundMessage, SendFailed
 from channels.redaction import redact
 from context import TokenCounter
 from gateway import delivery
+from gateway.clock import utcnow
 from gateway.config import Settings
 from gateway.context_service import assemble_context, budget_for
+from gateway.dedupe import SeenKeys, Sighting
 from gateway.identity_store import ResolvedIdentity, resolve_identity, rules_for
 from gateway.inbound_identity import observe_inbound
 from gateway.locks import ConversationLocks, Held
@@ -54,7 +56,14 @@ log = logging.getLogger("relaydesk.pipeline")
 
 MAX_DELIVERY_ATTEMPTS = 5
 DELIVERY_LEASE = timedelta(minutes=2)
-SEEN_TTL_S = 7 * 24 * 3600
+# While this many inbound messages are being accepted in this process, or a provider webhook
+# arrived less than YIELD_QUIET_S ago, answering the next turn waits (up to YIELD_MAX_S): under
+# a burst the acknowledgements get the CPU first, and the turns, already durable, are answered
+# after it. Replies slow down then; they never stop.
+YIELD_BACKLOG = 4
+YIELD_QUIET_S = 0.05
+YIELD_MAX_S = 1.0
+YIELD_POLL_S = 0.01
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,10 +106,13 @@ class Pipeline:
         self.providers = providers
         self.metrics = metrics
         self.redis = redis
+        self.seen = SeenKeys(redis) if redis is not None else None
         self.memory = memory
         self.transcriber = transcriber
         self.recall_cache = RecallCache()
+        self.tenant_cache = tenants.SettingsCache()
         self._inflight: dict[tuple[str, str], asyncio.Future[Accepted]] = {}
+        self._last_webhook = float("-inf")
 
     # Accepting: durable before any 2xx.
 
@@ -125,14 +137,14 @@ class Pipeline:
             del self._inflight[key]
 
     async def _accept(self, inbound: InboundMessage, host: str | None) -> Accepted:
-        if self.redis is not None:
-            seen_key = f"relaydesk:seen:{inbound.channel}:{inbound.provider_message_id}"
-            first_time = await self.redis.set(seen_key, "1", nx=True, ex=SEEN_TTL_S)
-            if not first_time:
-                existing = await self._existing(inbound)
-                if existing is not None:
-                    return existing
-                # Seen but not stored (the first attempt failed): store it now.
+        sighting = Sighting.UNKNOWN  # without Redis, or while it is down: the constraint decides
+        if self.seen is not None:
+            sighting = await self.seen.sight(inbound.channel, inbound.provider_message_id)
+        if sighting is Sighting.REPEAT:
+            existing = await self._existing(inbound)
+            if existing is not None:
+                return existing
+            # Seen but not stored (the first attempt failed): store it now.
         for attempt in range(3):
             try:
                 async with self.sessions.begin() as session:
@@ -150,6 +162,7 @@ class Pipeline:
                     raise
         self.metrics.inbound_messages.labels(inbound.channel).inc()
         if accepted.closed_episode_id is not None and self.memory is not None:
+            # Does not raise while the queue is down: the job is kept and added later.
             await self.memory.enqueue(
                 CompactionJob(accepted.customer_id, accepted.closed_episode_id, "closed")
             )
@@ -169,7 +182,7 @@ class Pipeline:
     async def tenant(
         self, session: AsyncSession, host: str | None, channel: str | None
     ) -> TenantSettings:
-        return await tenants.tenant_settings(session, host=host, channel=channel)
+        return await self.tenant_cache.get(session, host=host, channel=channel)
 
     async def _store(
         self, session: AsyncSession, inbound: InboundMessage, host: str | None
@@ -209,6 +222,7 @@ class Pipeline:
             supersedes_id = await _latest_version(session, thread_key, inbound.edit_of)
         # Card numbers and security codes never reach storage, windows or logs.
         cleaned = redact(inbound.text)
+        token_count = self.counter.count(cleaned.text)  # the one count, at ingest
         stored = await messages.append_message(
             session,
             NewMessage(
@@ -217,7 +231,7 @@ class Pipeline:
                 channel=inbound.channel,
                 role="user",
                 text=cleaned.text,
-                token_count=self.counter.count(cleaned.text),  # the one count, at ingest
+                token_count=token_count,
                 identity_id=identity.identity_id,
                 provider_message_id=inbound.provider_message_id,
                 transcript_confidence=inbound.transcript_confidence,
@@ -235,8 +249,8 @@ class Pipeline:
                 thread_key=thread_key,
                 supersedes_id=supersedes_id,
             ),
+            add_to_episode=False,
         )
-        await episodes.touch_episode(session, episode.id, now)
         key = conversation_key(identity.customer_id, inbound.channel)
         if inbound.kind != "edit":  # an edit is kept as history, not answered as a new question
             await turns.create_turn(
@@ -246,27 +260,49 @@ class Pipeline:
                 episode_id=episode.id,
                 conversation_key=key,
             )
+        # Last, so the episode row (every message of the conversation updates it) stays locked
+        # only until the commit that follows.
+        await episodes.record_message(session, episode.id, at=now, tokens=token_count)
         return Accepted(stored.id, identity.customer_id, False, key, closed)
 
     # Answering: one turn at a time per conversation.
 
     async def drain(self, key: str) -> int:
-        """Answer the conversation's pending turns in order; returns how many were answered."""
+        """Answer the conversation's pending turns in order; returns how many were answered.
+
+        The lock is taken only when a turn is waiting (a kick for a turn another process
+        already answered costs one query) and held until none is left."""
+        async with self.sessions() as session:
+            floor = await turns.current_fence(session, key)
+            if await turns.next_pending(session, key) is None:
+                return 0
         answered = 0
-        while True:
-            async with self.sessions() as session:
-                floor = await turns.current_fence(session, key)
-            async with self.locks.hold(key, floor=floor) as held:
+        async with self.locks.hold(key, floor=floor) as held:
+            while True:
+                await self._yield_to_ingest()
                 async with self.sessions() as session:
                     turn = await turns.next_pending(session, key)
-                if turn is None:
-                    return answered
-                await self._answer(turn, held)
+                    if turn is None:
+                        return answered
+                    inbound = await messages.get_message(
+                        session, turn.customer_id, turn.inbound_message_id
+                    )
+                await self._answer(turn, inbound, held)
                 answered += 1
 
-    async def _answer(self, turn: TurnRecord, held: Held) -> None:
-        async with self.sessions() as session:
-            inbound = await messages.get_message(session, turn.customer_id, turn.inbound_message_id)
+    def webhook_arrived(self) -> None:
+        """A provider webhook came in (the answering of turns yields to a stream of them)."""
+        self._last_webhook = asyncio.get_running_loop().time()
+
+    async def _yield_to_ingest(self) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + YIELD_MAX_S
+        while loop.time() < deadline and (
+            len(self._inflight) >= YIELD_BACKLOG or loop.time() - self._last_webhook < YIELD_QUIET_S
+        ):
+            await asyncio.sleep(YIELD_POLL_S)
+
+    async def _answer(self, turn: TurnRecord, inbound: MessageRecord, held: Held) -> None:
         text_in = await self._voice_text(inbound)
         async with self.sessions() as session:
             channel = inbound.channel
@@ -302,8 +338,10 @@ class Pipeline:
             text = tenant.fallback_message or FALLBACK_MESSAGE
             fields.update(status="failed", model=provider.model, error=str(exc)[:2000])
             fields["attempts"] = exc.attempts
+        # The reply is stored with its delivery lease taken, so sending needs no claim of its own.
+        fields.update(delivery_status="sending", delivery_lease_until=utcnow() + DELIVERY_LEASE)
         reply = await self._store_reply(turn, held, inbound, text, fields)
-        await self._send(turn, inbound, reply)
+        await self._send(turn, inbound, reply, claimed=True)
         await self._maybe_compact(turn, tenant)
 
     async def _maybe_compact(self, turn: TurnRecord, tenant: TenantSettings) -> None:
@@ -360,17 +398,28 @@ class Pipeline:
                     thread_key=inbound.thread_key,
                     extra={"in_reply_to": inbound.id},
                 ),
+                add_to_episode=False,
             )
-            await episodes.touch_episode(session, turn.episode_id, reply.created_at)
             await turns.finish_turn(session, turn.id, reply_message_id=reply.id, **fields)
+            await episodes.record_message(
+                session, turn.episode_id, at=reply.created_at, tokens=reply.token_count
+            )
         return reply
 
-    async def _send(self, turn: TurnRecord, inbound: MessageRecord, reply: MessageRecord) -> None:
-        """Deliver the stored reply under a delivery lease; a retryable failure is left for
-        `retry_deliveries`."""
-        async with self.sessions.begin() as session:
-            if not await turns.claim_delivery(session, turn.id, DELIVERY_LEASE):
-                return  # another sender holds it, or it is done
+    async def _send(
+        self,
+        turn: TurnRecord,
+        inbound: MessageRecord,
+        reply: MessageRecord,
+        *,
+        claimed: bool = False,
+    ) -> None:
+        """Deliver the stored reply under a delivery lease (`claimed`: taken when the reply was
+        stored); a retryable failure is left for `retry_deliveries`."""
+        if not claimed:
+            async with self.sessions.begin() as session:
+                if not await turns.claim_delivery(session, turn.id, DELIVERY_LEASE):
+                    return  # another sender holds it, or it is done
         channel = self.channels.get(inbound.channel)
         sender = str((inbound.extra or {}).get("sender", ""))
         status, error = "sent", None

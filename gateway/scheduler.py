@@ -4,6 +4,11 @@
 drain look again before it stops. A periodic sweep resumes conversations whose turns are
 still pending (after a crash, a restart, or a failed attempt), so an accepted message is
 always answered eventually.
+
+At most `max_active` conversations drain at once in a process; the others wait their turn.
+Answering shares the event loop and the CPU with accepting, so under a burst of webhooks an
+unbounded number of drains would take the time the acknowledgements need; bounded, the
+replies still all come, later.
 """
 
 from __future__ import annotations
@@ -15,6 +20,8 @@ from collections.abc import Awaitable, Callable
 
 log = logging.getLogger("relaydesk.scheduler")
 
+MAX_ACTIVE = 4
+
 
 class TurnScheduler:
     def __init__(
@@ -24,7 +31,10 @@ class TurnScheduler:
         *,
         redeliver: Callable[[], Awaitable[int]] | None = None,
         sweep_every_s: float = 15.0,
+        max_active: int = MAX_ACTIVE,
     ) -> None:
+        if max_active < 1:
+            raise ValueError("max_active must be at least 1")
         self._drain = drain
         self._pending = pending
         self._redeliver = redeliver
@@ -33,6 +43,8 @@ class TurnScheduler:
         self._again: set[str] = set()
         self._sweeper: asyncio.Task[None] | None = None
         self._closed = False
+        self._slots = asyncio.Semaphore(max_active)
+        self.active = 0  # drains running now (not waiting for a slot)
 
     def start(self) -> None:
         self._sweeper = asyncio.create_task(self._sweep_forever(), name="turn-sweeper")
@@ -48,15 +60,20 @@ class TurnScheduler:
     async def _run(self, key: str) -> None:
         try:
             while True:
-                self._again.discard(key)
-                try:
-                    await self._drain(key)
-                except asyncio.CancelledError:
-                    raise
-                except Exception:
-                    # The turn stays pending; the sweep retries it later.
-                    log.exception("drain failed", extra={"fields": {"conversation": key}})
-                    return
+                async with self._slots:
+                    # Kicks until here are covered by this drain, which reads what is pending.
+                    self._again.discard(key)
+                    self.active += 1
+                    try:
+                        await self._drain(key)
+                    except asyncio.CancelledError:
+                        raise
+                    except Exception:
+                        # The turn stays pending; the sweep retries it later.
+                        log.exception("drain failed", extra={"fields": {"conversation": key}})
+                        return
+                    finally:
+                        self.active -= 1
                 if key not in self._again:
                     return
         finally:

@@ -1,19 +1,21 @@
 """``relaydesk bench ingest``: signed Twilio webhooks at rising rates against 2 gateway processes.
 
 The command starts everything it needs and stops it at the end: a temporary PostgreSQL database
-(created next to ``--postgres-url``, migrated, dropped), ``relaydesk serve --workers 2`` on a
-free loopback port with the offline model and Redis, and, for the ceiling, two bare aiohttp
-processes on another port whose only handler answers 200.
+(created next to ``--postgres-url``, migrated, dropped), a fake Twilio Messages API on a
+loopback port (so the replies are really sent, over HTTP, as in production), ``relaydesk serve
+--workers 2`` on a free loopback port with the offline model and Redis, and, for the ceiling,
+two bare aiohttp processes on another port whose only handler answers 200.
 
-The load generator (httpx, HTTP/1.1 keep-alive, at most 64 connections) sends pre-signed form
-bodies, each with its own MessageSid, open loop: request ``i`` is due at ``start + i / rate``
-whatever happened to the earlier ones, and its latency is counted from that due time, so a
-backlog shows up as latency instead of silently lowering the rate. After the load, the stored
-user messages are counted by ``provider_message_id``: an acknowledged sid without a row is lost,
-a sid with more than one row is duplicated.
+The load generator (an aiohttp client, HTTP/1.1 keep-alive, at most 64 connections) sends
+pre-signed form bodies, each with its own MessageSid, open loop: request ``i`` is due at
+``start + i / rate`` whatever happened to the earlier ones, and its latency is counted from that
+due time, so a backlog shows up as latency instead of silently lowering the rate. After the load,
+the stored user messages are counted by ``provider_message_id``: an acknowledged sid without a
+row is lost, a sid with more than one row is duplicated; the replies sent so far are counted too.
 
 Everything runs on the same machine, load generator included, so the figures are those of the
-whole box (the bare handler's ceiling shows how much of it the generator itself takes).
+whole box: the CPU the generator used per request is reported, and the bare handler's ceiling
+shows how much of the box the generator and HTTP alone take.
 """
 
 from __future__ import annotations
@@ -34,7 +36,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlencode
 
+import aiohttp
 import httpx
+from aiohttp import web
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy.pool import NullPool
@@ -57,6 +61,8 @@ STOP_GRACE_S = 15.0
 TWILIO_TOKEN = "relaydesk-bench-twilio-token"
 SENDERS = ("+5511990000001", "+5511990000002", "+5511990000003", "+5511990000004")
 WEBHOOK_PATH = "/webhooks/twilio/whatsapp"
+TWILIO_ACCOUNT = "AC" + "b" * 32
+TWILIO_FROM = "whatsapp:+14155238886"
 
 Progress = Callable[[str], None]
 
@@ -90,10 +96,15 @@ class RateResult:
     elapsed_s: float
     p50_ms: float
     p99_ms: float
+    generator_cpu_s: float = 0.0  # CPU the load generator itself used for this rate
 
     @property
     def acked_per_s(self) -> float:
         return self.acked / self.elapsed_s if self.elapsed_s > 0 else 0.0
+
+    @property
+    def generator_ms_per_request(self) -> float:
+        return 1000.0 * self.generator_cpu_s / self.sent if self.sent else 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +115,8 @@ class IngestResult:
     duplicated: int
     stored: int
     seconds: float
+    replies_sent: int = 0
+    turns_pending: int = 0
 
     @property
     def chosen(self) -> RateResult:
@@ -120,13 +133,14 @@ class IngestResult:
         lines = [
             f"signed Twilio webhooks, {WORKERS} gateway processes + PostgreSQL + Redis, "
             f"offline model, {self.seconds:g} s per rate, {os.cpu_count()} CPUs",
-            f"{'rate/s':>8} {'sent':>7} {'acked/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'errors':>7}",
+            f"{'rate/s':>9} {'sent':>7} {'acked/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'errors':>7}"
+            f" {'gen ms/req':>10}",
         ]
         for r in (*self.rates, self.bare):
             label = f"{r.target}" if r is not self.bare else f"bare {r.target}"
             lines.append(
-                f"{label:>8} {r.sent:>7} {r.acked_per_s:>9.1f} {r.p50_ms:>8.1f} "
-                f"{r.p99_ms:>8.1f} {r.errors:>7}"
+                f"{label:>9} {r.sent:>7} {r.acked_per_s:>9.1f} {r.p50_ms:>8.1f} "
+                f"{r.p99_ms:>8.1f} {r.errors:>7} {r.generator_ms_per_request:>10.2f}"
             )
         chosen = self.chosen
         why = (
@@ -139,6 +153,11 @@ class IngestResult:
             f"database check: {self.stored} user messages stored, "
             f"{self.lost} lost, {self.duplicated} duplicated"
         )
+        lines.append(
+            f"replies: {self.replies_sent} sent to the fake Twilio while the gateway ran, "
+            f"{self.turns_pending} turns still pending when it stopped (answered after a restart)"
+        )
+        lines.append("gen ms/req: CPU of the load generator (same machine) per request")
         lines.append(
             f"bare aiohttp ceiling at {self.bare.target}/s: {self.bare.acked_per_s:.1f}/s, "
             f"ratio {self.ratio_to_bare:.3f}"
@@ -208,7 +227,7 @@ def signed_bodies(base_url: str, count: int, run: str) -> list[tuple[str, str, b
 
 
 async def offer_load(
-    client: httpx.AsyncClient,
+    client: aiohttp.ClientSession,
     url: str,
     bodies: Sequence[tuple[str, str, bytes]],
     rate: int,
@@ -218,9 +237,9 @@ async def offer_load(
     acked: set[str] = set()
     errors = 0
     last_done = 0.0
-    # At most CONNECTIONS requests inside httpx at once: thousands of waiters in its pool make
-    # the client itself the bottleneck. The rest wait here, and that wait still counts, since
-    # latency runs from the due time.
+    # At most CONNECTIONS requests inside the client at once: thousands of waiters in its pool
+    # make the client itself the bottleneck. The rest wait here, and that wait still counts,
+    # since latency runs from the due time.
     slots = asyncio.Semaphore(CONNECTIONS)
 
     async def one(due: float, sid: str, signature: str, body: bytes) -> None:
@@ -231,19 +250,22 @@ async def offer_load(
         }
         try:
             async with slots:
-                response = await client.post(url, content=body, headers=headers)
-        except httpx.HTTPError:
+                async with client.post(url, data=body, headers=headers) as response:
+                    await response.read()
+                    status = response.status
+        except (aiohttp.ClientError, TimeoutError):
             errors += 1
             return
         finished = time.perf_counter()
         last_done = max(last_done, finished)
-        if response.status_code == 200:
+        if status == 200:
             latencies.append((finished - due) * 1000.0)
             acked.add(sid)
         else:
             errors += 1
 
     tasks: list[asyncio.Task[None]] = []
+    cpu_before = _cpu_s()
     start = time.perf_counter()
     for i, (sid, signature, body) in enumerate(bodies):
         due = start + i / rate
@@ -252,6 +274,7 @@ async def offer_load(
             await asyncio.sleep(delay)
         tasks.append(asyncio.create_task(one(due, sid, signature, body)))
     await asyncio.gather(*tasks)
+    generator_cpu = _cpu_s() - cpu_before
     # Acknowledged per second over the whole window: from the first due time to the last answer.
     elapsed = max(last_done - start, len(bodies) / rate)
     ordered = sorted(latencies)
@@ -264,9 +287,15 @@ async def offer_load(
             elapsed_s=elapsed,
             p50_ms=_percentile(ordered, 0.50),
             p99_ms=_percentile(ordered, 0.99),
+            generator_cpu_s=generator_cpu,
         ),
         acked,
     )
+
+
+def _cpu_s() -> float:
+    times = os.times()
+    return times.user + times.system
 
 
 async def _redis_unreachable(url: str) -> str | None:
@@ -344,6 +373,22 @@ async def _processes(
                 await _stop(process)
 
 
+async def _reply_counts(database_url: str) -> tuple[int, int]:
+    """(replies the fake Twilio accepted, turns still pending)."""
+    engine = create_async_engine(database_url, poolclass=NullPool)
+    try:
+        async with engine.connect() as connection:
+            sent = await connection.scalar(
+                text("SELECT count(*) FROM turns WHERE delivery_status = 'sent'")
+            )
+            pending = await connection.scalar(
+                text("SELECT count(*) FROM turns WHERE status = 'pending'")
+            )
+            return int(sent or 0), int(pending or 0)
+    finally:
+        await engine.dispose()
+
+
 async def _stored_counts(database_url: str) -> dict[str, int]:
     engine = create_async_engine(database_url, poolclass=NullPool)
     try:
@@ -360,12 +405,16 @@ async def _stored_counts(database_url: str) -> dict[str, int]:
         await engine.dispose()
 
 
-def _client() -> httpx.AsyncClient:
-    limits = httpx.Limits(max_connections=CONNECTIONS, max_keepalive_connections=CONNECTIONS)
-    return httpx.AsyncClient(limits=limits, timeout=REQUEST_TIMEOUT_S)
+def _client() -> aiohttp.ClientSession:
+    # aiohttp's client costs a third of httpx's CPU per request; on a box shared with the
+    # servers that CPU is taken from them.
+    return aiohttp.ClientSession(
+        connector=aiohttp.TCPConnector(limit=CONNECTIONS),
+        timeout=aiohttp.ClientTimeout(total=REQUEST_TIMEOUT_S),
+    )
 
 
-async def _warm(client: httpx.AsyncClient, url: str, run: str, base_url: str) -> set[str]:
+async def _warm(client: aiohttp.ClientSession, url: str, run: str, base_url: str) -> set[str]:
     """A few requests so connections and caches exist before the first timed rate."""
     bodies = signed_bodies(base_url, CONNECTIONS, f"{run}w")
     _, acked = await offer_load(client, url, bodies, 500)
@@ -385,6 +434,7 @@ async def run_ingest_bench(options: IngestOptions, progress: Progress) -> Ingest
         async with e2e.temporary_database(options.postgres_url) as database_url:
             port = _free_port()
             base_url = f"http://127.0.0.1:{port}"
+            twilio_port = _free_port()
             env = _env(
                 RELAYDESK_DATABASE_URL=database_url,
                 RELAYDESK_REDIS_URL=options.redis_url,
@@ -392,6 +442,9 @@ async def run_ingest_bench(options: IngestOptions, progress: Progress) -> Ingest
                 RELAYDESK_LOG_LEVEL="WARNING",
                 RELAYDESK_MODEL="offline",
                 TWILIO_AUTH_TOKEN=TWILIO_TOKEN,
+                TWILIO_ACCOUNT_SID=TWILIO_ACCOUNT,
+                TWILIO_WHATSAPP_FROM=TWILIO_FROM,
+                TWILIO_API_BASE=f"http://127.0.0.1:{twilio_port}",
             )
             progress("migrating the temporary database")
             migrated = await asyncio.to_thread(
@@ -412,7 +465,11 @@ async def run_ingest_bench(options: IngestOptions, progress: Progress) -> Ingest
             sent_all: set[str] = set()
             progress(f"starting relaydesk serve --workers {WORKERS} on port {port}")
             serve = [*command, "serve", "--workers", str(WORKERS), "--port", str(port)]
-            async with _processes([serve], env, workdir, "serve.log", port, "/healthz"):
+            twilio = [sys.executable, "-m", "gateway.bench.ingest", "--twilio", str(twilio_port)]
+            async with (
+                _processes([twilio], _env(), workdir, "twilio.log", twilio_port, "/"),
+                _processes([serve], env, workdir, "serve.log", port, "/healthz"),
+            ):
                 async with _client() as client:
                     warm = await _warm(client, url, run, base_url)
                     acked_all |= warm
@@ -430,6 +487,7 @@ async def run_ingest_bench(options: IngestOptions, progress: Progress) -> Ingest
                             f"{result.p50_ms:.1f} ms, p99 {result.p99_ms:.1f} ms, "
                             f"{result.errors} errors"
                         )
+                replies_sent, turns_pending = await _reply_counts(database_url)
             stored = await _stored_counts(database_url)
             lost = len([sid for sid in acked_all if sid not in stored])
             duplicated = len([sid for sid, n in stored.items() if n > 1])
@@ -458,12 +516,13 @@ async def run_ingest_bench(options: IngestOptions, progress: Progress) -> Ingest
         duplicated=duplicated,
         stored=sum(stored.values()),
         seconds=options.seconds,
+        replies_sent=replies_sent,
+        turns_pending=turns_pending,
     )
 
 
 def _bare_server(port: int) -> None:
     """One bare aiohttp process: every request answers 200 (the port is shared)."""
-    from aiohttp import web
 
     async def ok(request: web.Request) -> web.Response:
         await request.read()
@@ -471,6 +530,45 @@ def _bare_server(port: int) -> None:
 
     app = web.Application()
     app.router.add_route("*", "/{tail:.*}", ok)
+    _run(app, port)
+
+
+def _fake_twilio(port: int) -> None:
+    """Twilio's Messages API as far as the gateway's sends use it: 201 with a message sid."""
+
+    async def create(request: web.Request) -> web.Response:
+        form = await request.post()
+        account = request.match_info["sid"]
+        sid = "SM" + uuid.uuid4().hex
+        return web.json_response(
+            {
+                "sid": sid,
+                "account_sid": account,
+                "to": form.get("To"),
+                "from": form.get("From"),
+                "body": form.get("Body"),
+                "status": "queued",
+                "num_segments": "1",
+                "direction": "outbound-api",
+                "api_version": "2010-04-01",
+                "uri": f"/2010-04-01/Accounts/{account}/Messages/{sid}.json",
+            },
+            status=201,
+        )
+
+    async def alive(request: web.Request) -> web.Response:
+        return web.Response(text="ok")
+
+    app = web.Application()
+    app.router.add_post("/2010-04-01/Accounts/{sid}/Messages.json", create)
+    app.router.add_get("/", alive)
+    _run(app, port)
+
+
+def _run(app: web.Application, port: int) -> None:
+    # The same event loop as the gateway processes, so the ceiling compares like with like.
+    from gateway.supervisor import new_event_loop
+
     web.run_app(
         app,
         host="127.0.0.1",
@@ -479,8 +577,12 @@ def _bare_server(port: int) -> None:
         access_log=None,
         print=None,
         handle_signals=True,
+        loop=new_event_loop(),
     )
 
 
 if __name__ == "__main__":
-    _bare_server(int(sys.argv[1]))
+    if sys.argv[1] == "--twilio":
+        _fake_twilio(int(sys.argv[2]))
+    else:
+        _bare_server(int(sys.argv[1]))

@@ -56,3 +56,7 @@ async def test_ingest_bench_at_a_tiny_rate(tmp_path: Path) -> None:
     assert figures["bare_per_s"] > 0
     assert 0 < figures["p50_ms"] <= figures["p99_ms"]
     assert "database check" in result.stdout
+    # Replies go to the benchmark's fake Twilio, as in production (here: at least the warm-up's).
+    replies = next(line for line in result.stdout.splitlines() if line.startswith("replies: "))
+    assert int(replies.split()[1]) > 0
+    assert "gen ms/req" in result.stdout

@@ -4,13 +4,26 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from gateway.clock import utcnow
 from gateway.storage.errors import RecordNotFound, require_customer
 from gateway.storage.models import ChannelIdentity, Customer, CustomerIdentifier
 from gateway.storage.records import ChannelIdentityRecord, CustomerRecord, IdentifierRecord
+
+_FIND_IDENTITY = select(ChannelIdentity).where(
+    ChannelIdentity.channel == bindparam("channel"),
+    ChannelIdentity.external_id == bindparam("external_id"),
+)
+_OWNERS = (
+    select(CustomerIdentifier)
+    .where(
+        CustomerIdentifier.kind == bindparam("kind"),
+        CustomerIdentifier.value == bindparam("value"),
+    )
+    .order_by(CustomerIdentifier.id)
+)
 
 
 def customer_record(row: Customer) -> CustomerRecord:
@@ -72,11 +85,7 @@ async def rename_customer(session: AsyncSession, customer_id: str, display_name:
 async def find_identity(
     session: AsyncSession, channel: str, external_id: str
 ) -> ChannelIdentityRecord | None:
-    row = await session.scalar(
-        select(ChannelIdentity).where(
-            ChannelIdentity.channel == channel, ChannelIdentity.external_id == external_id
-        )
-    )
+    row = await session.scalar(_FIND_IDENTITY, {"channel": channel, "external_id": external_id})
     return identity_record(row) if row else None
 
 
@@ -188,9 +197,5 @@ async def owners_of_identifier(
     session: AsyncSession, kind: str, value: str
 ) -> list[IdentifierRecord]:
     """Who already holds this identifier (across customers): the input to linking."""
-    rows = await session.scalars(
-        select(CustomerIdentifier)
-        .where(CustomerIdentifier.kind == kind, CustomerIdentifier.value == value)
-        .order_by(CustomerIdentifier.id)
-    )
+    rows = await session.scalars(_OWNERS, {"kind": kind, "value": value})
     return [identifier_record(row) for row in rows]

@@ -4,13 +4,37 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, case, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from gateway.clock import utcnow
 from gateway.storage.errors import RecordNotFound, require_customer
 from gateway.storage.models import Episode
 from gateway.storage.records import EpisodeRecord
+from gateway.storage.repositories.tables import EPISODES
+
+_OPEN = (
+    select(Episode)
+    .where(
+        Episode.customer_id == bindparam("customer_id"),
+        Episode.channel == bindparam("channel"),
+        Episode.status == "open",
+    )
+    .order_by(Episode.last_message_at.desc())
+    .limit(1)
+)
+_OPEN_OF_IDENTITY = _OPEN.where(Episode.identity_id == bindparam("identity_id"))
+_AT = bindparam("at", type_=EPISODES.c.last_message_at.type)
+_RECORD_MESSAGE = (
+    EPISODES.update()
+    .where(EPISODES.c.id == bindparam("episode_id"))
+    .values(
+        token_total=EPISODES.c.token_total + bindparam("tokens"),
+        last_message_at=case(
+            (EPISODES.c.last_message_at < _AT, _AT), else_=EPISODES.c.last_message_at
+        ),
+    )
+)
 
 
 def episode_record(row: Episode) -> EpisodeRecord:
@@ -71,14 +95,11 @@ async def get_episode(session: AsyncSession, customer_id: str, episode_id: str) 
 async def latest_open_episode(
     session: AsyncSession, customer_id: str, channel: str, identity_id: str | None = None
 ) -> EpisodeRecord | None:
-    query = select(Episode).where(
-        Episode.customer_id == require_customer(customer_id),
-        Episode.channel == channel,
-        Episode.status == "open",
-    )
+    params = {"customer_id": require_customer(customer_id), "channel": channel}
+    query = _OPEN
     if identity_id is not None:
-        query = query.where(Episode.identity_id == identity_id)
-    row = await session.scalar(query.order_by(Episode.last_message_at.desc()).limit(1))
+        query, params["identity_id"] = _OPEN_OF_IDENTITY, identity_id
+    row = await session.scalar(query, params)
     return episode_record(row) if row else None
 
 
@@ -88,6 +109,15 @@ async def touch_episode(session: AsyncSession, episode_id: str, at: datetime) ->
         raise RecordNotFound(f"episode {episode_id} not found")
     if at > row.last_message_at:
         row.last_message_at = at
+
+
+async def record_message(
+    session: AsyncSession, episode_id: str, *, at: datetime, tokens: int
+) -> None:
+    """Add a stored message to its episode: tokens to the running total, `last_message_at`
+    moved forward (never back), in one UPDATE. It locks the episode row until the commit, so
+    run it last in the transaction: concurrent messages of one conversation queue on it."""
+    await session.execute(_RECORD_MESSAGE, {"episode_id": episode_id, "tokens": tokens, "at": at})
 
 
 async def close_episode(session: AsyncSession, episode_id: str, at: datetime | None = None) -> None:

@@ -4,13 +4,23 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from gateway.clock import utcnow
 from gateway.storage.errors import InvalidFactSource, RecordNotFound, require_customer
 from gateway.storage.models import Fact, Message
 from gateway.storage.records import FactRecord, NewFact
+
+_CURRENT = select(Fact).where(
+    Fact.customer_id == bindparam("customer_id"),
+    Fact.superseded_by.is_(None),
+    Fact.retracted.is_(False),
+)
+_CURRENT_ALL = _CURRENT.order_by(Fact.key, Fact.id)
+_CURRENT_IN_SCOPES = _CURRENT.where(Fact.scope.in_(bindparam("scopes", expanding=True))).order_by(
+    Fact.key, Fact.id
+)
 
 
 def fact_record(row: Fact) -> FactRecord:
@@ -115,14 +125,11 @@ async def current_facts(
     session: AsyncSession, customer_id: str, scopes: Iterable[str] | None = None
 ) -> list[FactRecord]:
     """Facts in force (not superseded, not retracted), optionally limited to some scopes."""
-    query = select(Fact).where(
-        Fact.customer_id == require_customer(customer_id),
-        Fact.superseded_by.is_(None),
-        Fact.retracted.is_(False),
-    )
+    params: dict[str, object] = {"customer_id": require_customer(customer_id)}
+    query = _CURRENT_ALL
     if scopes is not None:
-        query = query.where(Fact.scope.in_(list(scopes)))
-    rows = await session.scalars(query.order_by(Fact.key, Fact.id))
+        query, params["scopes"] = _CURRENT_IN_SCOPES, list(scopes)
+    rows = await session.scalars(query, params)
     return [fact_record(row) for row in rows]
 
 

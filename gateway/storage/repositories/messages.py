@@ -2,14 +2,53 @@
 
 from __future__ import annotations
 
-from sqlalchemy import func, select, update
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy import bindparam, func, select
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from gateway.clock import utcnow
 from gateway.storage.errors import DuplicateMessage, RecordNotFound, require_customer
 from gateway.storage.models import Episode, Message
 from gateway.storage.records import MessageRecord, NewMessage
+from gateway.storage.repositories.tables import EPISODES, MESSAGES
+
+# A repeated (channel, provider id) inserts nothing and returns no id.
+_INSERT = {
+    name: insert(MESSAGES)
+    .on_conflict_do_nothing(index_elements=["channel", "provider_message_id"])
+    .returning(MESSAGES.c.id)
+    for name, insert in (("postgresql", pg_insert), ("sqlite", sqlite_insert))
+}
+_GET = select(Message).where(
+    Message.customer_id == bindparam("customer_id"), Message.id == bindparam("message_id")
+)
+_EPISODE = select(Message).where(
+    Message.customer_id == bindparam("customer_id"), Message.episode_id == bindparam("episode_id")
+)
+# recent_messages by (after_id given, before_id given)
+_RECENT = {
+    (after, before): _EPISODE.where(
+        *([Message.id > bindparam("after_id")] if after else []),
+        *([Message.id < bindparam("before_id")] if before else []),
+    )
+    .order_by(Message.id.desc())
+    .limit(bindparam("limit"))
+    for after in (False, True)
+    for before in (False, True)
+}
+_HISTORY_TOKENS = select(func.coalesce(func.sum(Episode.token_total), 0)).where(
+    Episode.customer_id == bindparam("customer_id")
+)
+_UNSUMMARIZED = select(func.coalesce(func.sum(Message.token_count), 0)).where(
+    Message.customer_id == bindparam("customer_id"), Message.episode_id == bindparam("episode_id")
+)
+_UNSUMMARIZED_AFTER = _UNSUMMARIZED.where(Message.id > bindparam("after_id"))
+_ADD_TOKENS = (
+    EPISODES.update()
+    .where(EPISODES.c.id == bindparam("episode_id"))
+    .values(token_total=EPISODES.c.token_total + bindparam("tokens"))
+)
 
 
 def message_record(row: Message) -> MessageRecord:
@@ -34,13 +73,45 @@ def message_record(row: Message) -> MessageRecord:
     )
 
 
-async def append_message(session: AsyncSession, new: NewMessage) -> MessageRecord:
-    """Insert one raw message. A repeated (channel, provider id) raises `DuplicateMessage`;
-    the insert runs in a savepoint so the caller's transaction stays usable."""
+async def append_message(
+    session: AsyncSession, new: NewMessage, *, add_to_episode: bool = True
+) -> MessageRecord:
+    """Insert one raw message in one statement. A repeated (channel, provider id) raises
+    `DuplicateMessage` and leaves the caller's transaction usable (the insert does nothing on
+    that conflict, so no savepoint is needed). `add_to_episode=False` when the caller adds the
+    token count to the episode itself (`episodes.record_message`)."""
     if new.token_count < 0:
         raise ValueError("token_count must be computed before storing")
-    row = Message(
-        customer_id=require_customer(new.customer_id),
+    created_at = new.created_at or utcnow()
+    customer_id = require_customer(new.customer_id)
+    values = {
+        "customer_id": customer_id,
+        "episode_id": new.episode_id,
+        "identity_id": new.identity_id,
+        "channel": new.channel,
+        "role": new.role,
+        "text": new.text,
+        "provider_message_id": new.provider_message_id,
+        "token_count": new.token_count,
+        "transcript_confidence": new.transcript_confidence,
+        "words": new.words,
+        "media": new.media,
+        "extra": new.extra,
+        "redacted": new.redacted,
+        "supersedes_id": new.supersedes_id,
+        "created_at": created_at,
+        "thread_key": new.thread_key,
+    }
+    message_id = await session.scalar(_INSERT[_dialect(session)], values)
+    if message_id is None:
+        raise DuplicateMessage(new.channel, str(new.provider_message_id))
+    if add_to_episode and new.token_count:
+        await session.execute(
+            _ADD_TOKENS, {"episode_id": new.episode_id, "tokens": new.token_count}
+        )
+    return MessageRecord(
+        id=int(message_id),
+        customer_id=customer_id,
         episode_id=new.episode_id,
         identity_id=new.identity_id,
         channel=new.channel,
@@ -49,39 +120,19 @@ async def append_message(session: AsyncSession, new: NewMessage) -> MessageRecor
         provider_message_id=new.provider_message_id,
         token_count=new.token_count,
         transcript_confidence=new.transcript_confidence,
+        redacted=new.redacted,
+        supersedes_id=new.supersedes_id,
+        created_at=created_at,
         words=new.words,
         media=new.media,
         extra=new.extra,
-        redacted=new.redacted,
-        supersedes_id=new.supersedes_id,
-        created_at=new.created_at or utcnow(),
         thread_key=new.thread_key,
     )
-    try:
-        async with session.begin_nested():
-            session.add(row)
-            await session.flush()
-            await session.execute(
-                update(Episode)
-                .where(Episode.id == new.episode_id)
-                .values(token_total=Episode.token_total + new.token_count)
-            )
-    except IntegrityError as exc:
-        if new.provider_message_id is not None and await _exists(
-            session, new.channel, new.provider_message_id
-        ):
-            raise DuplicateMessage(new.channel, new.provider_message_id) from exc
-        raise
-    return message_record(row)
 
 
-async def _exists(session: AsyncSession, channel: str, provider_message_id: str) -> bool:
-    found = await session.scalar(
-        select(Message.id).where(
-            Message.channel == channel, Message.provider_message_id == provider_message_id
-        )
-    )
-    return found is not None
+def _dialect(session: AsyncSession) -> str:
+    bind = session.bind
+    return "postgresql" if bind is not None and bind.dialect.name == "postgresql" else "sqlite"
 
 
 async def find_by_provider_id(
@@ -97,9 +148,7 @@ async def find_by_provider_id(
 
 async def get_message(session: AsyncSession, customer_id: str, message_id: int) -> MessageRecord:
     row = await session.scalar(
-        select(Message).where(
-            Message.customer_id == require_customer(customer_id), Message.id == message_id
-        )
+        _GET, {"customer_id": require_customer(customer_id), "message_id": message_id}
     )
     if row is None:
         raise RecordNotFound(f"message {message_id} not found")
@@ -119,14 +168,15 @@ async def recent_messages(
 
     Uses the (episode_id, id) index, so the cost follows `limit`, not the history size.
     """
-    query = select(Message).where(
-        Message.customer_id == require_customer(customer_id), Message.episode_id == episode_id
-    )
-    if after_id is not None:
-        query = query.where(Message.id > after_id)
-    if before_id is not None:
-        query = query.where(Message.id < before_id)
-    rows = list(await session.scalars(query.order_by(Message.id.desc()).limit(limit)))
+    params = {
+        "customer_id": require_customer(customer_id),
+        "episode_id": episode_id,
+        "after_id": after_id,
+        "before_id": before_id,
+        "limit": limit,
+    }
+    query = _RECENT[(after_id is not None, before_id is not None)]
+    rows = list(await session.scalars(query, params))
     rows.reverse()
     return [message_record(row) for row in rows]
 
@@ -147,23 +197,21 @@ async def episode_messages(
 
 async def history_token_total(session: AsyncSession, customer_id: str) -> int:
     """What the full raw history would cost, from the per-episode sums kept at ingest."""
-    total = await session.scalar(
-        select(func.coalesce(func.sum(Episode.token_total), 0)).where(
-            Episode.customer_id == require_customer(customer_id)
-        )
-    )
+    total = await session.scalar(_HISTORY_TOKENS, {"customer_id": require_customer(customer_id)})
     return int(total or 0)
 
 
 async def unsummarized_tokens(
     session: AsyncSession, customer_id: str, episode_id: str, after_id: int | None
 ) -> int:
-    query = select(func.coalesce(func.sum(Message.token_count), 0)).where(
-        Message.customer_id == require_customer(customer_id), Message.episode_id == episode_id
-    )
+    params: dict[str, object] = {
+        "customer_id": require_customer(customer_id),
+        "episode_id": episode_id,
+    }
+    query = _UNSUMMARIZED
     if after_id is not None:
-        query = query.where(Message.id > after_id)
-    return int(await session.scalar(query) or 0)
+        query, params["after_id"] = _UNSUMMARIZED_AFTER, after_id
+    return int(await session.scalar(query, params) or 0)
 
 
 async def thread_messages(

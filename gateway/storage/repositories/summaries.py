@@ -4,12 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from gateway.storage.errors import require_customer
 from gateway.storage.models import CompactionTrace, Episode, EpisodeSummary
 from gateway.storage.records import CompactionTraceRecord, SummaryRecord
+
+_OF_EPISODE = select(EpisodeSummary).where(
+    EpisodeSummary.customer_id == bindparam("customer_id"),
+    EpisodeSummary.episode_id == bindparam("episode_id"),
+)
 
 
 def summary_record(row: EpisodeSummary, episode: Episode | None = None) -> SummaryRecord:
@@ -73,10 +78,7 @@ async def episode_summary(
     session: AsyncSession, customer_id: str, episode_id: str
 ) -> SummaryRecord | None:
     row = await session.scalar(
-        select(EpisodeSummary).where(
-            EpisodeSummary.customer_id == require_customer(customer_id),
-            EpisodeSummary.episode_id == episode_id,
-        )
+        _OF_EPISODE, {"customer_id": require_customer(customer_id), "episode_id": episode_id}
     )
     return summary_record(row) if row else None
 

@@ -1,7 +1,10 @@
-"""Stored tenant settings per level (domain, host, assistant)."""
+"""Stored tenant settings per level (domain, host, assistant), and a short-lived cache of the
+effective settings for the hot paths (every inbound message and every reply reads them)."""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from typing import Any
 
 from sqlalchemy import select
@@ -35,6 +38,7 @@ async def save_tenant_settings(
     else:
         row.settings = settings
     await session.flush()
+    SettingsCache.writes += 1
 
 
 async def settings_layers(
@@ -77,3 +81,49 @@ async def tenant_settings(
     """The effective settings for a request: assistant → host → domain → defaults."""
     layers = await settings_layers(session, domain=domain, host=host, assistant_id=assistant_id)
     return effective_settings(layers, channel=channel)
+
+
+CacheKey = tuple[str, str | None, str | None, str | None]
+
+
+class SettingsCache:
+    """Effective settings per (domain, host, assistant, channel) for `ttl_s` seconds.
+
+    Tenant settings change rarely and are read on every message: caching them saves a query and
+    a validation per message. A save in this process empties every cache (it bumps `writes`);
+    one made by another process is seen within `ttl_s`. One cache per database (the pipeline
+    owns one), since keys do not name the database.
+    """
+
+    writes = 0  # saves made in this process
+
+    def __init__(self, ttl_s: float = 5.0, clock: Callable[[], float] = time.monotonic) -> None:
+        self._ttl_s = ttl_s
+        self._clock = clock
+        self._entries: dict[CacheKey, tuple[float, TenantSettings]] = {}
+        self._seen_writes = SettingsCache.writes
+
+    async def get(
+        self,
+        session: AsyncSession,
+        *,
+        host: str | None = None,
+        channel: str | None = None,
+        assistant_id: str | None = None,
+        domain: str = DEFAULT_DOMAIN,
+    ) -> TenantSettings:
+        if self._seen_writes != SettingsCache.writes:
+            self._entries.clear()
+            self._seen_writes = SettingsCache.writes
+        key = (domain, host, assistant_id, channel)
+        now = self._clock()
+        cached = self._entries.get(key)
+        if cached is not None and cached[0] > now:
+            return cached[1]
+        settings = await tenant_settings(
+            session, host=host, channel=channel, assistant_id=assistant_id, domain=domain
+        )
+        if len(self._entries) >= 1024:  # hosts come from requests: keep the map bounded
+            self._entries.clear()
+        self._entries[key] = (now + self._ttl_s, settings)
+        return settings

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import and_, or_, select, update
+from sqlalchemy import and_, bindparam, or_, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -14,6 +14,21 @@ from gateway.clock import utcnow
 from gateway.storage.errors import RecordNotFound
 from gateway.storage.models import ConversationFence, TurnRow
 from gateway.storage.records import TurnRecord
+from gateway.storage.repositories.tables import FENCES, TURNS
+
+_INSERT = TURNS.insert().returning(TURNS.c.id)
+_NEXT_PENDING = (
+    select(TurnRow)
+    .where(TurnRow.conversation_key == bindparam("key"), TurnRow.status == "pending")
+    .order_by(TurnRow.inbound_message_id)
+    .limit(1)
+)
+_FENCE = select(FENCES.c.fence).where(FENCES.c.conversation_key == bindparam("key"))
+_RAISE_FENCE = (
+    FENCES.update()
+    .where(FENCES.c.conversation_key == bindparam("key"), FENCES.c.fence <= bindparam("new"))
+    .values(fence=bindparam("new"))
+)
 
 
 def turn_record(row: TurnRow) -> TurnRecord:
@@ -46,15 +61,39 @@ async def create_turn(
     episode_id: str,
     conversation_key: str,
 ) -> TurnRecord:
-    row = TurnRow(
+    """A pending turn for a stored inbound message (one INSERT … RETURNING)."""
+    now = utcnow()
+    inserted = await session.execute(
+        _INSERT,
+        {
+            "inbound_message_id": inbound_message_id,
+            "customer_id": customer_id,
+            "episode_id": episode_id,
+            "conversation_key": conversation_key,
+            "status": "pending",
+            "created_at": now,
+            "updated_at": now,
+        },
+    )
+    return TurnRecord(
+        id=int(inserted.scalar_one()),
         inbound_message_id=inbound_message_id,
         customer_id=customer_id,
         episode_id=episode_id,
         conversation_key=conversation_key,
+        status="pending",
+        reply_message_id=None,
+        provider=None,
+        model=None,
+        prompt_tokens=0,
+        completion_tokens=0,
+        cached_tokens=0,
+        attempts=0,
+        report=None,
+        error=None,
+        delivery_status=None,
+        delivery_attempts=0,
     )
-    session.add(row)
-    await session.flush()
-    return turn_record(row)
 
 
 async def turn_for_message(session: AsyncSession, inbound_message_id: int) -> TurnRecord | None:
@@ -66,12 +105,7 @@ async def turn_for_message(session: AsyncSession, inbound_message_id: int) -> Tu
 
 async def next_pending(session: AsyncSession, conversation_key: str) -> TurnRecord | None:
     """The oldest unanswered turn of a conversation (arrival order = message id order)."""
-    row = await session.scalar(
-        select(TurnRow)
-        .where(TurnRow.conversation_key == conversation_key, TurnRow.status == "pending")
-        .order_by(TurnRow.inbound_message_id)
-        .limit(1)
-    )
+    row = await session.scalar(_NEXT_PENDING, {"key": conversation_key})
     return turn_record(row) if row else None
 
 
@@ -135,27 +169,29 @@ async def claim_delivery(session: AsyncSession, turn_id: int, lease: timedelta) 
 
 
 async def finish_turn(session: AsyncSession, turn_id: int, **fields: Any) -> TurnRecord:
-    row = await session.get(TurnRow, turn_id)
+    """Set `fields` on the turn in one UPDATE … RETURNING."""
+    row = await session.scalar(
+        update(TurnRow)
+        .where(TurnRow.id == turn_id)
+        .values(**fields)
+        .returning(TurnRow)
+        .execution_options(populate_existing=True)
+    )
     if row is None:
         raise RecordNotFound(f"turn {turn_id} not found")
-    for name, value in fields.items():
-        setattr(row, name, value)
-    await session.flush()
     return turn_record(row)
 
 
 async def current_fence(session: AsyncSession, conversation_key: str) -> int:
-    value = await session.scalar(
-        select(ConversationFence.fence).where(
-            ConversationFence.conversation_key == conversation_key
-        )
-    )
+    value = await session.scalar(_FENCE, {"key": conversation_key})
     return int(value or 0)
 
 
 async def claim_fence(session: AsyncSession, conversation_key: str, fence: int) -> bool:
     """Record `fence` as the conversation's writer, in the caller's transaction; False when a
     newer holder already wrote (the caller's lock expired and someone else took it)."""
+    if await _raise_fence(session, conversation_key, fence):
+        return True  # the usual case: the row exists and holds this fence or an older one
     dialect = session.bind.dialect.name if session.bind is not None else "sqlite"
     insert = pg_insert if dialect == "postgresql" else sqlite_insert
     await session.execute(
@@ -163,12 +199,9 @@ async def claim_fence(session: AsyncSession, conversation_key: str, fence: int) 
         .values(conversation_key=conversation_key, fence=0)
         .on_conflict_do_nothing(index_elements=["conversation_key"])
     )
-    result = await session.execute(
-        update(ConversationFence)
-        .where(
-            ConversationFence.conversation_key == conversation_key,
-            ConversationFence.fence <= fence,
-        )
-        .values(fence=fence)
-    )
+    return await _raise_fence(session, conversation_key, fence)
+
+
+async def _raise_fence(session: AsyncSession, conversation_key: str, fence: int) -> bool:
+    result = await session.execute(_RAISE_FENCE, {"key": conversation_key, "new": fence})
     return bool(result.rowcount)  # type: ignore[attr-defined]
