@@ -65,11 +65,11 @@ async def _twilio(stack: Stack, **fields: str) -> tuple[int, dict[str, str]]:
 async def _telegram(stack: Stack, raw_text: str) -> tuple[int, dict[str, str]]:
     """`raw_text` goes into the JSON as written, escapes included."""
     user = 700000001
+    update_id = uuid.uuid4().int % 10**9
     body = (
-        '{"update_id": %d, "message": {"message_id": 1, "date": 1764400000, '
-        '"from": {"id": %d, "is_bot": false, "first_name": "Ana"}, '
-        '"chat": {"id": %d, "type": "private"}, "text": "%s"}}'
-        % (uuid.uuid4().int % 10**9, user, user, raw_text)
+        f'{{"update_id": {update_id}, "message": {{"message_id": 1, "date": 1764400000, '
+        f'"from": {{"id": {user}, "is_bot": false, "first_name": "Ana"}}, '
+        f'"chat": {{"id": {user}, "type": "private"}}, "text": "{raw_text}"}}}}'
     )
     json.loads(body)  # well-formed JSON: only the text is the problem
     response = await stack.client.post(
