@@ -14,9 +14,10 @@ replies still all come, later.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Awaitable, Callable
+
+from gateway.tasks import cancel_and_wait
 
 log = logging.getLogger("relaydesk.scheduler")
 
@@ -105,8 +106,4 @@ class TurnScheduler:
         tasks = list(self._running.values())
         if self._sweeper is not None:
             tasks.append(self._sweeper)
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        await cancel_and_wait(tasks)

@@ -13,7 +13,6 @@ missed with its `after` cursor when it reconnects.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 from collections.abc import Awaitable, Callable
@@ -21,6 +20,8 @@ from typing import Any
 
 from aiohttp import web
 from redis.asyncio import Redis
+
+from gateway.tasks import cancel_and_wait
 
 log = logging.getLogger("relaydesk.webchat")
 
@@ -57,9 +58,7 @@ class RedisFanout:
 
     async def close(self) -> None:
         if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            await cancel_and_wait([self._task])
             self._task = None
 
     async def _run(self, sink: Sink) -> None:

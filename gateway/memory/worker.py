@@ -8,7 +8,6 @@ compactor runs. A summary model that cannot be built is logged and the offline c
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -19,6 +18,7 @@ from gateway.memory.owed_summaries import SWEEP_EVERY_S, sweep_forever
 from gateway.memory.queue import CompactionJob, CompactionQueue
 from gateway.memory.service import CompactionOutcome, compact_episode
 from gateway.storage.repositories import episodes, tenants
+from gateway.tasks import cancel_and_wait
 from gateway.tenants import TenantSettings
 
 log = logging.getLogger("relaydesk.memory")
@@ -89,9 +89,5 @@ class MemoryWorker:
             self._tasks.append(asyncio.create_task(sweep, name="owed-summaries"))
 
     async def close(self) -> None:
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        await cancel_and_wait(self._tasks)
         self._tasks.clear()
