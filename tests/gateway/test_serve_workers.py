@@ -5,9 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -21,23 +19,7 @@ from tests.support.databases import (
     redis_reachable,
     unavailable,
 )
-
-SCRIPT = Path(sys.executable).with_name("relaydesk")
-COMMAND = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "gateway.cli"]
-
-
-def _env(**values: str) -> dict[str, str]:
-    # Only what the test sets: no RELAYDESK_* of the surrounding shell.
-    env = {k: v for k, v in os.environ.items() if not k.startswith("RELAYDESK_")}
-    env.update(values)
-    return env
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
+from tests.support.processes import COMMAND, clean_env, free_port
 
 
 async def _pids_answering(port: int, *, at_least: int, deadline_s: float) -> dict[int, int]:
@@ -69,7 +51,7 @@ async def test_two_gateway_processes_share_the_port_and_stop_on_sigterm(tmp_path
         if why is not None:
             unavailable(what, why)
     url = await create_database()
-    env = _env(
+    env = clean_env(
         RELAYDESK_DATABASE_URL=url,
         RELAYDESK_REDIS_URL=REDIS_URL,
         RELAYDESK_RUN_COMPACTION="false",
@@ -80,7 +62,7 @@ async def test_two_gateway_processes_share_the_port_and_stop_on_sigterm(tmp_path
             [*COMMAND, "migrate"], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60
         )
         assert migrated.returncode == 0, migrated.stderr
-        port = _free_port()
+        port = free_port()
         log = (tmp_path / "serve.log").open("w")
         server = subprocess.Popen(
             [*COMMAND, "serve", "--workers", "2", "--port", str(port)],
@@ -122,8 +104,8 @@ def _alive(pid: int) -> bool:
 
 def test_workers_are_refused_on_the_embedded_sqlite_default(tmp_path: Path) -> None:
     result = subprocess.run(
-        [*COMMAND, "serve", "--workers", "2", "--port", str(_free_port())],
-        env=_env(),
+        [*COMMAND, "serve", "--workers", "2", "--port", str(free_port())],
+        env=clean_env(),
         cwd=tmp_path,
         capture_output=True,
         text=True,

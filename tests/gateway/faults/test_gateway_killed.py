@@ -14,9 +14,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import socket
 import subprocess
-import sys
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -28,6 +26,7 @@ import pytest
 
 from tests.support.databases import REDIS_URL, redis_reachable, unavailable
 from tests.support.private_postgres import PrivatePostgres
+from tests.support.processes import COMMAND, clean_env, free_port
 from tests.support.webhook_load import (
     PUBLIC_URL,
     TOKEN,
@@ -38,33 +37,17 @@ from tests.support.webhook_load import (
     stored_counts,
 )
 
-SCRIPT = Path(sys.executable).with_name("relaydesk")
-COMMAND = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "gateway.cli"]
 SENDERS = tuple(f"+55219870000{i:02d}" for i in range(8))
 MESSAGES = 64
 KILL_AFTER_ACKED = 20
 START_TIMEOUT_S = 30.0
 
 
-def _env(**values: str) -> dict[str, str]:
-    # Only what the test sets: no RELAYDESK_* of the surrounding shell.
-    env = {k: v for k, v in os.environ.items() if not k.startswith("RELAYDESK_")}
-    env.update(values)
-    return env
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
 @asynccontextmanager
 async def _serve(env: dict[str, str], workdir: Path, name: str) -> AsyncIterator[tuple[str, int]]:
     """`relaydesk serve` on a free port, healthy; yields (base URL, pid). Stopped with SIGTERM
     at the end unless it is already dead."""
-    port = _free_port()
+    port = free_port()
     log_path = workdir / f"{name}.log"
     with log_path.open("wb") as log:
         process = subprocess.Popen(
@@ -117,7 +100,7 @@ async def test_a_gateway_killed_mid_load_loses_nothing_it_acknowledged(
 
 
 async def _kill_and_restart(url: str, with_redis: bool, tmp_path: Path) -> None:
-    env = _env(
+    env = clean_env(
         RELAYDESK_DATABASE_URL=url,
         RELAYDESK_PUBLIC_URL=PUBLIC_URL,
         RELAYDESK_LOG_LEVEL="WARNING",

@@ -15,12 +15,9 @@ take its own job back; the survivor is started with one second.
 from __future__ import annotations
 
 import asyncio
-import os
 import shutil
 import signal
-import socket
 import subprocess
-import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
@@ -42,9 +39,8 @@ from gateway.storage.records import NewMessage
 from gateway.storage.repositories import customers, episodes, messages
 from tests.support.databases import unavailable
 from tests.support.private_postgres import PrivatePostgres
+from tests.support.processes import COMMAND, clean_env, free_port
 
-SCRIPT = Path(sys.executable).with_name("relaydesk")
-COMMAND = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "gateway.cli"]
 COUNTER = TiktokenCounter(load_encoding())
 START = datetime(2026, 11, 2, 14, 0, tzinfo=UTC)
 T = TypeVar("T")
@@ -66,26 +62,13 @@ SECOND_ROUND = [
 SECOND_EMAIL = "ana.souza@example.org"
 
 
-def _env(**values: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("RELAYDESK_")}
-    env.update(values)
-    return env
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
 @asynccontextmanager
 async def _private_redis() -> AsyncIterator[str]:
     """A throwaway redis-server on a free port (no persistence); yields its URL."""
     binary = shutil.which("redis-server")
     if binary is None:
         unavailable("a private Redis server", "redis-server is not on PATH")
-    port = _free_port()
+    port = free_port()
     server = subprocess.Popen(
         [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
         stdout=subprocess.DEVNULL,
@@ -240,7 +223,7 @@ async def test_a_worker_killed_mid_compaction_is_reclaimed_and_applied_once(
             async with _private_redis() as redis_url:
                 redis = Redis.from_url(redis_url)
                 try:
-                    env = _env(
+                    env = clean_env(
                         RELAYDESK_DATABASE_URL=postgres.url,
                         RELAYDESK_REDIS_URL=redis_url,
                         RELAYDESK_LOG_LEVEL="INFO",

@@ -31,11 +31,11 @@ from gateway.memory.queue import CompactionJob, InProcessQueue
 from gateway.memory.service import compact_episode
 from gateway.memory.worker import MemoryWorker
 from gateway.providers import OpenAICompatProvider, ProviderConfigError
-from gateway.storage.records import NewMessage
-from gateway.storage.repositories import customers, episodes, facts, messages, summaries
+from gateway.storage.repositories import facts, summaries
 from gateway.tenants import TenantSettings
 from tests.support.databases import DatabaseUnderTest
 from tests.support.openai_server import FakeOpenAI
+from tests.support.stored_conversations import store_episode
 
 COUNTER = TiktokenCounter(load_encoding())
 START = datetime(2026, 11, 2, 14, 0, tzinfo=UTC)
@@ -283,26 +283,8 @@ async def sessions(
 
 async def _conversation(sessions: async_sessionmaker[AsyncSession]) -> tuple[str, str, list[int]]:
     async with sessions.begin() as session:
-        customer = await customers.create_customer(session)
-        episode = await episodes.open_episode(
-            session, customer_id=customer.id, channel="whatsapp", started_at=START
-        )
-        ids = []
-        for index, (role, text) in enumerate(LINES):
-            stored = await messages.append_message(
-                session,
-                NewMessage(
-                    customer.id,
-                    episode.id,
-                    "whatsapp",
-                    role,
-                    text,
-                    COUNTER.count(text),
-                    created_at=START + timedelta(minutes=index),
-                ),
-            )
-            ids.append(stored.id)
-    return customer.id, episode.id, ids
+        stored = await store_episode(session, LINES, started_at=START)
+    return stored.customer_id, stored.episode_id, stored.message_ids
 
 
 async def test_storage_keeps_accepted_facts_and_traces_the_model(

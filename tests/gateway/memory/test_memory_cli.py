@@ -19,9 +19,9 @@ from gateway.memory.cli import rebuild
 from gateway.storage.engine import make_engine, make_sessionmaker
 from gateway.storage.migrate import upgrade
 from gateway.storage.models import CompactionTrace
-from gateway.storage.records import NewMessage
-from gateway.storage.repositories import customers, episodes, facts, messages, tenants
+from gateway.storage.repositories import facts, tenants
 from tests.support.openai_server import FakeOpenAI
+from tests.support.stored_conversations import store_episode
 
 COUNTER = TiktokenCounter(load_encoding())
 START = datetime(2026, 11, 2, 14, 0, tzinfo=UTC)
@@ -51,27 +51,10 @@ async def _customer_with_history(database_url: str, summary_model: str) -> tuple
             await tenants.save_tenant_settings(
                 session, domain=tenants.DEFAULT_DOMAIN, settings={"summary_model": summary_model}
             )
-            customer = await customers.create_customer(session)
-            episode = await episodes.open_episode(
-                session, customer_id=customer.id, channel="whatsapp", started_at=START
+            stored = await store_episode(
+                session, LINES, started_at=START, closed_at=START + timedelta(minutes=5)
             )
-            ids = []
-            for index, (role, body) in enumerate(LINES):
-                stored = await messages.append_message(
-                    session,
-                    NewMessage(
-                        customer.id,
-                        episode.id,
-                        "whatsapp",
-                        role,
-                        body,
-                        COUNTER.count(body),
-                        created_at=START + timedelta(minutes=index),
-                    ),
-                )
-                ids.append(stored.id)
-            await episodes.close_episode(session, episode.id, START + timedelta(minutes=5))
-        return customer.id, ids[2]
+        return stored.customer_id, stored.message_ids[2]
     finally:
         await engine.dispose()
 

@@ -11,15 +11,13 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from context import TiktokenCounter, load_encoding
 from gateway.memory.owed_summaries import LOOKBACK, owed_final_summary, queue_owed_summaries
 from gateway.memory.queue import CompactionJob, InProcessQueue
 from gateway.memory.worker import MemoryWorker
-from gateway.storage.records import NewMessage
-from gateway.storage.repositories import customers, episodes, messages, summaries
+from gateway.storage.repositories import summaries
 from tests.support.databases import DatabaseUnderTest
+from tests.support.stored_conversations import COUNTER, store_episode
 
-COUNTER = TiktokenCounter(load_encoding())
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 LINES = [
     ("user", "Oi, meu pedido PED-4471 ainda não chegou."),
@@ -39,33 +37,12 @@ async def worker(database: DatabaseUnderTest) -> AsyncIterator[MemoryWorker]:
     await engine.dispose()
 
 
-async def _episode(
-    session: AsyncSession, *, ended: datetime | None, lines: list[tuple[str, str]] = LINES
-) -> tuple[str, str, list[int]]:
+async def _episode(session: AsyncSession, *, ended: datetime | None) -> tuple[str, str, list[int]]:
     """An episode started an hour before it ended (or before NOW, if still open)."""
-    started = (ended or NOW) - timedelta(hours=1)
-    customer = await customers.create_customer(session)
-    episode = await episodes.open_episode(
-        session, customer_id=customer.id, channel="whatsapp", started_at=started
+    stored = await store_episode(
+        session, LINES, started_at=(ended or NOW) - timedelta(hours=1), closed_at=ended
     )
-    ids = []
-    for index, (role, text) in enumerate(lines):
-        stored = await messages.append_message(
-            session,
-            NewMessage(
-                customer.id,
-                episode.id,
-                "whatsapp",
-                role,
-                text,
-                COUNTER.count(text),
-                created_at=started + timedelta(minutes=index),
-            ),
-        )
-        ids.append(stored.id)
-    if ended is not None:
-        await episodes.close_episode(session, episode.id, ended)
-    return customer.id, episode.id, ids
+    return stored.customer_id, stored.episode_id, stored.message_ids
 
 
 async def _owed(worker: MemoryWorker) -> set[str]:

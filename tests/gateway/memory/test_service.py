@@ -3,45 +3,25 @@ corrected Pix key superseding the old one, the pointer advancing once, traces wr
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 import pytest
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from context import TiktokenCounter, load_encoding
 from gateway.memory.queue import CompactionJob, InProcessQueue
 from gateway.memory.worker import MemoryWorker
-from gateway.storage.records import NewMessage
-from gateway.storage.repositories import customers, episodes, facts, messages, summaries
+from gateway.storage.repositories import facts, messages, summaries
 from tests.support.databases import DatabaseUnderTest
+from tests.support.stored_conversations import COUNTER, store_episode
 
-COUNTER = TiktokenCounter(load_encoding())
 START = datetime(2026, 11, 2, 14, 0, tzinfo=UTC)
 
 
 async def _conversation(
     session: AsyncSession, lines: list[tuple[str, str]], channel: str = "whatsapp"
 ) -> tuple[str, str, list[int]]:
-    customer = await customers.create_customer(session)
-    episode = await episodes.open_episode(
-        session, customer_id=customer.id, channel=channel, started_at=START
-    )
-    ids = []
-    for index, (role, text) in enumerate(lines):
-        stored = await messages.append_message(
-            session,
-            NewMessage(
-                customer.id,
-                episode.id,
-                channel,
-                role,
-                text,
-                COUNTER.count(text),
-                created_at=START + timedelta(minutes=index),
-            ),
-        )
-        ids.append(stored.id)
-    return customer.id, episode.id, ids
+    stored = await store_episode(session, lines, started_at=START, channel=channel)
+    return stored.customer_id, stored.episode_id, stored.message_ids
 
 
 def _pix_story() -> list[tuple[str, str]]:
