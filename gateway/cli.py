@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import sys
 from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
@@ -245,6 +246,11 @@ def _telegram_set_webhook(settings: Settings, args: argparse.Namespace) -> int:
 def _worker(settings: Settings, args: argparse.Namespace) -> int:
     from gateway.memory.cli import run_worker
 
+    if args.nice:
+        # Compaction is background work: on a machine shared with gateways, the kernel should
+        # favour the processes answering customers.
+        os.nice(args.nice)
+
     return asyncio.run(run_worker(settings, args.count))
 
 
@@ -346,6 +352,14 @@ def build_parser() -> argparse.ArgumentParser:
         "worker", help="consume compaction jobs from Redis (several per machine if you like)"
     )
     worker.add_argument("--count", type=int, default=1, help="consumers in this process")
+    worker.add_argument(
+        "--nice",
+        type=int,
+        default=10,
+        choices=range(0, 20),
+        metavar="0-19",
+        help="lower this process's CPU priority by this much (default 10; 0 keeps it)",
+    )
     worker.set_defaults(run=_worker)
 
     compaction = commands.add_parser("compaction", help="memory maintenance")
