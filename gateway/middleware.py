@@ -8,36 +8,17 @@ import time
 
 from aiohttp import web
 from aiohttp.typedefs import Handler
-from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import TimeoutError as RedisTimeoutError
-from sqlalchemy.exc import DBAPIError, OperationalError
-from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 from channels.base import PayloadInvalid, SignatureInvalid
 from context import BudgetError
 from gateway.errors import GatewayError, PayloadTooLarge
 from gateway.keys import METRICS, SETTINGS
+from gateway.outages import is_storage_down
 from gateway.storage.errors import CustomerScopeRequired, DuplicateMessage, RecordNotFound
 from gateway.tenants import TenantConfigError
 from identity import IdentityConfigError, OwnershipConflict
 
 log = logging.getLogger("relaydesk.http")
-
-STORAGE_DOWN = (
-    OperationalError,
-    PoolTimeout,
-    ConnectionError,
-    OSError,
-    RedisConnectionError,
-    RedisTimeoutError,
-)
-
-# SQLSTATEs of a PostgreSQL server that is gone, restarting or full: class 08 (connection
-# exception, e.g. a pooled connection cut by a restart), 57P01-57P05 (shut down, crashed, not yet
-# accepting connections while it recovers) and 53300 (too many connections). The asyncpg driver
-# reports most of them as a plain DBAPIError, not an OperationalError.
-UNAVAILABLE_SQLSTATE_CLASSES = ("08", "57P")
-UNAVAILABLE_SQLSTATES = frozenset({"53300"})
 
 HTTP_CODES = {
     400: "bad_request",
@@ -54,20 +35,6 @@ HTTP_CODES = {
 
 def error_response(status: int, code: str, detail: str) -> web.Response:
     return web.json_response({"error": code, "detail": detail}, status=status)
-
-
-def is_storage_down(exc: BaseException) -> bool:
-    """The database or Redis cannot be reached right now: the request may succeed later."""
-    if isinstance(exc, STORAGE_DOWN):
-        return True
-    if not isinstance(exc, DBAPIError):
-        return False
-    if exc.connection_invalidated:
-        return True
-    sqlstate = getattr(exc.orig, "sqlstate", None)
-    return isinstance(sqlstate, str) and (
-        sqlstate.startswith(UNAVAILABLE_SQLSTATE_CLASSES) or sqlstate in UNAVAILABLE_SQLSTATES
-    )
 
 
 @web.middleware

@@ -17,6 +17,8 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
+from gateway.locks import LockTimeout
+from gateway.outages import is_storage_down
 from gateway.tasks import cancel_and_wait
 
 log = logging.getLogger("relaydesk.scheduler")
@@ -69,9 +71,17 @@ class TurnScheduler:
                         await self._drain(key)
                     except asyncio.CancelledError:
                         raise
-                    except Exception:
+                    except Exception as exc:
                         # The turn stays pending; the sweep retries it later.
-                        log.exception("drain failed", extra={"fields": {"conversation": key}})
+                        if is_storage_down(exc) or isinstance(exc, LockTimeout):
+                            log.warning(
+                                "drain postponed, a dependency is unavailable",
+                                extra={
+                                    "fields": {"conversation": key, "error": type(exc).__name__}
+                                },
+                            )
+                        else:
+                            log.exception("drain failed", extra={"fields": {"conversation": key}})
                         return
                     finally:
                         self.active -= 1

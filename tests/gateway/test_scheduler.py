@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from redis.exceptions import ConnectionError as RedisConnectionError
 
 from gateway.scheduler import TurnScheduler
 
@@ -90,3 +91,28 @@ async def test_a_kick_during_a_drain_makes_it_look_again() -> None:
 def test_the_bound_is_at_least_one() -> None:
     with pytest.raises(ValueError):
         TurnScheduler(lambda key: asyncio.sleep(0, 0), _nothing_pending, max_active=0)
+
+
+async def test_an_unavailable_dependency_is_a_warning_and_a_bug_a_traceback(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    errors: dict[str, Exception] = {
+        "redis-down": RedisConnectionError("Connection refused"),
+        "bug": RuntimeError("unexpected"),
+    }
+
+    async def drain(key: str) -> int:
+        raise errors[key]
+
+    scheduler = TurnScheduler(drain, _nothing_pending)
+    with caplog.at_level("WARNING", logger="relaydesk.scheduler"):
+        for key in errors:
+            scheduler.kick(key)
+        async with asyncio.timeout(5):
+            await scheduler.idle()
+    by_message = {(r.levelname, r.getMessage()): r for r in caplog.records}
+    postponed = by_message[("WARNING", "drain postponed, a dependency is unavailable")]
+    assert postponed.exc_info is None
+    failed = by_message[("ERROR", "drain failed")]
+    assert failed.exc_info is not None and isinstance(failed.exc_info[1], RuntimeError)
+    assert len(caplog.records) == 2
