@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from sqlalchemy import bindparam, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from gateway.storage.errors import IdentityRace
 from gateway.storage.models import ChannelIdentity, Customer, CustomerIdentifier
 from gateway.storage.models import PendingLink as PendingLinkRow
 from gateway.storage.records import ChannelIdentityRecord
@@ -206,11 +207,15 @@ async def apply_resolution(
     """Write a resolution: returns (customer id, channel identity id). `stored` is the
     resolution's identity row when the caller read it in this transaction already."""
     customer_id = resolution.customer_id
-    if customer_id is None:
-        customer_id = (await customers.create_customer(session)).id
     key = resolution.key
     if stored is None:
         stored = await customers.find_identity(session, key.channel, str(key))
+    if customer_id is None:
+        if stored is not None:
+            # Resolved as a stranger, but the identity exists now (a concurrent first message
+            # committed it after our snapshot): a new customer here would split the sender.
+            raise IdentityRace(f"identity {key} appeared concurrently")
+        customer_id = (await customers.create_customer(session)).id
     evidence = {"description": resolution.evidence, "level": resolution.identity_level.value}
     if stored is None:
         stored = await customers.create_identity(

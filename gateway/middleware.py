@@ -14,7 +14,12 @@ from context import BudgetError
 from gateway.errors import GatewayError, PayloadTooLarge
 from gateway.keys import METRICS, SETTINGS
 from gateway.outages import is_storage_down
-from gateway.storage.errors import CustomerScopeRequired, DuplicateMessage, RecordNotFound
+from gateway.storage.errors import (
+    CustomerScopeRequired,
+    DuplicateMessage,
+    IdentityRace,
+    RecordNotFound,
+)
 from gateway.tenants import TenantConfigError
 from identity import IdentityConfigError, OwnershipConflict
 
@@ -49,7 +54,7 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
         return error_response(400, "invalid_payload", str(exc))
     except RecordNotFound as exc:
         return error_response(404, "not_found", str(exc))
-    except (OwnershipConflict, DuplicateMessage) as exc:
+    except (OwnershipConflict, DuplicateMessage, IdentityRace) as exc:
         return error_response(409, "conflict", str(exc))
     except BudgetError as exc:
         return error_response(422, exc.code, exc.detail)

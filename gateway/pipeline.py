@@ -37,7 +37,7 @@ from gateway.providers import (
     ProviderError,
 )
 from gateway.providers.pool import ProviderPool
-from gateway.storage.errors import DuplicateMessage
+from gateway.storage.errors import DuplicateMessage, IdentityRace
 from gateway.storage.records import MessageRecord, NewMessage, TurnRecord
 from gateway.storage.repositories import (
     customers,
@@ -155,7 +155,7 @@ class Pipeline:
                 if existing is None:
                     raise
                 return existing
-            except IntegrityError:
+            except (IntegrityError, IdentityRace):
                 # A concurrent first message of the same sender created its identity; the
                 # retry finds it.
                 if attempt == 2:

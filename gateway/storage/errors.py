@@ -4,6 +4,7 @@ StorageError
 ├── CustomerScopeRequired   a read of customer data without a customer id (a leak risk)
 ├── DuplicateMessage        (channel, provider message id) already stored
 ├── InvalidFactSource       a fact whose source message is not this customer's
+├── IdentityRace            the identity appeared after it was resolved as new: resolve again
 └── RecordNotFound
 """
 
@@ -38,3 +39,8 @@ def require_customer(customer_id: str | None) -> str:
     if not customer_id or not isinstance(customer_id, str):
         raise CustomerScopeRequired("a customer id is required to read customer data")
     return customer_id
+
+
+class IdentityRace(StorageError):
+    """A concurrent first message of the same sender stored its identity after this one was
+    resolved as unknown; writing on would give the sender a second customer. Retry."""

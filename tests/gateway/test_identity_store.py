@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import pytest
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from gateway import operator_store
-from gateway.identity_store import resolve_identity
+from gateway.identity_store import apply_resolution, resolve_identity, snapshot_for
+from gateway.storage.errors import IdentityRace
 from gateway.storage.records import NewFact, NewMessage
 from gateway.storage.repositories import audit, customers, episodes, facts, messages
 from identity import (
@@ -20,6 +22,7 @@ from identity import (
     WebClaims,
     WhatsAppSender,
     observe,
+    resolve,
 )
 
 NUMBER = "+5511998765432"
@@ -152,3 +155,18 @@ async def test_merge_then_split_restores_ownership_exactly(session: AsyncSession
     ]
     telegram_facts = await facts.current_facts(session, new_id)
     assert [f.key for f in telegram_facts] == ["telegram_note"]
+
+
+async def test_an_identity_that_appears_after_the_snapshot_is_not_given_a_second_customer(
+    session: AsyncSession,
+) -> None:
+    # Two first messages of one visitor at once: both resolve it as a stranger; the other one
+    # stores the identity first. Writing on would split the visitor into two customers.
+    observation = observe(WebChatVisitor("visitor-race", None))
+    stale = resolve(observation, await snapshot_for(session, observation))
+    assert stale.customer_id is None  # resolved as new
+    winner = await resolve_identity(session, observation)
+    with pytest.raises(IdentityRace):
+        await apply_resolution(session, stale)
+    again = await resolve_identity(session, observation)  # what the retry does
+    assert again.customer_id == winner.customer_id
