@@ -144,6 +144,20 @@ def _seconds(raw: str) -> float:
     return value
 
 
+def _service_urls(parser: argparse.ArgumentParser, *, redis_for: str, redis_note: str = "") -> None:
+    """`--postgres-url` and `--redis-url` of the benchmarks that start their own gateways."""
+    parser.add_argument(
+        "--postgres-url",
+        help="PostgreSQL server where a temporary database is created and dropped (default "
+        "RELAYDESK_BENCH_POSTGRES_URL, else the local server)",
+    )
+    parser.add_argument(
+        "--redis-url",
+        help=f"Redis for {redis_for} (default RELAYDESK_BENCH_REDIS_URL, else "
+        f"redis://127.0.0.1:6379/0){redis_note}",
+    )
+
+
 def _bench_ingest(settings: Settings, args: argparse.Namespace) -> int:
     from gateway.bench.ingest import IngestBenchError, IngestOptions, run_ingest_bench
 
@@ -444,16 +458,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--rates", type=_rates, help="offered webhooks per second (default 200,500,1000,2000)"
     )
     ingest.add_argument("--seconds", type=_seconds, help="seconds per rate (default 5)")
-    ingest.add_argument(
-        "--postgres-url",
-        help="PostgreSQL server where a temporary database is created and dropped (default "
-        "RELAYDESK_BENCH_POSTGRES_URL, else the local server)",
-    )
-    ingest.add_argument(
-        "--redis-url",
-        help="Redis for the gateway processes (default RELAYDESK_BENCH_REDIS_URL, else "
-        "redis://127.0.0.1:6379/0)",
-    )
+    _service_urls(ingest, redis_for="the gateway processes")
     ingest.set_defaults(run=_bench_ingest)
     reply = benchmarks.add_parser(
         "reply",
@@ -467,16 +472,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--customers", type=_positive, help="customers per side, talking at once (default 8)"
     )
     reply.add_argument("--messages", type=_positive, help="messages per customer (default 40)")
-    reply.add_argument(
-        "--postgres-url",
-        help="PostgreSQL server where a temporary database is created and dropped (default "
-        "RELAYDESK_BENCH_POSTGRES_URL, else the local server)",
-    )
-    reply.add_argument(
-        "--redis-url",
-        help="Redis for the gateway processes and the worker (default RELAYDESK_BENCH_REDIS_URL, "
-        "else redis://127.0.0.1:6379/0); the worker consumes that database's one compaction "
-        "stream, so give the run a database no other gateway uses",
+    _service_urls(
+        reply,
+        redis_for="the gateway processes and the worker",
+        redis_note="; the worker consumes that database's one compaction stream, so give the "
+        "run a database no other gateway uses",
     )
     reply.set_defaults(run=_bench_reply)
 

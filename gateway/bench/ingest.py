@@ -389,7 +389,8 @@ async def _reply_counts(database_url: str) -> tuple[int, int]:
         await engine.dispose()
 
 
-async def _stored_counts(database_url: str) -> dict[str, int]:
+async def stored_counts(database_url: str) -> dict[str, int]:
+    """Stored inbound WhatsApp messages per provider message id."""
     engine = create_async_engine(database_url, poolclass=NullPool)
     try:
         async with engine.connect() as connection:
@@ -488,7 +489,7 @@ async def run_ingest_bench(options: IngestOptions, progress: Progress) -> Ingest
                             f"{result.errors} errors"
                         )
                 replies_sent, turns_pending = await _reply_counts(database_url)
-            stored = await _stored_counts(database_url)
+            stored = await stored_counts(database_url)
             lost = len([sid for sid in acked_all if sid not in stored])
             duplicated = len([sid for sid, n in stored.items() if n > 1])
             unknown = len([sid for sid in stored if sid not in sent_all])

@@ -5,7 +5,7 @@
 With `retry=True` it behaves like the provider: a webhook that did not get a 200 (an error
 status, a refused or cut connection) is sent again after a short pause until it is
 acknowledged; without it each webhook is tried once. The stored rows are then counted by
-`stored_counts` (user messages per provider message id).
+`gateway.bench.ingest.stored_counts`, the benchmark's own lost/duplicated check.
 """
 
 from __future__ import annotations
@@ -133,23 +133,6 @@ async def deliver(
                 await asyncio.sleep(retry_after_s)
 
     await asyncio.gather(*(connection() for _ in range(concurrency)))
-
-
-async def stored_counts(database_url: str) -> dict[str, int]:
-    """Stored inbound WhatsApp messages per provider message id."""
-    engine = create_async_engine(database_url, poolclass=NullPool)
-    try:
-        async with engine.connect() as connection:
-            rows = await connection.execute(
-                text(
-                    "SELECT provider_message_id, count(*) FROM messages "
-                    "WHERE role = 'user' AND channel = 'whatsapp' "
-                    "GROUP BY provider_message_id"
-                )
-            )
-            return {str(sid): int(count) for sid, count in rows}
-    finally:
-        await engine.dispose()
 
 
 async def pending_turns(database_url: str) -> int:

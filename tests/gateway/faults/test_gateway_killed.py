@@ -24,6 +24,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from gateway.bench.ingest import stored_counts
 from tests.support.databases import REDIS_URL, redis_reachable, unavailable
 from tests.support.private_postgres import PrivatePostgres
 from tests.support.processes import COMMAND, clean_env, free_port
@@ -34,7 +35,6 @@ from tests.support.webhook_load import (
     deliver,
     pending_turns,
     signed_webhooks,
-    stored_counts,
 )
 
 SENDERS = tuple(f"+55219870000{i:02d}" for i in range(8))

@@ -14,6 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from gateway.bench.ingest import stored_counts
 from gateway.storage.engine import CONNECT_TIMEOUT_S
 from tests.support.private_postgres import PrivatePostgres
 from tests.support.stack import running_stack
@@ -26,7 +27,6 @@ from tests.support.webhook_load import (
     deliver,
     pending_turns,
     signed_webhooks,
-    stored_counts,
 )
 
 SENDERS = tuple(f"+55119870000{i:02d}" for i in range(8))
