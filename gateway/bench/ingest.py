@@ -46,6 +46,7 @@ from twilio.request_validator import RequestValidator
 
 from gateway.bench import e2e
 from gateway.bench.context_bench import DEFAULT_POSTGRES_URL
+from gateway.bench.twilio_api import created_message
 
 POSTGRES_URL_ENV = "RELAYDESK_BENCH_POSTGRES_URL"
 REDIS_URL_ENV = "RELAYDESK_BENCH_REDIS_URL"
@@ -538,24 +539,7 @@ def _fake_twilio(port: int) -> None:
     """Twilio's Messages API as far as the gateway's sends use it: 201 with a message sid."""
 
     async def create(request: web.Request) -> web.Response:
-        form = await request.post()
-        account = request.match_info["sid"]
-        sid = "SM" + uuid.uuid4().hex
-        return web.json_response(
-            {
-                "sid": sid,
-                "account_sid": account,
-                "to": form.get("To"),
-                "from": form.get("From"),
-                "body": form.get("Body"),
-                "status": "queued",
-                "num_segments": "1",
-                "direction": "outbound-api",
-                "api_version": "2010-04-01",
-                "uri": f"/2010-04-01/Accounts/{account}/Messages/{sid}.json",
-            },
-            status=201,
-        )
+        return created_message(request.match_info["sid"], await request.post())
 
     async def alive(request: web.Request) -> web.Response:
         return web.Response(text="ok")

@@ -27,6 +27,8 @@ import httpx
 from aiohttp import web
 from twilio.request_validator import RequestValidator
 
+from gateway.bench.twilio_api import created_message
+
 ACCOUNT_SID = "AC" + "0" * 32
 BOT_NUMBER = "whatsapp:+14155238886"
 MESSAGES_PATH = "/2010-04-01/Accounts/{sid}/Messages.json"
@@ -87,23 +89,7 @@ class TwilioInbox:
         waiting = self._waiting.pop(found.group(1), None) if found else None
         if waiting is not None and not waiting.done():
             waiting.set_result(arrived)
-        sid = "SM" + uuid.uuid4().hex
-        account = request.match_info["sid"]
-        return web.json_response(
-            {
-                "sid": sid,
-                "account_sid": account,
-                "to": form.get("To"),
-                "from": form.get("From"),
-                "body": body,
-                "status": "queued",
-                "num_segments": "1",
-                "direction": "outbound-api",
-                "api_version": "2010-04-01",
-                "uri": f"/2010-04-01/Accounts/{account}/Messages/{sid}.json",
-            },
-            status=201,
-        )
+        return created_message(request.match_info["sid"], form)
 
     @asynccontextmanager
     async def serving(self) -> AsyncIterator[str]:
