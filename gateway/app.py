@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator
+from datetime import timedelta
 
 import httpx
 from aiohttp import web
 from pydantic import SecretStr
 
-from channels.base import Channel
+from channels.base import Channel, InboundMessage
 from channels.telegram import TelegramChannel
 from channels.twilio_whatsapp import TwilioWhatsAppChannel
 from channels.webchat import WebChatChannel
@@ -21,11 +22,15 @@ from gateway.config import Settings
 from gateway.console import api as console_api
 from gateway.console import routes as console_routes
 from gateway.idempotency import idempotency_middleware
+from gateway.inbox.processor import InboxProcessor
+from gateway.inbox.writer import InboxWriter
 from gateway.keys import (
     COUNTER,
     ENGINE,
     HTTP,
     HUB,
+    INBOX,
+    INBOX_WRITER,
     MEMORY,
     METRICS,
     PIPELINE,
@@ -40,7 +45,7 @@ from gateway.memory.queue import CompactionQueue, InProcessQueue
 from gateway.memory.worker import MemoryWorker
 from gateway.metrics import Metrics
 from gateway.middleware import body_limit_middleware, error_middleware, metrics_middleware
-from gateway.pipeline import Pipeline
+from gateway.pipeline import Accepted, Pipeline
 from gateway.providers import ModelProvider, make_provider
 from gateway.providers.pool import ProviderPool
 from gateway.redis_client import compaction_queue, make_redis
@@ -156,9 +161,24 @@ async def pipeline_ctx(app: web.Application) -> AsyncIterator[None]:
     scheduler = TurnScheduler(
         pipeline.drain, pipeline.pending_conversations, redeliver=pipeline.retry_deliveries
     )
+
+    async def accept_in_background(message: InboundMessage, host: str | None) -> Accepted:
+        return await pipeline.accept(message, host=host, background=True)
+
+    processor = InboxProcessor(
+        app[SESSIONS],
+        accept_in_background,
+        stored=scheduler.kick,
+        pause=pipeline.yield_to_ingest,
+        lease=timedelta(seconds=settings.inbox_lease_s),
+    )
+    scheduler.add_intake(processor.kick)
+    writer = InboxWriter(app[SESSIONS], committed=processor.kick)
     app[HUB] = hub
     app[PIPELINE] = pipeline
     app[SCHEDULER] = scheduler
+    app[INBOX_WRITER] = writer
+    app[INBOX] = processor
     app[MEMORY] = memory
     if fanout is not None:
         app[FANOUT] = fanout
@@ -167,6 +187,8 @@ async def pipeline_ctx(app: web.Application) -> AsyncIterator[None]:
     if settings.run_compaction:
         memory.start()
     yield
+    await writer.close()
+    await processor.close()
     await scheduler.close()
     await memory.close()
     if fanout is not None:

@@ -64,6 +64,9 @@ class Settings(BaseSettings):
         "relaydesk:compaction", alias="RELAYDESK_COMPACTION_STREAM", min_length=1
     )
     compaction_reclaim_ms: int = Field(60_000, alias="RELAYDESK_COMPACTION_RECLAIM_MS", ge=1_000)
+    # How long a process may hold acknowledged webhooks it is storing before another process
+    # takes them over (it died): a stopped process's messages wait this long at most.
+    inbox_lease_s: float = Field(30.0, alias="RELAYDESK_INBOX_LEASE_S", ge=1.0)
 
     twilio_account_sid: str | None = Field(None, alias="TWILIO_ACCOUNT_SID")
     twilio_auth_token: SecretStr | None = Field(None, alias="TWILIO_AUTH_TOKEN")

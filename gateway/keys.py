@@ -9,6 +9,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from context import TokenCounter
 from gateway.config import Settings
+from gateway.inbox.processor import InboxProcessor
+from gateway.inbox.writer import InboxWriter
 from gateway.memory.worker import MemoryWorker
 from gateway.metrics import Metrics
 from gateway.pipeline import Pipeline
@@ -26,3 +28,5 @@ PIPELINE = web.AppKey("pipeline", Pipeline)
 SCHEDULER = web.AppKey("scheduler", TurnScheduler)
 HUB = web.AppKey("hub", WebChatHub)
 MEMORY = web.AppKey("memory", MemoryWorker)
+INBOX_WRITER = web.AppKey("inbox_writer", InboxWriter)
+INBOX = web.AppKey("inbox", InboxProcessor)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -56,14 +58,13 @@ log = logging.getLogger("relaydesk.pipeline")
 
 MAX_DELIVERY_ATTEMPTS = 5
 DELIVERY_LEASE = timedelta(minutes=2)
-# While this many inbound messages are being accepted in this process, or a provider webhook
-# arrived less than YIELD_QUIET_S ago, answering the next turn waits (up to YIELD_MAX_S): under
-# a burst the acknowledgements get the CPU first, and the turns, already durable, are answered
-# after it. Replies slow down then; they never stop.
-YIELD_BACKLOG = 4
-YIELD_QUIET_S = 0.05
+# While this many inbound requests (provider webhooks, web chat and transcript posts) are being
+# acknowledged in this process, background work (storing the inbox, answering turns) waits, up
+# to YIELD_MAX_S per step: under a burst the acknowledgements get the CPU first, and the work,
+# already durable, follows. It slows down then; it never stops.
+YIELD_BACKLOG = 2
 YIELD_MAX_S = 1.0
-YIELD_POLL_S = 0.01
+YIELD_POLL_S = 0.005
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,12 +113,32 @@ class Pipeline:
         self.recall_cache = RecallCache()
         self.tenant_cache = tenants.SettingsCache()
         self._inflight: dict[tuple[str, str], asyncio.Future[Accepted]] = {}
-        self._last_webhook = float("-inf")
+        self.ingesting = 0  # inbound requests being acknowledged in this process now
 
     # Accepting: durable before any 2xx.
 
-    async def accept(self, inbound: InboundMessage, *, host: str | None = None) -> Accepted:
-        """Store one inbound message (idempotent on channel + provider message id)."""
+    async def accept(
+        self, inbound: InboundMessage, *, host: str | None = None, background: bool = False
+    ) -> Accepted:
+        """Store one inbound message (idempotent on channel + provider message id).
+
+        `background`: called off the request path (the inbox), so it does not count as an
+        acknowledgement that background work yields to."""
+        if background:
+            return await self._accept_once(inbound, host)
+        with self.ingest_request():
+            return await self._accept_once(inbound, host)
+
+    @contextmanager
+    def ingest_request(self) -> Iterator[None]:
+        """Mark an inbound request being acknowledged (background work yields to it)."""
+        self.ingesting += 1
+        try:
+            yield
+        finally:
+            self.ingesting -= 1
+
+    async def _accept_once(self, inbound: InboundMessage, host: str | None) -> Accepted:
         key = (inbound.channel, inbound.provider_message_id)
         running = self._inflight.get(key)
         if running is not None:  # a concurrent replay in this process: share its outcome
@@ -279,7 +300,7 @@ class Pipeline:
         answered = 0
         async with self.locks.hold(key, floor=floor) as held:
             while True:
-                await self._yield_to_ingest()
+                await self.yield_to_ingest()
                 async with self.sessions() as session:
                     turn = await turns.next_pending(session, key)
                     if turn is None:
@@ -290,16 +311,13 @@ class Pipeline:
                 await self._answer(turn, inbound, held)
                 answered += 1
 
-    def webhook_arrived(self) -> None:
-        """A provider webhook came in (the answering of turns yields to a stream of them)."""
-        self._last_webhook = asyncio.get_running_loop().time()
-
-    async def _yield_to_ingest(self) -> None:
+    async def yield_to_ingest(self) -> None:
+        """Wait (bounded) while inbound requests pile up in this process."""
+        if self.ingesting < YIELD_BACKLOG:
+            return
         loop = asyncio.get_running_loop()
         deadline = loop.time() + YIELD_MAX_S
-        while loop.time() < deadline and (
-            len(self._inflight) >= YIELD_BACKLOG or loop.time() - self._last_webhook < YIELD_QUIET_S
-        ):
+        while self.ingesting >= YIELD_BACKLOG and loop.time() < deadline:
             await asyncio.sleep(YIELD_POLL_S)
 
     async def _answer(self, turn: TurnRecord, inbound: MessageRecord, held: Held) -> None:

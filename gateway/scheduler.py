@@ -48,6 +48,11 @@ class TurnScheduler:
         self._closed = False
         self._slots = asyncio.Semaphore(max_active)
         self.active = 0  # drains running now (not waiting for a slot)
+        self._intake: Callable[[], None] | None = None
+
+    def add_intake(self, kick: Callable[[], None]) -> None:
+        """Also kick `kick` on every sweep (messages acknowledged but not yet stored)."""
+        self._intake = kick
 
     def start(self) -> None:
         self._sweeper = asyncio.create_task(self._sweep_forever(), name="turn-sweeper")
@@ -91,6 +96,8 @@ class TurnScheduler:
             self._running.pop(key, None)
 
     async def sweep(self) -> None:
+        if self._intake is not None:
+            self._intake()
         for key in await self._pending():
             self.kick(key)
         if self._redeliver is not None:

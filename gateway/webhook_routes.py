@@ -14,7 +14,7 @@ from channels.base import PayloadInvalid, RawRequest, unstorable_field
 from channels.telegram import ignored_update
 from channels.twilio_whatsapp import TwilioWhatsAppChannel
 from gateway import delivery
-from gateway.keys import PIPELINE, SCHEDULER, SESSIONS
+from gateway.keys import INBOX_WRITER, PIPELINE, SESSIONS
 from gateway.openapi import document
 
 EMPTY_TWIML = '<?xml version="1.0" encoding="UTF-8"?><Response></Response>'
@@ -24,26 +24,24 @@ TELEGRAM_PATH = "/webhooks/telegram"
 log = logging.getLogger("relaydesk.webhooks")
 
 
-async def receive(request: web.Request, channel_name: str) -> list[int]:
-    """The shared path of every webhook; returns the stored message ids."""
-    body = await request.read()
-    raw = RawRequest(request.method, str(request.url), dict(request.headers), body)
+async def receive(request: web.Request, channel_name: str) -> int:
+    """The shared path of every webhook; returns how many messages it held.
+
+    The 2xx waits only for the inbox row (written with the other webhooks of the moment, one
+    commit for all); the message is stored as such, and answered, in the background."""
     pipeline = request.app[PIPELINE]
-    pipeline.webhook_arrived()
-    channel = pipeline.channels[channel_name]
-    channel.verify(raw)
-    parsed = channel.parse(raw)
-    for inbound in parsed:  # checked before any is stored: a refused request stores nothing
-        why = unstorable_field(inbound)
-        if why is not None:
-            raise PayloadInvalid(why)
-    stored = []
-    for inbound in parsed:
-        accepted = await pipeline.accept(inbound, host=request.host)
-        if not accepted.duplicate:
-            request.app[SCHEDULER].kick(accepted.conversation_key)
-        stored.append(accepted.message_id)
-    return stored
+    with pipeline.ingest_request():
+        body = await request.read()
+        raw = RawRequest(request.method, str(request.url), dict(request.headers), body)
+        channel = pipeline.channels[channel_name]
+        channel.verify(raw)
+        parsed = channel.parse(raw)
+        for inbound in parsed:  # checked before any is stored: a refused request stores nothing
+            why = unstorable_field(inbound)
+            if why is not None:
+                raise PayloadInvalid(why)
+        await request.app[INBOX_WRITER].put(parsed, host=request.host)
+        return len(parsed)
 
 
 async def twilio_whatsapp(request: web.Request) -> web.Response:

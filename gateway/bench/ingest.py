@@ -9,9 +9,12 @@ two bare aiohttp processes on another port whose only handler answers 200.
 The load generator (an aiohttp client, HTTP/1.1 keep-alive, at most 64 connections) sends
 pre-signed form bodies, each with its own MessageSid, open loop: request ``i`` is due at
 ``start + i / rate`` whatever happened to the earlier ones, and its latency is counted from that
-due time, so a backlog shows up as latency instead of silently lowering the rate. After the load,
-the stored user messages are counted by ``provider_message_id``: an acknowledged sid without a
-row is lost, a sid with more than one row is duplicated; the replies sent so far are counted too.
+due time, so a backlog shows up as latency instead of silently lowering the rate. A 200 means the
+message is committed to the inbox; the gateways store it as a message in the background, so after
+the load the benchmark waits (bounded) until the inbox is empty and reports how long that took.
+Then the user messages are counted by ``provider_message_id``: an acknowledged sid without a row
+(message, or inbox row still waiting) is lost, a sid with more than one message row is
+duplicated; the replies sent so far are counted too.
 
 Everything runs on the same machine, load generator included, so the figures are those of the
 whole box: the CPU the generator used per request is reported, and the bare handler's ceiling
@@ -59,6 +62,7 @@ P99_TARGET_MS = 100.0
 REQUEST_TIMEOUT_S = 30.0
 START_TIMEOUT_S = 60.0
 STOP_GRACE_S = 15.0
+DRAIN_TIMEOUT_S = 300.0
 TWILIO_TOKEN = "relaydesk-bench-twilio-token"
 SENDERS = ("+5511990000001", "+5511990000002", "+5511990000003", "+5511990000004")
 WEBHOOK_PATH = "/webhooks/twilio/whatsapp"
@@ -118,6 +122,8 @@ class IngestResult:
     seconds: float
     replies_sent: int = 0
     turns_pending: int = 0
+    inbox_left: int = 0  # acknowledged, durable, still waiting to be stored as messages
+    drain_s: float = 0.0  # after the load, until every acknowledged message was stored
 
     @property
     def chosen(self) -> RateResult:
@@ -151,8 +157,15 @@ class IngestResult:
         )
         lines.append(f"figures at {chosen.target}/s ({why})")
         lines.append(
-            f"database check: {self.stored} user messages stored, "
+            f"database check: {self.stored} user messages kept, "
             f"{self.lost} lost, {self.duplicated} duplicated"
+        )
+        lines.append(
+            f"inbox: every acknowledged message stored as a message {self.drain_s:.1f} s after "
+            "the load"
+            if not self.inbox_left
+            else f"inbox: {self.inbox_left} acknowledged messages still waiting to be stored "
+            f"after {self.drain_s:.0f} s (durable, stored after a restart)"
         )
         lines.append(
             f"replies: {self.replies_sent} sent to the fake Twilio while the gateway ran, "
@@ -391,7 +404,8 @@ async def _reply_counts(database_url: str) -> tuple[int, int]:
 
 
 async def stored_counts(database_url: str) -> dict[str, int]:
-    """Stored inbound WhatsApp messages per provider message id."""
+    """Kept inbound WhatsApp messages per provider message id: the stored message rows, or 1
+    for a message acknowledged and still waiting in the inbox (durable, not yet stored)."""
     engine = create_async_engine(database_url, poolclass=NullPool)
     try:
         async with engine.connect() as connection:
@@ -402,9 +416,37 @@ async def stored_counts(database_url: str) -> dict[str, int]:
                     "GROUP BY provider_message_id"
                 )
             )
-            return {str(sid): int(count) for sid, count in rows}
+            counts = {str(sid): int(count) for sid, count in rows}
+            waiting = await connection.scalars(
+                text("SELECT provider_message_id FROM inbox_messages WHERE channel = 'whatsapp'")
+            )
+            for sid in waiting:
+                counts.setdefault(str(sid), 1)
+            return counts
     finally:
         await engine.dispose()
+
+
+async def inbox_waiting(database_url: str) -> int:
+    """Acknowledged messages not yet stored as messages."""
+    engine = create_async_engine(database_url, poolclass=NullPool)
+    try:
+        async with engine.connect() as connection:
+            return int(await connection.scalar(text("SELECT count(*) FROM inbox_messages")) or 0)
+    finally:
+        await engine.dispose()
+
+
+async def until_inbox_empty(database_url: str, deadline_s: float) -> tuple[int, float]:
+    """Wait (bounded) until the gateways stored every acknowledged message; (rows still
+    waiting, seconds waited)."""
+    started = time.monotonic()
+    while True:
+        waiting = await inbox_waiting(database_url)
+        waited = time.monotonic() - started
+        if waiting == 0 or waited >= deadline_s:
+            return waiting, waited
+        await asyncio.sleep(0.5)
 
 
 def _client() -> aiohttp.ClientSession:
@@ -489,6 +531,8 @@ async def run_ingest_bench(options: IngestOptions, progress: Progress) -> Ingest
                             f"{result.p50_ms:.1f} ms, p99 {result.p99_ms:.1f} ms, "
                             f"{result.errors} errors"
                         )
+                progress("waiting until every acknowledged message is stored")
+                inbox_left, drain_s = await until_inbox_empty(database_url, DRAIN_TIMEOUT_S)
                 replies_sent, turns_pending = await _reply_counts(database_url)
             stored = await stored_counts(database_url)
             lost = len([sid for sid in acked_all if sid not in stored])
@@ -520,6 +564,8 @@ async def run_ingest_bench(options: IngestOptions, progress: Progress) -> Ingest
         seconds=options.seconds,
         replies_sent=replies_sent,
         turns_pending=turns_pending,
+        inbox_left=inbox_left,
+        drain_s=drain_s,
     )
 
 

@@ -192,6 +192,34 @@ class Message(Base):
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
+class InboxMessage(Base):
+    """A provider webhook's message, verified and parsed, kept from the acknowledgement until
+    it is stored as a `Message` (identity resolved, turn created); then the row is deleted.
+
+    Writing this one row (group-committed with the other webhooks arriving at the same time)
+    is all a webhook waits for; the rest of accepting runs in the background. Rows of one
+    `thread_key` are processed in `id` order, one claim at a time."""
+
+    __tablename__ = "inbox_messages"
+    __table_args__ = (
+        UniqueConstraint("channel", "provider_message_id"),
+        Index("ix_inbox_messages_thread_key", "thread_key"),
+    )
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    channel: Mapped[str] = mapped_column(String(32))
+    provider_message_id: Mapped[str] = mapped_column(String(200))
+    thread_key: Mapped[str] = mapped_column(String(360))
+    host: Mapped[str | None] = mapped_column(String(255))
+    payload: Mapped[dict[str, Any]] = mapped_column(JSON)  # the parsed InboundMessage
+    received_at: Mapped[datetime]
+    claimed_until: Mapped[datetime | None]
+    attempts: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    last_error: Mapped[str | None] = mapped_column(Text)
+    # Set after repeated failures that were not outages: kept for an operator, skipped after.
+    dead_at: Mapped[datetime | None]
+
+
 class TurnRow(Base):
     """One inbound message's turn: pending until answered; usage and budget report kept."""
 

@@ -235,3 +235,14 @@ class TurnRecord:
     error: str | None
     delivery_status: str | None
     delivery_attempts: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class InboxItem:
+    """A claimed inbox row: a parsed provider message waiting to be stored."""
+
+    id: int
+    thread_key: str
+    host: str | None
+    payload: dict[str, Any]
+    attempts: int

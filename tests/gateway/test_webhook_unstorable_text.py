@@ -10,12 +10,10 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
-from sqlalchemy import func, select
 from twilio.request_validator import RequestValidator
 
 from channels.telegram import SECRET_HEADER
-from gateway.storage.models import Message
-from tests.support.stack import Stack, running_stack
+from tests.support.stack import Stack, inbound_rows, running_stack
 
 BACKENDS = ["embedded", "production"]
 TWILIO_TOKEN = "twilio-auth-token-for-tests"
@@ -34,8 +32,7 @@ SETTINGS = {
 
 
 async def _rows(stack: Stack) -> int:
-    async with stack.sessions()() as session:
-        return int(await session.scalar(select(func.count()).select_from(Message)))
+    return await inbound_rows(stack)
 
 
 async def _twilio(stack: Stack, **fields: str) -> tuple[int, dict[str, str]]:

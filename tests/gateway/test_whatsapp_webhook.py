@@ -15,7 +15,7 @@ from twilio.request_validator import RequestValidator
 
 from gateway.storage.models import Message, OutboundMessage, TurnRow
 from tests.support.openai_server import FakeOpenAI
-from tests.support.stack import Stack, running_stack
+from tests.support.stack import Stack, inbound_rows, running_stack
 from tests.support.twilio_server import FakeTwilio
 
 TOKEN = "twilio-auth-token-for-tests"
@@ -128,7 +128,7 @@ async def test_bad_or_missing_signature_is_403_and_stores_nothing(
         response = await _webhook(stack, _params("oi"), signature=signature)
         assert response.status == 403
         assert (await response.json())["error"] == "invalid_signature"
-        assert await _rows(stack) == 0
+        assert await inbound_rows(stack) == 0
         assert fake.created == []
 
 
@@ -143,7 +143,7 @@ async def test_malformed_is_400_and_oversized_is_413(tmp_path: Path, twilio) -> 
         assert response.status == 400 and "MessageSid" in (await response.json())["detail"]
         huge = await _webhook(stack, _params("x" * 10_000))
         assert huge.status == 413
-        assert await _rows(stack) == 0
+        assert await inbound_rows(stack) == 0
 
 
 @pytest.mark.parametrize("backend", ["embedded", "production"])

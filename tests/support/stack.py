@@ -9,10 +9,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from aiohttp.test_utils import TestClient, TestServer
+from sqlalchemy import func, select
 
 from gateway.app import create_app
 from gateway.config import Settings
-from gateway.keys import PIPELINE, SCHEDULER, SESSIONS
+from gateway.keys import INBOX, PIPELINE, SCHEDULER, SESSIONS
+from gateway.storage.models import InboxMessage, Message
 from tests.support.databases import (
     REDIS_URL,
     create_database,
@@ -36,9 +38,15 @@ class Stack:
         return self.client.app
 
     async def idle(self) -> None:
-        """Wait until every accepted message has been answered."""
+        """Wait until every acknowledged message has been stored and answered."""
+        await self.stored()
         await self.client.app[SCHEDULER].sweep()
         await self.client.app[SCHEDULER].idle()
+
+    async def stored(self) -> None:
+        """Wait until every acknowledged webhook's message is stored (the inbox is empty)."""
+        await self.client.app[INBOX].process_waiting()
+        await self.client.app[INBOX].idle()
 
     def sessions(self):  # type: ignore[no-untyped-def]
         return self.client.app[SESSIONS]
@@ -97,3 +105,14 @@ async def running_stack(
     async with database_url(backend, tmp_path) as url:
         async for stack in start(url):
             yield stack
+
+
+async def inbound_rows(stack: Stack) -> int:
+    """Customer messages kept so far: stored as messages, or acknowledged and still waiting in
+    the inbox (both count: a refused request must add to neither)."""
+    async with stack.sessions()() as session:
+        messages = await session.scalar(
+            select(func.count()).select_from(Message).where(Message.role == "user")
+        )
+        waiting = await session.scalar(select(func.count()).select_from(InboxMessage))
+    return int(messages or 0) + int(waiting or 0)

@@ -15,6 +15,7 @@ from gateway.storage.models import (
     ConversationFence,
     CustomerIdentifier,
     Episode,
+    InboxMessage,
     Message,
     TurnRow,
 )
@@ -33,3 +34,4 @@ EPISODES = table_of(Episode)
 MESSAGES = table_of(Message)
 TURNS = table_of(TurnRow)
 FENCES = table_of(ConversationFence)
+INBOX = table_of(InboxMessage)

@@ -24,7 +24,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from gateway.bench.ingest import stored_counts
+from gateway.bench.ingest import stored_counts, until_inbox_empty
 from tests.support.databases import REDIS_URL, redis_reachable, unavailable
 from tests.support.private_postgres import PrivatePostgres
 from tests.support.processes import COMMAND, clean_env, free_port
@@ -106,6 +106,8 @@ async def _kill_and_restart(url: str, with_redis: bool, tmp_path: Path) -> None:
         RELAYDESK_LOG_LEVEL="WARNING",
         RELAYDESK_AUTO_MIGRATE="true",  # the first process migrates the fresh database
         TWILIO_AUTH_TOKEN=TOKEN,
+        # What the killed process had claimed from the inbox is taken over this soon.
+        RELAYDESK_INBOX_LEASE_S="2",
     )
     if with_redis:
         # No compaction consumer on the shared stream: other tests' jobs are not ours.
@@ -144,6 +146,8 @@ async def _kill_and_restart(url: str, with_redis: bool, tmp_path: Path) -> None:
         second = Delivery()
         async with _serve(env, tmp_path, "second") as (base, _):
             await deliver(http, base, unacked, second, concurrency=8, deadline_s=20)
+            # Every acknowledged message, the dead process's included, is stored as a message.
+            assert (await until_inbox_empty(url, deadline_s=30))[0] == 0
             if not with_redis:
                 # The turns the dead process left pending are resumed by the startup sweep.
                 assert await _until_answered(url, deadline_s=20) == 0

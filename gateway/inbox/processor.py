@@ -1,0 +1,177 @@
+"""Storing what the inbox holds: claim rows, accept each as a message (identity, episode,
+turn), delete them. Runs in every gateway process, after each commit of the writer and on the
+periodic sweep (rows a stopped process had claimed come back when their lease runs out).
+
+Accepting is idempotent on (channel, provider message id), so a row processed twice (its
+process died before the delete) stores one message. A row that fails for a reason other than
+an outage is retried on later claims and, after MAX_ATTEMPTS, kept aside (`dead_at`) with its
+error, so one bad row cannot hold its sender's later messages forever.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from datetime import timedelta
+from typing import Protocol
+
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from channels.base import InboundMessage
+from gateway.clock import utcnow
+from gateway.inbox.codec import from_payload
+from gateway.outages import is_storage_down
+from gateway.storage.records import InboxItem
+from gateway.storage.repositories import inbox
+from gateway.tasks import cancel_and_wait
+
+log = logging.getLogger("relaydesk.inbox")
+
+CLAIM_LIMIT = 16
+LEASE = timedelta(seconds=30)
+MAX_ATTEMPTS = 5
+# Claims processed side by side in one process. One: a process stores its claims in inbox order
+# (across senders too); more processes, more claims at once, each sender's rows still in order.
+TASKS = 1
+
+
+class Accepted(Protocol):
+    @property
+    def duplicate(self) -> bool: ...
+
+    @property
+    def conversation_key(self) -> str: ...
+
+
+class InboxProcessor:
+    def __init__(
+        self,
+        sessions: async_sessionmaker[AsyncSession],
+        accept: Callable[[InboundMessage, str | None], Awaitable[Accepted]],
+        *,
+        stored: Callable[[str], None],
+        pause: Callable[[], Awaitable[None]] | None = None,
+        tasks: int = TASKS,
+        lease: timedelta = LEASE,
+    ) -> None:
+        """`accept` stores one message; `stored(conversation_key)` is told of each new one;
+        `pause` is awaited before each row (it yields to acknowledgements)."""
+        self._sessions = sessions
+        self._accept = accept
+        self._stored = stored
+        self._pause = pause
+        self._max_tasks = tasks
+        self._lease = lease
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._again = False
+        self._claiming = asyncio.Lock()  # one claim at a time here (SQLite has no advisory lock)
+        self._closed = False
+
+    def kick(self) -> None:
+        """Rows were committed or may be claimable: process them in the background."""
+        if self._closed:
+            return
+        self._again = True
+        if len(self._tasks) < self._max_tasks:
+            task = asyncio.create_task(self._run(), name="inbox-processor")
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    async def _run(self) -> None:
+        try:
+            while self._again:
+                self._again = False
+                while await self.process_claim():
+                    pass
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # the rows stay; the sweep kicks again
+            if is_storage_down(exc):
+                log.warning(
+                    "inbox processing postponed, storage is unavailable",
+                    extra={"fields": {"error": type(exc).__name__}},
+                )
+            else:
+                log.exception("inbox processing failed")
+
+    async def process_waiting(self) -> int:
+        """Process claimable rows until none is left; how many were stored or settled."""
+        total = 0
+        while count := await self.process_claim():
+            total += count
+        return total
+
+    async def process_claim(self) -> int:
+        """Claim one batch and process it; 0 when nothing was claimable."""
+        async with self._claiming:
+            async with self._sessions.begin() as session:
+                items = await inbox.claim(
+                    session, now=utcnow(), lease=self._lease, limit=CLAIM_LIMIT
+                )
+        if not items:
+            return 0
+        done: list[int] = []
+        blocked: set[str] = set()  # a sender whose earlier row failed: its later rows wait
+        try:
+            for item in items:
+                if item.thread_key in blocked:
+                    continue
+                if self._pause is not None:
+                    await self._pause()
+                if await self._process(item):
+                    done.append(item.id)
+                else:
+                    blocked.add(item.thread_key)
+        finally:
+            # Released even when an outage or a shutdown stops the batch, where the database
+            # allows; otherwise the lease runs out and the rows are claimed again.
+            left = [i.id for i in items if i.id not in done]
+            await self._settle(done, left)
+        return len(items)
+
+    async def _settle(self, done: list[int], left: list[int]) -> None:
+        try:
+            async with self._sessions.begin() as session:
+                await inbox.remove(session, done)
+                await inbox.release(session, left)
+        except Exception as exc:
+            if not is_storage_down(exc):
+                raise
+            # Stored messages whose rows stay are found to be duplicates when claimed again.
+
+    async def _process(self, item: InboxItem) -> bool:
+        """Store one row's message; False when it failed (kept for a later claim)."""
+        try:
+            message = from_payload(item.payload)
+            accepted = await self._accept(message, item.host)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            if is_storage_down(exc):
+                raise
+            await self._failed(item, exc)
+            return False
+        if not accepted.duplicate:
+            self._stored(accepted.conversation_key)
+        return True
+
+    async def _failed(self, item: InboxItem, exc: Exception) -> None:
+        error = f"{type(exc).__name__}: {exc}"
+        fields = {"inbox_id": item.id, "attempts": item.attempts, "error": error[:500]}
+        async with self._sessions.begin() as session:
+            if item.attempts >= MAX_ATTEMPTS:
+                await inbox.bury(session, item.id, error=error, now=utcnow())
+                log.error("inbox row kept aside after repeated failures", extra={"fields": fields})
+            else:
+                await inbox.release(session, [item.id], error=error)
+                log.warning("inbox row failed, retried later", extra={"fields": fields})
+
+    async def idle(self) -> None:
+        """Wait until no background processing runs (tests and shutdown use this)."""
+        while self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+    async def close(self) -> None:
+        self._closed = True
+        await cancel_and_wait(list(self._tasks))

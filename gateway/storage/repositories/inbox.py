@@ -1,0 +1,151 @@
+"""The inbox of provider webhooks (`InboxMessage`): group-committed writes, claims that keep
+one sender's messages in order, and the deletes and failures that end a claim."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import bindparam, delete, exists, func, or_, select, text, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import aliased
+
+from gateway.storage.models import InboxMessage
+from gateway.storage.records import InboxItem
+from gateway.storage.repositories.tables import INBOX
+
+# A replayed webhook whose first delivery is still waiting adds nothing; one already stored as
+# a message adds a row that processing finds to be a duplicate and deletes.
+_INSERT = {
+    "postgresql": pg_insert(INBOX).on_conflict_do_nothing(
+        index_elements=["channel", "provider_message_id"]
+    ),
+    "sqlite": sqlite_insert(INBOX).on_conflict_do_nothing(
+        index_elements=["channel", "provider_message_id"]
+    ),
+}
+# Claims are taken one at a time across processes, so two claimers never both see a sender
+# as free and process its messages side by side (out of order).
+_CLAIM_LOCK = text("SELECT pg_advisory_xact_lock(hashtext('relaydesk.inbox.claim'))")
+
+_other = aliased(InboxMessage)
+_CLAIMABLE = (
+    select(InboxMessage.id)
+    .where(
+        InboxMessage.dead_at.is_(None),
+        or_(
+            InboxMessage.claimed_until.is_(None),
+            InboxMessage.claimed_until < bindparam("now"),
+        ),
+        ~exists().where(
+            _other.thread_key == InboxMessage.thread_key,
+            _other.dead_at.is_(None),
+            _other.claimed_until >= bindparam("now"),
+        ),
+    )
+    .order_by(InboxMessage.id)
+    .limit(bindparam("limit"))
+)
+_CLAIMED = (
+    select(INBOX.c.id, INBOX.c.thread_key, INBOX.c.host, INBOX.c.payload, INBOX.c.attempts)
+    .where(INBOX.c.id.in_(bindparam("ids", expanding=True)))
+    .order_by(INBOX.c.id)
+)
+_WAITING = select(func.count()).select_from(INBOX).where(INBOX.c.dead_at.is_(None))
+
+
+def inbox_row(
+    *,
+    channel: str,
+    provider_message_id: str,
+    thread_key: str,
+    host: str | None,
+    payload: dict[str, Any],
+    received_at: datetime,
+) -> dict[str, Any]:
+    return {
+        "channel": channel,
+        "provider_message_id": provider_message_id,
+        "thread_key": thread_key,
+        "host": host,
+        "payload": payload,
+        "received_at": received_at,
+        "claimed_until": None,
+        "attempts": 0,
+        "last_error": None,
+        "dead_at": None,
+    }
+
+
+def _dialect(session: AsyncSession) -> str:
+    bind = session.bind
+    return "postgresql" if bind is not None and bind.dialect.name == "postgresql" else "sqlite"
+
+
+async def add(session: AsyncSession, rows: Sequence[dict[str, Any]]) -> None:
+    """Insert rows built by `inbox_row` in one statement; replays already waiting are skipped."""
+    if rows:
+        await session.execute(_INSERT[_dialect(session)], list(rows))
+
+
+async def claim(
+    session: AsyncSession, *, now: datetime, lease: timedelta, limit: int
+) -> list[InboxItem]:
+    """Claim up to `limit` waiting rows, oldest first, none of a sender another claim holds;
+    in the caller's transaction, which should commit at once."""
+    if _dialect(session) == "postgresql":
+        await session.execute(_CLAIM_LOCK)
+    ids = list((await session.scalars(_CLAIMABLE, {"now": now, "limit": limit})).all())
+    if not ids:
+        return []
+    await session.execute(
+        update(InboxMessage)
+        .where(InboxMessage.id.in_(ids))
+        .values(claimed_until=now + lease, attempts=InboxMessage.attempts + 1)
+        .execution_options(synchronize_session=False)
+    )
+    rows = await session.execute(_CLAIMED, {"ids": ids})
+    return [
+        InboxItem(
+            id=int(row.id),
+            thread_key=row.thread_key,
+            host=row.host,
+            payload=dict(row.payload),
+            attempts=row.attempts,
+        )
+        for row in rows
+    ]
+
+
+async def remove(session: AsyncSession, ids: Sequence[int]) -> None:
+    """Delete processed rows (their messages are stored)."""
+    if ids:
+        await session.execute(delete(InboxMessage).where(InboxMessage.id.in_(list(ids))))
+
+
+async def release(session: AsyncSession, ids: Sequence[int], *, error: str | None = None) -> None:
+    """End a claim without processing: the rows are claimable again at once."""
+    if ids:
+        values: dict[str, Any] = {"claimed_until": None}
+        if error is not None:
+            values["last_error"] = error[:2000]
+        await session.execute(
+            update(InboxMessage).where(InboxMessage.id.in_(list(ids))).values(**values)
+        )
+
+
+async def bury(session: AsyncSession, item_id: int, *, error: str, now: datetime) -> None:
+    """Stop retrying a row that keeps failing (not an outage): kept for an operator to see."""
+    await session.execute(
+        update(InboxMessage)
+        .where(InboxMessage.id == item_id)
+        .values(claimed_until=None, dead_at=now, last_error=error[:2000])
+    )
+
+
+async def waiting(session: AsyncSession) -> int:
+    """Rows not yet stored as messages (claimed or not), the buried ones left out."""
+    return int(await session.scalar(_WAITING) or 0)
