@@ -23,6 +23,9 @@ from sqlalchemy import (
     UniqueConstraint,
     event,
 )
+from sqlalchemy import (
+    text as sql_text,
+)
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, Mapper, mapped_column
 from sqlalchemy.types import TypeDecorator
@@ -203,7 +206,15 @@ class InboxMessage(Base):
     __tablename__ = "inbox_messages"
     __table_args__ = (
         UniqueConstraint("channel", "provider_message_id"),
-        Index("ix_inbox_messages_thread_key", "thread_key"),
+        # Only the rows a claim holds (a handful), so finding the senders held stays cheap
+        # however long the inbox grows under a burst.
+        Index(
+            "ix_inbox_messages_claimed",
+            "claimed_until",
+            "thread_key",
+            postgresql_where=sql_text("claimed_until IS NOT NULL"),
+            sqlite_where=sql_text("claimed_until IS NOT NULL"),
+        ),
     )
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)

@@ -45,11 +45,17 @@ def upgrade() -> None:
         ),
     )
     with op.batch_alter_table("inbox_messages", schema=None) as batch_op:
-        batch_op.create_index("ix_inbox_messages_thread_key", ["thread_key"], unique=False)
+        batch_op.create_index(
+            "ix_inbox_messages_claimed",
+            ["claimed_until", "thread_key"],
+            unique=False,
+            postgresql_where=sa.text("claimed_until IS NOT NULL"),
+            sqlite_where=sa.text("claimed_until IS NOT NULL"),
+        )
 
 
 def downgrade() -> None:
     with op.batch_alter_table("inbox_messages", schema=None) as batch_op:
-        batch_op.drop_index("ix_inbox_messages_thread_key")
+        batch_op.drop_index("ix_inbox_messages_claimed")
 
     op.drop_table("inbox_messages")
