@@ -53,6 +53,7 @@ from gateway.scheduler import TurnScheduler
 from gateway.storage.engine import make_engine, make_sessionmaker
 from gateway.storage.migrate import upgrade
 from gateway.transcriber import OpenAITranscriber
+from gateway.wakeups import Wakeups
 from gateway.webchat_fanout import FANOUT, RedisFanout
 from gateway.webchat_hub import WebChatHub
 
@@ -158,8 +159,15 @@ async def pipeline_ctx(app: web.Application) -> AsyncIterator[None]:
         memory=queue,
         transcriber=transcriber,
     )
+    # A gateway process that only acknowledges wakes the background process instead (without
+    # Redis nobody is woken: the background process's sweep finds the work).
+    wakeups = Wakeups(redis) if redis is not None else None
+    background = settings.run_background
     scheduler = TurnScheduler(
-        pipeline.drain, pipeline.pending_conversations, redeliver=pipeline.retry_deliveries
+        pipeline.drain,
+        pipeline.pending_conversations,
+        redeliver=pipeline.retry_deliveries,
+        hand_off=None if background else (wakeups.turn if wakeups else _nobody),
     )
 
     async def accept_in_background(message: InboundMessage, host: str | None) -> Accepted:
@@ -173,7 +181,10 @@ async def pipeline_ctx(app: web.Application) -> AsyncIterator[None]:
         lease=timedelta(seconds=settings.inbox_lease_s),
     )
     scheduler.add_intake(processor.kick)
-    writer = InboxWriter(app[SESSIONS], committed=processor.kick)
+    committed = processor.kick if background else (wakeups.inbox if wakeups else _nobody_at_all)
+    writer = InboxWriter(app[SESSIONS], committed=committed)
+    if background and wakeups is not None:
+        wakeups.listen(inbox=processor.kick, turn=scheduler.kick)
     app[HUB] = hub
     app[PIPELINE] = pipeline
     app[SCHEDULER] = scheduler
@@ -184,10 +195,12 @@ async def pipeline_ctx(app: web.Application) -> AsyncIterator[None]:
         app[FANOUT] = fanout
         fanout.start(hub.broadcast)
     scheduler.start()
-    if settings.run_compaction:
+    if settings.run_compaction and background:
         memory.start()
     yield
     await writer.close()
+    if wakeups is not None:
+        await wakeups.close()
     await processor.close()
     await scheduler.close()
     await memory.close()
@@ -196,6 +209,14 @@ async def pipeline_ctx(app: web.Application) -> AsyncIterator[None]:
     await hub.close_all()
     await whatsapp.close()
     await telegram.close()
+
+
+def _nobody(key: str) -> None:
+    """No wake-up channel: the background process's sweep finds the turn."""
+
+
+def _nobody_at_all() -> None:
+    """No wake-up channel: the background process's sweep finds the inbox rows."""
 
 
 def create_app(settings: Settings) -> web.Application:

@@ -56,6 +56,10 @@ class Settings(BaseSettings):
     )
     default_region: str = Field("BR", alias="RELAYDESK_DEFAULT_REGION", min_length=2, max_length=2)
     auto_migrate: bool | None = Field(None, alias="RELAYDESK_AUTO_MIGRATE")
+    # Store acknowledged webhooks' messages and answer turns in this process. `relaydesk serve
+    # --workers N` sets it false in its N gateway processes (they only acknowledge, and wake
+    # the background process it runs beside them at a lower CPU priority).
+    run_background: bool = Field(True, alias="RELAYDESK_RUN_BACKGROUND")
     # The gateway compacts memory in-process too; set false where `relaydesk worker` does it.
     run_compaction: bool = Field(True, alias="RELAYDESK_RUN_COMPACTION")
     # The Redis stream of compaction jobs (one per deployment sharing a Redis database) and how

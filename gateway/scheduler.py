@@ -35,7 +35,10 @@ class TurnScheduler:
         redeliver: Callable[[], Awaitable[int]] | None = None,
         sweep_every_s: float = 15.0,
         max_active: int = MAX_ACTIVE,
+        hand_off: Callable[[str], None] | None = None,
     ) -> None:
+        """`hand_off`: this process answers nothing; each kick is passed to it instead (the
+        background process answers)."""
         if max_active < 1:
             raise ValueError("max_active must be at least 1")
         self._drain = drain
@@ -49,16 +52,22 @@ class TurnScheduler:
         self._slots = asyncio.Semaphore(max_active)
         self.active = 0  # drains running now (not waiting for a slot)
         self._intake: Callable[[], None] | None = None
+        self._hand_off = hand_off
 
     def add_intake(self, kick: Callable[[], None]) -> None:
         """Also kick `kick` on every sweep (messages acknowledged but not yet stored)."""
         self._intake = kick
 
     def start(self) -> None:
+        if self._hand_off is not None:
+            return  # the background process sweeps
         self._sweeper = asyncio.create_task(self._sweep_forever(), name="turn-sweeper")
 
     def kick(self, key: str) -> None:
         if self._closed:
+            return
+        if self._hand_off is not None:
+            self._hand_off(key)
             return
         if key in self._running:
             self._again.add(key)

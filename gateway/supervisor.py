@@ -1,9 +1,16 @@
-"""`relaydesk serve --workers N`: N gateway processes sharing one port on one machine.
+"""`relaydesk serve --workers N`: N gateway processes sharing one port on one machine, and one
+background process beside them.
 
 Each child is a fresh interpreter (multiprocessing "spawn", no fork of a running event loop)
-running the ordinary app with `reuse_port=True`, so the kernel spreads new connections over
-them. The parent only supervises: SIGTERM or SIGINT stops every child gracefully; a child that
-dies on its own is logged and the parent stops the others and exits non-zero, leaving the
+running the ordinary app. The gateway processes listen with `reuse_port=True`, so the kernel
+spreads new connections over them, and only acknowledge: a webhook's 200 waits for its inbox
+commit alone. The background process listens on no port; at a lower CPU priority (nice
+`BACKGROUND_NICE`) it stores the inbox's messages, answers turns, retries deliveries and compacts
+memory, woken over Redis by the gateway processes. Under a burst the kernel gives the
+acknowledgements the CPU first; the durable work after them catches up when it ends.
+
+The parent only supervises: SIGTERM or SIGINT stops every child gracefully; a child that dies
+on its own is logged and the parent stops the others and exits non-zero, leaving the
 restart to the orchestrator (systemd, compose, Kubernetes) rather than hiding a crash loop.
 
 Several processes share nothing in memory, so this needs PostgreSQL and Redis: the embedded
@@ -22,13 +29,18 @@ import time
 from multiprocessing.connection import wait
 from multiprocessing.process import BaseProcess
 from types import FrameType
+from typing import TYPE_CHECKING
 
 from gateway.config import Settings
+
+if TYPE_CHECKING:
+    from aiohttp import web
 
 log = logging.getLogger("relaydesk.supervisor")
 
 STOP_GRACE_S = 8.0
 POLL_S = 0.2
+BACKGROUND_NICE = 10
 
 
 def refusal(settings: Settings, workers: int) -> str | None:
@@ -107,6 +119,37 @@ def run_child(settings: Settings, host: str, port: int, parent: int) -> None:
     )
 
 
+def run_background_child(settings: Settings, parent: int) -> None:
+    """Entry point of the background process: the app's background work, no HTTP listener."""
+    from gateway.app import create_app
+    from gateway.logs import configure_logging
+
+    configure_logging(settings.log_level)
+    _exit_with_parent(parent)
+    os.nice(BACKGROUND_NICE)
+    log.info("background process started", extra={"fields": {"pid": os.getpid()}})
+    loop = new_event_loop()
+    try:
+        loop.run_until_complete(_run_background(create_app(settings)))
+    finally:
+        loop.close()
+
+
+async def _run_background(app: web.Application) -> None:
+    from aiohttp import web
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    runner = web.AppRunner(app, handle_signals=False)
+    await runner.setup()  # enters the app's cleanup contexts: its background work starts
+    try:
+        await stop.wait()
+    finally:
+        await runner.cleanup()
+
+
 def serve_workers(settings: Settings, host: str, port: int, workers: int) -> int:
     """Run `workers` gateway processes on host:port until a signal (0) or a crash (1)."""
     if settings.should_auto_migrate:
@@ -121,11 +164,19 @@ def serve_workers(settings: Settings, host: str, port: int, workers: int) -> int
         signum: signal.signal(signum, on_signal) for signum in (signal.SIGTERM, signal.SIGINT)
     }
     children: list[BaseProcess] = []
+    acknowledging = settings.model_copy(update={"run_background": False})
     try:
+        background: BaseProcess = context.Process(
+            target=run_background_child,
+            args=(settings, os.getpid()),
+            name="relaydesk-background",
+        )
+        background.start()
+        children.append(background)
         for index in range(workers):
             child: BaseProcess = context.Process(
                 target=run_child,
-                args=(settings, host, port, os.getpid()),
+                args=(acknowledging, host, port, os.getpid()),
                 name=f"relaydesk-gateway-{index + 1}",
             )
             child.start()
@@ -136,7 +187,8 @@ def serve_workers(settings: Settings, host: str, port: int, workers: int) -> int
                 "fields": {
                     "url": f"http://{host}:{port}",
                     "workers": workers,
-                    "pids": [child.pid for child in children],
+                    "pids": [child.pid for child in children[1:]],
+                    "background_pid": background.pid,
                 }
             },
         )
@@ -146,7 +198,7 @@ def serve_workers(settings: Settings, host: str, port: int, workers: int) -> int
             if dead and not stop_requested:
                 for child in dead:
                     log.error(
-                        "gateway process exited; stopping the others",
+                        "a child process exited; stopping the others",
                         extra={"fields": {"pid": child.pid, "exitcode": child.exitcode}},
                     )
                 return 1

@@ -21,13 +21,12 @@ from typing import Any
 from aiohttp import web
 from redis.asyncio import Redis
 
+from gateway.pubsub import subscribe_forever
 from gateway.tasks import cancel_and_wait
 
 log = logging.getLogger("relaydesk.webchat")
 
 CHANNEL = "relaydesk:webchat"
-RETRY_MIN_S = 0.5
-RETRY_MAX_S = 10.0
 
 Sink = Callable[[str, dict[str, Any]], Awaitable[None]]
 
@@ -62,33 +61,19 @@ class RedisFanout:
             self._task = None
 
     async def _run(self, sink: Sink) -> None:
-        delay = RETRY_MIN_S
-        while True:
-            try:
-                await self._listen(sink)
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                if self._subscribed.is_set():
-                    delay = RETRY_MIN_S  # it had worked: start the backoff over
-                    self._subscribed.clear()
-                log.warning(
-                    "web chat fan-out subscription lost",
-                    extra={"fields": {"error": type(exc).__name__, "retry_in_s": delay}},
-                )
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, RETRY_MAX_S)
+        async def handle(data: object) -> None:
+            parsed = _parse(data)
+            if parsed is not None:
+                await sink(*parsed)
 
-    async def _listen(self, sink: Sink) -> None:
-        async with self._redis.pubsub(ignore_subscribe_messages=True) as pubsub:
-            await pubsub.subscribe(self._channel)
-            self._subscribed.set()
-            async for message in pubsub.listen():
-                if message.get("type") != "message":
-                    continue
-                parsed = _parse(message.get("data"))
-                if parsed is not None:
-                    await sink(*parsed)
+        await subscribe_forever(
+            self._redis,
+            self._channel,
+            handle,
+            subscribed=self._subscribed,
+            log=log,
+            what="web chat fan-out",
+        )
 
 
 def _parse(data: object) -> tuple[str, dict[str, Any]] | None:
