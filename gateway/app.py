@@ -38,6 +38,7 @@ from gateway.keys import (
     SCHEDULER,
     SESSIONS,
     SETTINGS,
+    WAKEUPS,
 )
 from gateway.locks import InProcessLocks, RedisLocks
 from gateway.memory.llm_compactor import llm_compactor_factory
@@ -183,8 +184,10 @@ async def pipeline_ctx(app: web.Application) -> AsyncIterator[None]:
     scheduler.add_intake(processor.kick)
     committed = processor.kick if background else (wakeups.inbox if wakeups else _nobody_at_all)
     writer = InboxWriter(app[SESSIONS], committed=committed)
-    if background and wakeups is not None:
-        wakeups.listen(inbox=processor.kick, turn=scheduler.kick)
+    if wakeups is not None:
+        app[WAKEUPS] = wakeups
+        if background:
+            wakeups.listen(inbox=processor.kick, turn=scheduler.kick)
     app[HUB] = hub
     app[PIPELINE] = pipeline
     app[SCHEDULER] = scheduler

@@ -15,6 +15,7 @@ from gateway.memory.worker import MemoryWorker
 from gateway.metrics import Metrics
 from gateway.pipeline import Pipeline
 from gateway.scheduler import TurnScheduler
+from gateway.wakeups import Wakeups
 from gateway.webchat_hub import WebChatHub
 
 SETTINGS = web.AppKey("settings", Settings)
@@ -30,3 +31,4 @@ HUB = web.AppKey("hub", WebChatHub)
 MEMORY = web.AppKey("memory", MemoryWorker)
 INBOX_WRITER = web.AppKey("inbox_writer", InboxWriter)
 INBOX = web.AppKey("inbox", InboxProcessor)
+WAKEUPS = web.AppKey("wakeups", Wakeups)

@@ -76,6 +76,12 @@ async def test_two_gateway_processes_share_the_port_and_stop_on_sigterm(tmp_path
             output = (tmp_path / "serve.log").read_text()
             assert len(pids) == 2, (pids, output)
             assert server.pid not in pids  # the parent only supervises
+            # Beside them, one background process at a lower CPU priority, on no port.
+            children = _spawned_children(server.pid)
+            niceness = {pid: _nice(pid) for pid in children}
+            assert sorted(niceness.values()) == [0, 0, 10], (niceness, output)
+            [background] = [pid for pid, nice in niceness.items() if nice == 10]
+            assert background not in pids
             assert server.poll() is None
 
             server.send_signal(signal.SIGTERM)
@@ -83,7 +89,7 @@ async def test_two_gateway_processes_share_the_port_and_stop_on_sigterm(tmp_path
             code = await asyncio.to_thread(server.wait, 10)
             assert time.monotonic() - started < 10
             assert code == 0, (tmp_path / "serve.log").read_text()
-            for pid in pids:  # the children are gone too
+            for pid in [*pids, background]:  # the children are gone too
                 assert not _alive(pid), pid
         finally:
             if server.poll() is None:
@@ -92,6 +98,28 @@ async def test_two_gateway_processes_share_the_port_and_stop_on_sigterm(tmp_path
             log.close()
     finally:
         await drop_database(url)
+
+
+def _spawned_children(parent: int) -> list[int]:
+    """The multiprocessing children of `parent` (its resource tracker left out)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            command = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        if ppid == parent and b"spawn_main" in command:
+            found.append(int(entry.name))
+    return found
+
+
+def _nice(pid: int) -> int:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return int(fields[16])  # field 19 of stat; fields here start at field 3
 
 
 def _alive(pid: int) -> bool:
