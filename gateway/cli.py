@@ -455,7 +455,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--json", action="store_true", help="also print one JSON object as the last line"
     )
     ingest.add_argument(
-        "--rates", type=_rates, help="offered webhooks per second (default 200,500,1000,2000)"
+        "--rates",
+        type=_rates,
+        help="offered webhooks per second (default 250,1000,1250,2000)",
     )
     ingest.add_argument("--seconds", type=_seconds, help="seconds per rate (default 5)")
     _service_urls(ingest, redis_for="the gateway processes")
