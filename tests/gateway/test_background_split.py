@@ -7,31 +7,21 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import AsyncIterator
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import asynccontextmanager
 from typing import Any
-from urllib.parse import urlencode
 
-from aiohttp import WSMsgType
 from aiohttp.test_utils import TestClient, TestServer
 from redis.asyncio import Redis
 from sqlalchemy import func, select
-from twilio.request_validator import RequestValidator
 
-from gateway.app import create_app
-from gateway.config import Settings
 from gateway.keys import METRICS, SESSIONS, WAKEUPS
 from gateway.storage.models import InboxMessage, Message, TurnRow
 from gateway.wakeups import Wakeups
-from gateway.webchat_fanout import FANOUT
 from tests.support.databases import (
     REDIS_URL,
-    create_database,
-    drop_database,
-    postgres_reachable,
-    redis_reachable,
-    unavailable,
 )
-from tests.support.stack import API_KEY, WEBCHAT_SECRET
+from tests.support.shared_gateways import next_frame, require_postgres_and_redis, shared_gateways
+from tests.support.signed_twilio import inbound_params, post_signed
 from tests.support.twilio_server import FakeTwilio
 
 TOKEN = "twilio-auth-token-for-tests"
@@ -40,26 +30,10 @@ BOT = "whatsapp:+14155238886"
 PUBLIC_URL = "https://relay.example.org"
 
 
-async def _services() -> None:
-    for what, why in (
-        ("PostgreSQL", await postgres_reachable()),
-        ("Redis", await redis_reachable()),
-    ):
-        if why is not None:
-            unavailable(what, why)
-
-
 @asynccontextmanager
 async def split(twilio_base: str) -> AsyncIterator[tuple[TestClient, TestClient]]:  # type: ignore[type-arg]
     """(acknowledging gateway, background app) on one fresh database and Redis."""
-    await _services()
-    url = await create_database()
     values: dict[str, object] = {
-        "RELAYDESK_API_KEY": API_KEY,
-        "RELAYDESK_WEBCHAT_SECRET": WEBCHAT_SECRET,
-        "RELAYDESK_DATABASE_URL": url,
-        "RELAYDESK_REDIS_URL": REDIS_URL,
-        "RELAYDESK_AUTO_MIGRATE": True,
         "RELAYDESK_RUN_COMPACTION": False,
         "RELAYDESK_PUBLIC_URL": PUBLIC_URL,
         "TWILIO_ACCOUNT_SID": ACCOUNT,
@@ -67,20 +41,9 @@ async def split(twilio_base: str) -> AsyncIterator[tuple[TestClient, TestClient]
         "TWILIO_WHATSAPP_FROM": BOT,
         "TWILIO_API_BASE": twilio_base,
     }
-    try:
-        async with AsyncExitStack() as stack:
-            clients = []
-            for background in (False, True):
-                settings = Settings(**{**values, "RELAYDESK_RUN_BACKGROUND": background})  # type: ignore[arg-type]
-                client = TestClient(TestServer(create_app(settings)))
-                await client.start_server()
-                stack.push_async_callback(client.close)
-                async with asyncio.timeout(5):
-                    await client.app[FANOUT].wait_subscribed()
-                clients.append(client)
-            yield clients[0], clients[1]
-    finally:
-        await drop_database(url)
+    apps = [{**values, "RELAYDESK_RUN_BACKGROUND": background} for background in (False, True)]
+    async with shared_gateways(apps) as (gateway, background):
+        yield gateway, background
 
 
 async def _count(client: TestClient, query: Any) -> int:  # type: ignore[type-arg]
@@ -107,23 +70,11 @@ async def test_webhooks_acknowledged_by_the_gateway_are_stored_and_answered_by_t
             sender = f"whatsapp:+55119{uuid.uuid4().int % 10**8:08d}"
             sids = [f"SM{uuid.uuid4().hex}" for _ in range(5)]
             for i, sid in enumerate(sids):
-                params = {
-                    "MessageSid": sid,
-                    "AccountSid": ACCOUNT,
-                    "From": sender,
-                    "To": BOT,
-                    "Body": f"pedido {i}",
-                    "NumMedia": "0",
-                }
-                path = "/webhooks/twilio/whatsapp"
-                signature = RequestValidator(TOKEN).compute_signature(PUBLIC_URL + path, params)
-                response = await gateway.post(
-                    path,
-                    data=urlencode(params).encode(),
-                    headers={
-                        "Content-Type": "application/x-www-form-urlencoded",
-                        "X-Twilio-Signature": signature,
-                    },
+                response = await post_signed(
+                    gateway,
+                    inbound_params(sid, sender, f"pedido {i}", account=ACCOUNT),
+                    token=TOKEN,
+                    public_url=PUBLIC_URL,
                 )
                 assert response.status == 200
 
@@ -152,13 +103,6 @@ def _stored_here(client: TestClient) -> float:  # type: ignore[type-arg]
     return value or 0.0
 
 
-async def _next_frame(socket: Any, timeout: float = 15.0) -> dict[str, Any]:
-    message = await socket.receive(timeout=timeout)
-    assert message.type == WSMsgType.TEXT, message
-    frame: dict[str, Any] = message.json()
-    return frame
-
-
 async def test_a_web_chat_message_is_answered_by_the_background_on_the_gateways_socket() -> None:
     async with split("http://127.0.0.1:9") as (gateway, background):
         visitor = "v" + uuid.uuid4().hex
@@ -166,7 +110,7 @@ async def test_a_web_chat_message_is_answered_by_the_background_on_the_gateways_
         await socket.send_json(
             {"type": "hello", "visitor_id": visitor, "identity_token": None, "after": None}
         )
-        assert (await _next_frame(socket))["type"] == "ready"
+        assert (await next_frame(socket))["type"] == "ready"
         async with asyncio.timeout(5):
             await background.app[WAKEUPS].subscribed.wait()
         response = await gateway.post(
@@ -174,7 +118,7 @@ async def test_a_web_chat_message_is_answered_by_the_background_on_the_gateways_
             json={"visitor_id": visitor, "text": "Onde está o pedido?", "client_message_id": "c1"},
         )
         assert response.status == 202  # stored before the answer, as always
-        reply = await _next_frame(socket, timeout=10)  # woken, not swept
+        reply = await next_frame(socket, timeout=10)  # woken, not swept
         assert reply["type"] == "message" and reply["role"] == "assistant"
         done = await _count(
             background, select(func.count()).select_from(TurnRow).where(TurnRow.status == "done")
@@ -184,7 +128,7 @@ async def test_a_web_chat_message_is_answered_by_the_background_on_the_gateways_
 
 
 async def test_wakeups_reach_every_listener() -> None:
-    await _services()
+    await require_postgres_and_redis()
     channel = f"relaydesk:test-wakeups:{uuid.uuid4().hex}"
     redis = Redis.from_url(REDIS_URL)
     publisher, listener = Wakeups(redis, channel), Wakeups(redis, channel)

@@ -10,11 +10,9 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import timedelta
 from pathlib import Path
-from urllib.parse import urlencode
 
 import pytest
 from sqlalchemy import func, select
-from twilio.request_validator import RequestValidator
 
 from gateway import pipeline as pipeline_module
 from gateway.clock import utcnow
@@ -25,6 +23,7 @@ from gateway.storage.engine import make_engine, make_sessionmaker
 from gateway.storage.models import InboxMessage, Message
 from gateway.storage.repositories import inbox
 from tests.support.databases import create_database, drop_database, postgres_reachable, unavailable
+from tests.support.signed_twilio import inbound_params, post_signed
 from tests.support.stack import Stack, running_stack
 
 TOKEN = "twilio-auth-token-for-tests"
@@ -42,29 +41,12 @@ BACKENDS = ["embedded", "production"]
 
 
 def _params(sid: str, sender: str, text: str) -> dict[str, str]:
-    return {
-        "MessageSid": sid,
-        "AccountSid": ACCOUNT,
-        "From": sender,
-        "To": BOT,
-        "Body": text,
-        "NumMedia": "0",
-        "MessageType": "text",
-    }
+    return inbound_params(sid, sender, text, account=ACCOUNT)
 
 
 async def _post(stack: Stack, params: dict[str, str]) -> int:
-    signature = RequestValidator(TOKEN).compute_signature(PUBLIC_URL + PATH, params)
-    response = await stack.client.post(
-        PATH,
-        data=urlencode(params).encode(),
-        headers={
-            "Content-Type": "application/x-www-form-urlencoded",
-            "X-Twilio-Signature": signature,
-        },
-    )
-    await response.read()
-    return response.status
+    response = await post_signed(stack.client, params, token=TOKEN, public_url=PUBLIC_URL)
+    return int(response.status)
 
 
 async def _count(stack: Stack, model: type[Message] | type[InboxMessage]) -> int:

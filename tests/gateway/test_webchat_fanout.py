@@ -2,69 +2,23 @@
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from collections.abc import AsyncIterator
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import asynccontextmanager
 from typing import Any
 
-from aiohttp import WSMsgType
-from aiohttp.test_utils import TestClient, TestServer
+from aiohttp.test_utils import TestClient
 
 from channels.base import OutboundMessage
-from gateway.app import create_app
-from gateway.config import Settings
 from gateway.keys import HUB, SCHEDULER
-from gateway.webchat_fanout import FANOUT
 from gateway.webchat_hub import WebChatHub
-from tests.support.databases import (
-    REDIS_URL,
-    create_database,
-    drop_database,
-    postgres_reachable,
-    redis_reachable,
-    unavailable,
-)
-from tests.support.stack import API_KEY, WEBCHAT_SECRET
+from tests.support.shared_gateways import next_frame, shared_gateways
 
 
 @asynccontextmanager
 async def two_gateways() -> AsyncIterator[tuple[TestClient, TestClient]]:  # type: ignore[type-arg]
-    for what, why in (
-        ("PostgreSQL", await postgres_reachable()),
-        ("Redis", await redis_reachable()),
-    ):
-        if why is not None:
-            unavailable(what, why)
-    url = await create_database()
-    values: dict[str, object] = {
-        "RELAYDESK_API_KEY": API_KEY,
-        "RELAYDESK_WEBCHAT_SECRET": WEBCHAT_SECRET,
-        "RELAYDESK_DATABASE_URL": url,
-        "RELAYDESK_REDIS_URL": REDIS_URL,
-        "RELAYDESK_AUTO_MIGRATE": True,
-    }
-    try:
-        async with AsyncExitStack() as stack:
-            clients = []
-            # One after the other: the second start finds the schema already migrated.
-            for _ in range(2):
-                client = TestClient(TestServer(create_app(Settings(**values))))  # type: ignore[arg-type]
-                await client.start_server()
-                stack.push_async_callback(client.close)
-                async with asyncio.timeout(5):
-                    await client.app[FANOUT].wait_subscribed()
-                clients.append(client)
-            yield clients[0], clients[1]
-    finally:
-        await drop_database(url)
-
-
-async def _next_frame(socket: Any, timeout: float = 10.0) -> dict[str, Any]:
-    message = await socket.receive(timeout=timeout)
-    assert message.type == WSMsgType.TEXT, message
-    frame: dict[str, Any] = message.json()
-    return frame
+    async with shared_gateways([{}, {}]) as (a, b):
+        yield a, b
 
 
 async def test_reply_produced_by_one_process_reaches_the_socket_held_by_another() -> None:
@@ -74,7 +28,7 @@ async def test_reply_produced_by_one_process_reaches_the_socket_held_by_another(
         await socket.send_json(
             {"type": "hello", "visitor_id": visitor, "identity_token": None, "after": None}
         )
-        assert (await _next_frame(socket)) == {"type": "ready", "visitor_id": visitor}
+        assert (await next_frame(socket)) == {"type": "ready", "visitor_id": visitor}
 
         response = await b.post(
             "/webchat/messages",
@@ -83,7 +37,7 @@ async def test_reply_produced_by_one_process_reaches_the_socket_held_by_another(
         assert response.status == 202
         message_id = (await response.json())["message_id"]
 
-        reply = await _next_frame(socket)
+        reply = await next_frame(socket)
         assert reply["type"] == "message" and reply["role"] == "assistant"
         assert reply["text"] and reply["message_id"] != message_id
         assert a.app[HUB].connected(visitor) == 1 and b.app[HUB].connected(visitor) == 0

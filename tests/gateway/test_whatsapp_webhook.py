@@ -15,6 +15,7 @@ from twilio.request_validator import RequestValidator
 
 from gateway.storage.models import Message, OutboundMessage, TurnRow
 from tests.support.openai_server import FakeOpenAI
+from tests.support.signed_twilio import inbound_params
 from tests.support.stack import Stack, inbound_rows, running_stack
 from tests.support.twilio_server import FakeTwilio
 
@@ -46,16 +47,7 @@ def _settings(api_base: str, **more: object) -> dict[str, object]:
 def _params(
     text: str, sender: str = "whatsapp:+5511998765432", sid: str | None = None
 ) -> dict[str, str]:
-    return {
-        "MessageSid": sid or "SM" + uuid.uuid4().hex,
-        "AccountSid": SID,
-        "From": sender,
-        "To": BOT,
-        "Body": text,
-        "NumMedia": "0",
-        "ProfileName": "Ana",
-        "MessageType": "text",
-    }
+    return inbound_params(sid or "SM" + uuid.uuid4().hex, sender, text, account=SID)
 
 
 async def _webhook(

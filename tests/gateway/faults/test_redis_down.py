@@ -17,16 +17,15 @@ import uuid
 from collections import Counter
 from datetime import timedelta
 from pathlib import Path
-from urllib.parse import urlencode
 
 from aiohttp.test_utils import TestServer
 from sqlalchemy import func, select
-from twilio.request_validator import RequestValidator
 
 from gateway.dedupe import BACKOFF_S
 from gateway.storage.models import Episode, EpisodeSummary, Message, TurnRow
 from tests.support.databases import create_database, drop_database, postgres_reachable, unavailable
 from tests.support.private_redis import PrivateRedis, private_redis
+from tests.support.signed_twilio import inbound_params, post_signed
 from tests.support.stack import Stack, running_stack
 from tests.support.twilio_server import FakeTwilio
 
@@ -39,30 +38,12 @@ WORKERS = 4
 
 
 def _params(sid: str, sender: str, text: str) -> dict[str, str]:
-    return {
-        "MessageSid": sid,
-        "AccountSid": ACCOUNT,
-        "From": sender,
-        "To": BOT,
-        "Body": text,
-        "NumMedia": "0",
-        "ProfileName": "Ana",
-        "MessageType": "text",
-    }
+    return inbound_params(sid, sender, text, account=ACCOUNT)
 
 
 async def _post(stack: Stack, params: dict[str, str]) -> int:
-    signature = RequestValidator(TOKEN).compute_signature(PUBLIC_URL + PATH, params)
-    response = await stack.client.post(
-        PATH,
-        data=urlencode(params).encode(),
-        headers={
-            "Content-Type": "application/x-www-form-urlencoded",
-            "X-Twilio-Signature": signature,
-        },
-    )
-    await response.read()
-    return response.status
+    response = await post_signed(stack.client, params, token=TOKEN, public_url=PUBLIC_URL)
+    return int(response.status)
 
 
 class Load:
