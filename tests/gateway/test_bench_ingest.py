@@ -59,4 +59,9 @@ async def test_ingest_bench_at_a_tiny_rate(tmp_path: Path) -> None:
     # Replies go to the benchmark's fake Twilio, as in production (here: at least the warm-up's).
     replies = next(line for line in result.stdout.splitlines() if line.startswith("replies: "))
     assert int(replies.split()[1]) > 0
+    # Each burst is settled before the next: everything stored is answered by the end.
+    stored = next(line for line in result.stdout.splitlines() if line.startswith("database check"))
+    assert replies.split()[1] == stored.split()[2]
+    assert ", 0 turns still pending" in replies
+    assert "settled s" in result.stdout
     assert "gen ms/req" in result.stdout
