@@ -444,16 +444,31 @@ async def inbox_waiting(database_url: str) -> int:
 
 
 async def until_settled(database_url: str, deadline_s: float) -> float:
-    """Wait (bounded) until nothing acknowledged waits to be stored or answered; the seconds
-    waited, or -1 when the bound ran out first."""
+    """Wait (bounded) until nothing acknowledged waits to be stored, answered or sent; the
+    seconds waited, or -1 when the bound ran out first."""
     started = time.monotonic()
     while True:
-        _, pending = await _reply_counts(database_url)
-        if pending == 0 and await inbox_waiting(database_url) == 0:
+        if await _unsettled(database_url) == 0 and await inbox_waiting(database_url) == 0:
             return time.monotonic() - started
         if time.monotonic() - started >= deadline_s:
             return -1.0
         await asyncio.sleep(0.5)
+
+
+async def _unsettled(database_url: str) -> int:
+    """Turns not answered yet, or whose reply is still being (or waits to be) sent."""
+    engine = create_async_engine(database_url, poolclass=NullPool)
+    try:
+        async with engine.connect() as connection:
+            count = await connection.scalar(
+                text(
+                    "SELECT count(*) FROM turns WHERE status = 'pending' "
+                    "OR delivery_status IN ('sending', 'retry')"
+                )
+            )
+            return int(count or 0)
+    finally:
+        await engine.dispose()
 
 
 async def until_inbox_empty(database_url: str, deadline_s: float) -> tuple[int, float]:
