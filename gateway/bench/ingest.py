@@ -393,20 +393,21 @@ async def _processes(
                 await _stop(process)
 
 
-async def _reply_counts(database_url: str) -> tuple[int, int]:
-    """(replies the fake Twilio accepted, turns still pending)."""
+async def _count(database_url: str, query: str) -> int:
+    """One ``SELECT count(*) …`` on its own short-lived connection."""
     engine = create_async_engine(database_url, poolclass=NullPool)
     try:
         async with engine.connect() as connection:
-            sent = await connection.scalar(
-                text("SELECT count(*) FROM turns WHERE delivery_status = 'sent'")
-            )
-            pending = await connection.scalar(
-                text("SELECT count(*) FROM turns WHERE status = 'pending'")
-            )
-            return int(sent or 0), int(pending or 0)
+            return int(await connection.scalar(text(query)) or 0)
     finally:
         await engine.dispose()
+
+
+async def _reply_counts(database_url: str) -> tuple[int, int]:
+    """(replies the fake Twilio accepted, turns still pending)."""
+    sent = await _count(database_url, "SELECT count(*) FROM turns WHERE delivery_status = 'sent'")
+    pending = await _count(database_url, "SELECT count(*) FROM turns WHERE status = 'pending'")
+    return sent, pending
 
 
 async def stored_counts(database_url: str) -> dict[str, int]:
@@ -435,40 +436,29 @@ async def stored_counts(database_url: str) -> dict[str, int]:
 
 async def inbox_waiting(database_url: str) -> int:
     """Acknowledged messages not yet stored as messages."""
-    engine = create_async_engine(database_url, poolclass=NullPool)
-    try:
-        async with engine.connect() as connection:
-            return int(await connection.scalar(text("SELECT count(*) FROM inbox_messages")) or 0)
-    finally:
-        await engine.dispose()
+    return await _count(database_url, "SELECT count(*) FROM inbox_messages")
 
 
 async def until_settled(database_url: str, deadline_s: float) -> float:
     """Wait (bounded) until nothing acknowledged waits to be stored, answered or sent; the
     seconds waited, or -1 when the bound ran out first."""
     started = time.monotonic()
-    while True:
-        if await _unsettled(database_url) == 0 and await inbox_waiting(database_url) == 0:
-            return time.monotonic() - started
+    while await _unsettled(database_url):
         if time.monotonic() - started >= deadline_s:
             return -1.0
         await asyncio.sleep(0.5)
+    return time.monotonic() - started
 
 
 async def _unsettled(database_url: str) -> int:
-    """Turns not answered yet, or whose reply is still being (or waits to be) sent."""
-    engine = create_async_engine(database_url, poolclass=NullPool)
-    try:
-        async with engine.connect() as connection:
-            count = await connection.scalar(
-                text(
-                    "SELECT count(*) FROM turns WHERE status = 'pending' "
-                    "OR delivery_status IN ('sending', 'retry')"
-                )
-            )
-            return int(count or 0)
-    finally:
-        await engine.dispose()
+    """Inbox rows not stored yet, turns not answered yet, replies still being (or waiting to
+    be) sent — in one statement, so one snapshot: an inbox row is deleted only after its turn
+    was created, and two separate counts could miss a message moving between them."""
+    return await _count(
+        database_url,
+        "SELECT (SELECT count(*) FROM inbox_messages) + (SELECT count(*) FROM turns "
+        "WHERE status = 'pending' OR delivery_status IN ('sending', 'retry'))",
+    )
 
 
 async def until_inbox_empty(database_url: str, deadline_s: float) -> tuple[int, float]:
