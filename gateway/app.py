@@ -160,15 +160,15 @@ async def pipeline_ctx(app: web.Application) -> AsyncIterator[None]:
         memory=queue,
         transcriber=transcriber,
     )
-    # A gateway process that only acknowledges wakes the background process instead (without
-    # Redis nobody is woken: the background process's sweep finds the work).
+    # A gateway process that only acknowledges (settings make sure it has Redis) wakes the
+    # background process instead of storing and answering itself.
     wakeups = Wakeups(redis) if redis is not None else None
-    background = settings.run_background
+    hand_off = None if settings.run_background else wakeups
     scheduler = TurnScheduler(
         pipeline.drain,
         pipeline.pending_conversations,
         redeliver=pipeline.retry_deliveries,
-        hand_off=None if background else (wakeups.turn if wakeups else _nobody),
+        hand_off=hand_off.turn if hand_off is not None else None,
     )
 
     async def accept_in_background(message: InboundMessage, host: str | None) -> Accepted:
@@ -182,11 +182,12 @@ async def pipeline_ctx(app: web.Application) -> AsyncIterator[None]:
         lease=timedelta(seconds=settings.inbox_lease_s),
     )
     scheduler.add_intake(processor.kick)
-    committed = processor.kick if background else (wakeups.inbox if wakeups else _nobody_at_all)
-    writer = InboxWriter(app[SESSIONS], committed=committed)
+    writer = InboxWriter(
+        app[SESSIONS], committed=hand_off.inbox if hand_off is not None else processor.kick
+    )
     if wakeups is not None:
         app[WAKEUPS] = wakeups
-        if background:
+        if hand_off is None:
             wakeups.listen(inbox=processor.kick, turn=scheduler.kick)
     app[HUB] = hub
     app[PIPELINE] = pipeline
@@ -198,7 +199,7 @@ async def pipeline_ctx(app: web.Application) -> AsyncIterator[None]:
         app[FANOUT] = fanout
         fanout.start(hub.broadcast)
     scheduler.start()
-    if settings.run_compaction and background:
+    if settings.run_compaction and settings.run_background:
         memory.start()
     yield
     await writer.close()
@@ -212,14 +213,6 @@ async def pipeline_ctx(app: web.Application) -> AsyncIterator[None]:
     await hub.close_all()
     await whatsapp.close()
     await telegram.close()
-
-
-def _nobody(key: str) -> None:
-    """No wake-up channel: the background process's sweep finds the turn."""
-
-
-def _nobody_at_all() -> None:
-    """No wake-up channel: the background process's sweep finds the inbox rows."""
 
 
 def create_app(settings: Settings) -> web.Application:

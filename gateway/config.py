@@ -11,7 +11,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -131,6 +131,13 @@ class Settings(BaseSettings):
         if not value.startswith(("http://", "https://")):
             raise ValueError("must be an http:// or https:// URL")
         return value.rstrip("/")
+
+    @model_validator(mode="after")
+    def _background_reachable(self) -> Settings:
+        # A process that only acknowledges wakes the background process over Redis.
+        if not self.run_background and self.redis_url is None:
+            raise ValueError("RELAYDESK_RUN_BACKGROUND=false needs RELAYDESK_REDIS_URL")
+        return self
 
     @property
     def is_sqlite(self) -> bool:

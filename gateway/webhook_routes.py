@@ -75,7 +75,11 @@ document(
     "/webhooks/twilio/whatsapp",
     "Twilio WhatsApp inbound webhook (form-encoded, X-Twilio-Signature)",
     secured=False,
-    responses={200: "stored (empty TwiML)", 400: "malformed", 403: "bad signature"},
+    responses={
+        200: "committed to the inbox (empty TwiML)",
+        400: "malformed",
+        403: "bad signature",
+    },
 )
 
 
@@ -97,7 +101,8 @@ document(
     "Telegram Bot API webhook (JSON Update, X-Telegram-Bot-Api-Secret-Token)",
     secured=False,
     responses={
-        200: "stored, or acknowledged without a message (update kinds and chats not handled)",
+        200: "committed to the inbox, or acknowledged without a message (update kinds and chats "
+        "not handled)",
         400: "malformed",
         403: "missing or wrong secret token",
         413: "body too large",

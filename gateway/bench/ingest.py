@@ -34,7 +34,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -442,8 +442,18 @@ async def inbox_waiting(database_url: str) -> int:
 async def until_settled(database_url: str, deadline_s: float) -> float:
     """Wait (bounded) until nothing acknowledged waits to be stored, answered or sent; the
     seconds waited, or -1 when the bound ran out first."""
+    return await _until_none(lambda: _unsettled(database_url), deadline_s)
+
+
+async def until_inbox_empty(database_url: str, deadline_s: float) -> float:
+    """Wait (bounded) until every acknowledged message is stored as a message; the seconds
+    waited, or -1 when the bound ran out first."""
+    return await _until_none(lambda: inbox_waiting(database_url), deadline_s)
+
+
+async def _until_none(count: Callable[[], Awaitable[int]], deadline_s: float) -> float:
     started = time.monotonic()
-    while await _unsettled(database_url):
+    while await count():
         if time.monotonic() - started >= deadline_s:
             return -1.0
         await asyncio.sleep(0.5)
@@ -459,18 +469,6 @@ async def _unsettled(database_url: str) -> int:
         "SELECT (SELECT count(*) FROM inbox_messages) + (SELECT count(*) FROM turns "
         "WHERE status = 'pending' OR delivery_status IN ('sending', 'retry'))",
     )
-
-
-async def until_inbox_empty(database_url: str, deadline_s: float) -> tuple[int, float]:
-    """Wait (bounded) until the gateways stored every acknowledged message; (rows still
-    waiting, seconds waited)."""
-    started = time.monotonic()
-    while True:
-        waiting = await inbox_waiting(database_url)
-        waited = time.monotonic() - started
-        if waiting == 0 or waited >= deadline_s:
-            return waiting, waited
-        await asyncio.sleep(0.5)
 
 
 def _client() -> aiohttp.ClientSession:

@@ -14,7 +14,6 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
-from typing import Protocol
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -22,6 +21,7 @@ from channels.base import InboundMessage
 from gateway.clock import utcnow
 from gateway.inbox.codec import from_payload
 from gateway.outages import is_storage_down
+from gateway.pipeline import Accepted
 from gateway.storage.records import InboxItem
 from gateway.storage.repositories import inbox
 from gateway.tasks import cancel_and_wait
@@ -34,14 +34,6 @@ MAX_ATTEMPTS = 5
 # Claims processed side by side in one process. One: a process stores its claims in inbox order
 # (across senders too); more processes, more claims at once, each sender's rows still in order.
 TASKS = 1
-
-
-class Accepted(Protocol):
-    @property
-    def duplicate(self) -> bool: ...
-
-    @property
-    def conversation_key(self) -> str: ...
 
 
 class InboxProcessor:

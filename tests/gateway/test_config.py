@@ -79,3 +79,13 @@ def test_cli_migrate_brings_a_new_database_to_head(
     monkeypatch.setenv("RELAYDESK_DATABASE_URL", f"sqlite+aiosqlite:///{tmp_path / 'cli.db'}")
     assert main(["migrate"]) == 0
     assert f"database at revision {head_revision()}" in capsys.readouterr().out
+
+
+def test_a_process_that_only_acknowledges_needs_redis(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("RELAYDESK_CONFIG", raising=False)
+    monkeypatch.delenv("RELAYDESK_REDIS_URL", raising=False)
+    monkeypatch.setenv("RELAYDESK_RUN_BACKGROUND", "false")
+    with pytest.raises(ConfigError, match="RELAYDESK_REDIS_URL"):
+        load_settings()
+    monkeypatch.setenv("RELAYDESK_REDIS_URL", "redis://127.0.0.1:6379/0")
+    assert load_settings().run_background is False
