@@ -18,10 +18,13 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from context.recall import (
+    Around,
     RecallCandidate,
     Weights,
+    candidate_terms,
     combine,
     neighbours,
+    query_terms,
     rank_order,
     recall_terms,
 )
@@ -37,7 +40,8 @@ class RecallIndex:
     lengths: tuple[int, ...]
     average_length: float
     names: Mapping[str, str]  # a speaker-name term → the speaker
-    around: Mapping[int, tuple[int, int]]  # a line → (the line before, the line after) or -1
+    around: Mapping[int, Around]  # a line → (lines before, lines after), nearest first
+    reach: int  # how many lines each way ``around`` holds
     # Token counts of rendered lines, filled as `context.recall.pack` meets them: an index
     # serves one customer under one counter, and a line costs the same on every request.
     line_tokens: dict[RecallCandidate, int] = field(default_factory=dict, compare=False)
@@ -52,21 +56,23 @@ class RecallIndex:
         """The candidates with a positive score for ``query``, best first (ties: newest);
         with ``limit``, only that many of the best."""
         weights = weights or Weights()
-        wanted = recall_terms(query)
+        if weights.reach > self.reach:
+            raise ValueError(f"weights reach {weights.reach} lines; the index holds {self.reach}")
+        wanted = query_terms(query)
         content = sorted({term for term in wanted if term not in self.names})
         mentioned = {self.names[term] for term in wanted if term in self.names}
         own = self._bm25(content)
         touched = set(own)
         for doc in own:  # a line scores through its neighbours too
-            touched.update(self.around[doc])
-        touched.discard(-1)
+            before, after = self.around[doc]
+            touched.update(before[: weights.reach], after[: weights.reach])
         ranked = []
         for index in touched:
             before, after = self.around[index]
             score = combine(
                 own.get(index, 0.0),
-                own.get(before, 0.0),
-                own.get(after, 0.0),
+                [own.get(i, 0.0) for i in before],
+                [own.get(i, 0.0) for i in after],
                 self.candidates[index].speaker in mentioned,
                 weights,
             )
@@ -98,11 +104,14 @@ class RecallIndex:
         return scores
 
 
-def build_index(candidates: Sequence[RecallCandidate]) -> RecallIndex:
+def build_index(candidates: Sequence[RecallCandidate], reach: int | None = None) -> RecallIndex:
+    """The index of ``candidates``, each line's neighbours kept ``reach`` lines each way (by
+    default as far as the default `Weights` look)."""
+    reach = Weights().reach if reach is None else reach
     postings: dict[str, list[tuple[int, int]]] = {}
     lengths: list[int] = []
     for doc, candidate in enumerate(candidates):
-        terms = recall_terms(candidate.text)
+        terms = candidate_terms(candidate)
         lengths.append(len(terms))
         for term, tf in Counter(terms).items():
             postings.setdefault(term, []).append((doc, tf))
@@ -114,5 +123,6 @@ def build_index(candidates: Sequence[RecallCandidate]) -> RecallIndex:
         lengths=tuple(lengths),
         average_length=average,
         names=MappingProxyType(names),
-        around=MappingProxyType(neighbours(candidates)),
+        around=MappingProxyType(neighbours(candidates, reach)),
+        reach=reach,
     )

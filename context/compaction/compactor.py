@@ -40,6 +40,7 @@ from context.inputs import TRANSCRIPT_CHANNELS
 
 __all__ = [
     "MASKED_KEYS",
+    "TRANSCRIPT_PER_MESSAGE",
     "TRANSCRIPT_WORD_CAP",
     "EpisodeCompaction",
     "accept_facts",
@@ -53,7 +54,13 @@ __all__ = [
 MASKED_KEYS: Final = frozenset({"order_id", "protocol"})
 # The word cap of a call's summary: a transcript is recalled only through its summary (its raw
 # turns never leave the call), so its summary keeps more of what was said than a chat's does.
-TRANSCRIPT_WORD_CAP: Final = 300
+TRANSCRIPT_WORD_CAP: Final = 500
+# Sentences a call's summary keeps per utterance (a chat's keeps one): a spoken turn runs on
+# and says several things, and what is asked later is often not its most salient sentence.
+# Set on the LoCoMo dev split: 3 sentences within 500 words lifted evidence coverage 0.851 →
+# 0.866 and answer in window 0.453 → 0.467 (1 within 500 words: no change; 3 within 300: worse,
+# fewer utterances fit).
+TRANSCRIPT_PER_MESSAGE: Final = 3
 
 
 def is_transcript(messages: Sequence[SourceMessage]) -> bool:
@@ -85,6 +92,7 @@ def compact_offline(
     word_cap: int = DEFAULT_WORD_CAP,
     transcript_word_cap: int = TRANSCRIPT_WORD_CAP,
     per_message: int = 1,
+    transcript_per_message: int = TRANSCRIPT_PER_MESSAGE,
     region: str = DEFAULT_REGION,
     rules: Sequence[Rule] = RULES,
     weights: SalienceWeights = SalienceWeights(),  # noqa: B008 - frozen, shared safely
@@ -93,7 +101,8 @@ def compact_offline(
 
     Every fact is sourced to one of ``messages``; superseded values stay in ``facts`` before
     their replacement so the caller can record the history (``facts.merge_facts``). The summary
-    is capped at ``word_cap`` words, or ``transcript_word_cap`` for a call (`is_transcript`).
+    is capped at ``word_cap`` words and ``per_message`` sentences per message, or
+    ``transcript_word_cap`` and ``transcript_per_message`` for a call (`is_transcript`).
     """
     ids = [message.id for message in messages]
     if any(after <= before for before, after in zip(ids, ids[1:], strict=False)):
@@ -116,13 +125,14 @@ def compact_offline(
     for item in found:
         if item.fact in kept:
             fact_spans.setdefault(item.fact.source_message_id, []).append((item.start, item.end))
+    spoken = is_transcript(messages)
     text, sentences = summarize(
         messages,
         previous_sentences=previous_sentences,
         previous_summary=previous_summary,
         fact_spans=fact_spans,
-        word_cap=transcript_word_cap if is_transcript(messages) else word_cap,
-        per_message=per_message,
+        word_cap=transcript_word_cap if spoken else word_cap,
+        per_message=transcript_per_message if spoken else per_message,
         mask_values=[(fact.value, fact.key) for fact in accepted if fact.key in MASKED_KEYS],
         region=region,
         weights=weights,

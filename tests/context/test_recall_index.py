@@ -97,19 +97,51 @@ def _line(
 def test_a_hit_lifts_the_lines_around_it_of_its_own_kind() -> None:
     pool = [
         _line(1, "turn", "Nate", "The weather is nice today"),
-        _line(2, "turn", "Nate", "What inspired you?"),
-        _line(3, "turn", "Joanna", "A screenplay contest in Paris"),
-        _line(4, "turn", "Nate", "Wow, congrats!"),
-        _line(5, "sentence", "Joanna", "I adopted a puppy"),
-        _line(6, "sentence", "Nate", "He is called Max"),
+        _line(2, "turn", "Joanna", "Mine is sunny"),
+        _line(3, "turn", "Nate", "Any news?"),
+        _line(4, "turn", "Nate", "What inspired you?"),
+        _line(5, "turn", "Joanna", "A screenplay contest in Paris"),
+        _line(6, "turn", "Nate", "Wow, congrats!"),
+        _line(7, "turn", "Joanna", "Thanks a lot"),
+        _line(8, "turn", "Nate", "When is it?"),
+        _line(9, "turn", "Joanna", "Next spring"),
+        _line(10, "sentence", "Joanna", "I adopted a puppy"),
+        _line(11, "sentence", "Nate", "He is called Max"),
     ]
     for ranked in (rank_candidates("screenplay", pool), build_index(pool).rank("screenplay")):
         scores = {c.source_message_id: s for s, c in ranked}
-        assert scores[3] > scores[4] > 0  # the reply to it …
-        assert scores[3] > scores[2] > 0  # … and the question that prompted it
-        assert 1 not in scores
+        assert scores[5] > scores[6] > scores[7] > scores[8] > 0  # the replies to it …
+        assert scores[5] > scores[4] > scores[3] > scores[2] > 0  # … and what led to it
+        assert 1 not in scores and 9 not in scores  # three lines each way, no further
     ranked = build_index(pool).rank("puppy")
-    assert [c.source_message_id for _, c in ranked] == [5, 6]  # sentences chain with sentences
+    assert [c.source_message_id for _, c in ranked] == [10, 11]  # sentences chain with sentences
+
+
+def test_a_stemmed_word_finds_its_other_forms() -> None:
+    pool = [
+        _line(1, "turn", "John", "Jogging without any pain was a huge success"),
+        _line(2, "sentence", "John", "I write articles about fantasy novels"),
+    ]
+    for query, expected in (("When did John jog again?", 1), ("What is John writing?", 2)):
+        for ranked in (rank_candidates(query, pool), build_index(pool).rank(query)):
+            assert [c.source_message_id for _, c in ranked] == [expected]
+
+
+def test_a_date_in_the_question_finds_the_lines_of_that_day() -> None:
+    day = datetime(2022, 11, 9, 18, tzinfo=UTC)
+    pool = [
+        RecallCandidate("e0", 1, "turn", "Nate", "I made coconut ice cream", day),
+        RecallCandidate("e1", 2, "turn", "Nate", "I made pasta", day + timedelta(days=40)),
+        RecallCandidate("e2", 3, "turn", "Nate", "I made soup yesterday", day + timedelta(days=1)),
+        RecallCandidate("e3", 4, "turn", "Nate", "I made bread", day - timedelta(days=400)),
+    ]
+    for ranked in (
+        rank_candidates("What did Nate make on 9 November, 2022?", pool),
+        build_index(pool).rank("What did Nate make on 9 November, 2022?"),
+    ):
+        ids = [c.source_message_id for _, c in ranked]
+        # that day first (the soup's "yesterday" is 9 November too), then the rest of 2022
+        assert set(ids[:2]) == {1, 3} and ids[2:] == [2]
 
 
 def test_a_named_speaker_outranks_what_was_said_to_them() -> None:

@@ -18,7 +18,7 @@ from context.compaction import (
     merge_facts,
     supersessions,
 )
-from context.compaction.compactor import is_transcript
+from context.compaction.compactor import TRANSCRIPT_PER_MESSAGE, is_transcript
 from context.compaction.summary import DEFAULT_WORD_CAP
 from context.errors import ContextInputError
 from context.inputs import Role
@@ -304,3 +304,17 @@ def test_a_call_keeps_a_longer_summary_than_a_chat() -> None:
     assert {s.source_message_id for s in typed.sentences} < {
         s.source_message_id for s in spoken.sentences
     }
+
+
+def test_a_call_keeps_several_sentences_of_an_utterance() -> None:
+    said = (
+        "We drove to the lake on Saturday. My sister Ana brought her new kayak. "
+        "The water was freezing in March. I ordered the blue tent number 4471 afterwards."
+    )
+    chat = [message(1, "user", said)]
+    call = [message(1, "user", said, channel="phone", confidence=0.8)]
+    typed = compact_offline(chat)
+    spoken = compact_offline(call)
+    assert len(typed.sentences) == 1
+    assert 1 < len(spoken.sentences) <= TRANSCRIPT_PER_MESSAGE
+    assert len(compact_offline(call, transcript_per_message=1).sentences) == 1
