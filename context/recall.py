@@ -19,7 +19,7 @@ the whole message). Pure and deterministic: identical inputs, identical output.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Final, Literal
@@ -44,7 +44,7 @@ __all__ = [
     "pack",
     "Weights",
     "candidate_terms",
-    "combine",
+    "spread",
     "neighbours",
     "query_terms",
     "rank_candidates",
@@ -158,23 +158,37 @@ def neighbours(candidates: Sequence[RecallCandidate], reach: int = 3) -> dict[in
     return out
 
 
-def combine(
-    own: float,
-    before: Sequence[float],
-    after: Sequence[float],
-    boosted: bool,
+def spread(
+    own: Mapping[int, float],
+    around: Mapping[int, Around],
+    candidates: Sequence[RecallCandidate],
+    mentioned: Collection[str],
     weights: Weights,
-) -> float:
-    """A candidate's score from its own BM25 and its neighbours' (nearest first; the one
-    formula both rankers use, so they agree to the last bit)."""
-    score = own
-    for weight, value in zip(weights.before, before, strict=False):
-        score += weight * value
-    for weight, value in zip(weights.after, after, strict=False):
-        score += weight * value
-    if boosted:
-        score *= 1.0 + weights.speaker
-    return round(score, 6)
+) -> list[tuple[float, RecallCandidate]]:
+    """Every line's score from its own BM25 (``own``: the lines that have one) and shares of
+    its neighbours', times ``1 + weights.speaker`` for a line by a ``mentioned`` speaker;
+    the lines scoring above zero, unordered. Each scoring line adds its shares to the lines
+    around it, in line order: the one formula both rankers use, so they agree to the last bit,
+    and the work grows with the lines that match, not with the lines they touch."""
+    total: dict[int, float] = {}
+    for doc in sorted(own):
+        score = own[doc]
+        total[doc] = total.get(doc, 0.0) + score
+        before, after = around[doc]
+        for weight, index in zip(weights.before, after, strict=False):  # doc is before them
+            total[index] = total.get(index, 0.0) + weight * score
+        for weight, index in zip(weights.after, before, strict=False):
+            total[index] = total.get(index, 0.0) + weight * score
+    boost = 1.0 + weights.speaker
+    scored = []
+    for index, value in total.items():
+        candidate = candidates[index]
+        if candidate.speaker in mentioned:
+            value *= boost
+        value = round(value, 6)
+        if value > 0:
+            scored.append((value, candidate))
+    return scored
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,20 +230,9 @@ def rank_candidates(
     wanted = query_terms(query)
     content = tuple(term for term in wanted if term not in names)
     mentioned = {names[term] for term in wanted if term in names}
-    own = bm25_scores(content, [candidate_terms(c) for c in candidates])
-    around = neighbours(candidates, weights.reach)
-    scored = []
-    for index, candidate in enumerate(candidates):
-        before, after = around[index]
-        score = combine(
-            own[index],
-            [own[i] for i in before],
-            [own[i] for i in after],
-            candidate.speaker in mentioned,
-            weights,
-        )
-        if score > 0:
-            scored.append((score, candidate))
+    scores = bm25_scores(content, [candidate_terms(c) for c in candidates])
+    own = {index: score for index, score in enumerate(scores) if score > 0}
+    scored = spread(own, neighbours(candidates, weights.reach), candidates, mentioned, weights)
     scored.sort(key=rank_order)
     return tuple(scored)
 

@@ -22,11 +22,11 @@ from context.recall import (
     RecallCandidate,
     Weights,
     candidate_terms,
-    combine,
     neighbours,
     query_terms,
     rank_order,
     recall_terms,
+    spread,
 )
 from context.relevance import BM25_B, BM25_K1
 
@@ -62,22 +62,7 @@ class RecallIndex:
         content = sorted({term for term in wanted if term not in self.names})
         mentioned = {self.names[term] for term in wanted if term in self.names}
         own = self._bm25(content)
-        touched = set(own)
-        for doc in own:  # a line scores through its neighbours too
-            before, after = self.around[doc]
-            touched.update(before[: weights.reach], after[: weights.reach])
-        ranked = []
-        for index in touched:
-            before, after = self.around[index]
-            score = combine(
-                own.get(index, 0.0),
-                [own.get(i, 0.0) for i in before],
-                [own.get(i, 0.0) for i in after],
-                self.candidates[index].speaker in mentioned,
-                weights,
-            )
-            if score > 0:
-                ranked.append((score, self.candidates[index]))
+        ranked = spread(own, self.around, self.candidates, mentioned, weights)
         if limit is not None and len(ranked) > limit:
             return tuple(heapq.nsmallest(limit, ranked, key=rank_order))  # only the best are read
         ranked.sort(key=rank_order)
