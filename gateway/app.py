@@ -30,6 +30,7 @@ from gateway.keys import (
     HTTP,
     HUB,
     INBOX,
+    INBOX_READY,
     INBOX_WRITER,
     MEMORY,
     METRICS,
@@ -182,9 +183,8 @@ async def pipeline_ctx(app: web.Application) -> AsyncIterator[None]:
         lease=timedelta(seconds=settings.inbox_lease_s),
     )
     scheduler.add_intake(processor.kick)
-    writer = InboxWriter(
-        app[SESSIONS], committed=hand_off.inbox if hand_off is not None else processor.kick
-    )
+    inbox_ready = hand_off.inbox if hand_off is not None else processor.kick
+    writer = InboxWriter(app[SESSIONS], committed=inbox_ready)
     if wakeups is not None:
         app[WAKEUPS] = wakeups
         if hand_off is None:
@@ -194,6 +194,7 @@ async def pipeline_ctx(app: web.Application) -> AsyncIterator[None]:
     app[SCHEDULER] = scheduler
     app[INBOX_WRITER] = writer
     app[INBOX] = processor
+    app[INBOX_READY] = inbox_ready
     app[MEMORY] = memory
     if fanout is not None:
         app[FANOUT] = fanout

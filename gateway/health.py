@@ -7,18 +7,27 @@ a Redis outage would only turn a slowdown into an outage.
 
 `/healthz` also names the process (`pid`) that answered, to tell gateway processes apart
 behind one port or load balancer.
+
+`/metrics` reads the inbox at each scrape (one aggregate statement): messages acknowledged but
+not stored yet, how long the oldest has waited, and rows set aside for an operator.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
+from datetime import UTC
 
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from sqlalchemy import text
 
-from gateway.keys import ENGINE, METRICS, REDIS
+from gateway.clock import utcnow
+from gateway.keys import ENGINE, METRICS, REDIS, SESSIONS
+from gateway.storage.repositories import inbox
+
+log = logging.getLogger("relaydesk.health")
 
 CHECK_TIMEOUT_S = 3.0
 
@@ -62,7 +71,28 @@ async def healthz(request: web.Request) -> web.Response:
     return web.json_response({"status": status, "checks": checks, "pid": os.getpid()})
 
 
+async def _read_inbox(app: web.Application) -> None:
+    """Set the inbox gauges from the database; on failure they are left as last read (the
+    database check of `/healthz` reports the outage)."""
+    gauges = app[METRICS]
+    try:
+        async with asyncio.timeout(CHECK_TIMEOUT_S):
+            async with app[SESSIONS]() as session:
+                depth = await inbox.depth(session)
+    except Exception as exc:
+        log.warning("inbox gauges not read", extra={"fields": {"error": type(exc).__name__}})
+        return
+    gauges.inbox_waiting.set(depth.waiting)
+    gauges.inbox_set_aside.set(depth.set_aside)
+    oldest = depth.oldest_waiting
+    if oldest is not None and oldest.tzinfo is None:  # SQLite hands an aggregate back naive
+        oldest = oldest.replace(tzinfo=UTC)
+    age = 0.0 if oldest is None else (utcnow() - oldest).total_seconds()
+    gauges.inbox_oldest_seconds.set(max(0.0, age))
+
+
 async def metrics(request: web.Request) -> web.Response:
+    await _read_inbox(request.app)
     body = generate_latest(request.app[METRICS].registry)
     response = web.Response(body=body)
     response.content_type = CONTENT_TYPE_LATEST.split(";")[0]

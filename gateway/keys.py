@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import httpx
 from aiohttp import web
 from redis.asyncio import Redis
@@ -32,3 +34,5 @@ MEMORY = web.AppKey("memory", MemoryWorker)
 INBOX_WRITER = web.AppKey("inbox_writer", InboxWriter)
 INBOX = web.AppKey("inbox", InboxProcessor)
 WAKEUPS = web.AppKey("wakeups", Wakeups)
+# Rows were put in the inbox outside a webhook (a console retry): whoever stores them is told.
+INBOX_READY: web.AppKey[Callable[[], None]] = web.AppKey("inbox_ready")

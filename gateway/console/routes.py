@@ -24,10 +24,10 @@ from gateway.console import auth, service, views
 from gateway.console.html import Html
 from gateway.errors import BadRequest, GatewayError
 from gateway.ids import storage_id
-from gateway.keys import COUNTER, MEMORY, SESSIONS, SETTINGS
+from gateway.keys import COUNTER, INBOX_READY, MEMORY, SESSIONS, SETTINGS
 from gateway.memory.rebuild import rebuild_customer
 from gateway.storage.errors import RecordNotFound
-from gateway.storage.repositories import audit, customers, episodes, messages, summaries
+from gateway.storage.repositories import audit, customers, episodes, inbox, messages, summaries
 from identity import OwnershipConflict
 
 POLICY: Final = "; ".join(
@@ -339,6 +339,28 @@ async def preview(request: web.Request, login: auth.OperatorLogin) -> web.Stream
 
 
 @console
+async def inbox_page(request: web.Request, login: auth.OperatorLogin) -> web.StreamResponse:
+    async with request.app[SESSIONS]() as session:
+        depth = await inbox.depth(session)
+        items = await inbox.set_aside(session)
+    return html_response(views.inbox_page(login, depth, items, request.query.get("done")))
+
+
+@console
+async def retry_inbox(request: web.Request, login: auth.OperatorLogin) -> web.StreamResponse:
+    form = await _form(request)
+    item_id = storage_id(request.match_info["item_id"])
+    if item_id is None:
+        raise RecordNotFound("no such message is set aside")
+    async with request.app[SESSIONS].begin() as session:
+        await service.retry_set_aside(
+            session, item_id, actor=login.username, reason=_text(form, "reason")
+        )
+    request.app[INBOX_READY]()
+    return redirect(f"/console/inbox?done={quote(f'message {item_id} is back in line')}")
+
+
+@console
 async def audit_log(request: web.Request, login: auth.OperatorLogin) -> web.StreamResponse:
     subject = request.query.get("subject") or None
     async with request.app[SESSIONS]() as session:
@@ -373,6 +395,8 @@ def add_routes(app: web.Application) -> None:
     router.add_post("/console/logout", logout)
     router.add_get("/console", home)
     router.add_get("/console/audit", audit_log)
+    router.add_get("/console/inbox", inbox_page)
+    router.add_post("/console/inbox/{item_id}/retry", retry_inbox)
     router.add_get("/console/static/{name}", asset)
     base = "/console/customers/{customer_id}"
     router.add_get(base, profile)

@@ -35,7 +35,15 @@ from gateway.storage.records import (
     NewFact,
     NewMessage,
 )
-from gateway.storage.repositories import audit, customers, episodes, facts, messages, tenants
+from gateway.storage.repositories import (
+    audit,
+    customers,
+    episodes,
+    facts,
+    inbox,
+    messages,
+    tenants,
+)
 from identity import ChannelIdentityKey, LinkLevel
 
 CONSOLE_CHANNEL = "console"
@@ -273,6 +281,30 @@ async def audit_rebuild(
         subject_type="customer",
         subject_id=customer_id,
         details=result,
+    )
+
+
+async def retry_set_aside(
+    session: AsyncSession, item_id: int, *, actor: str, reason: str
+) -> AuditRecord:
+    """Put a set-aside inbox row back in line and audit it, in the caller's transaction."""
+    reason = _reason(reason)
+    item = await inbox.retry(session, item_id)
+    if item is None:
+        raise RecordNotFound("no such message is set aside")
+    return await audit.record_audit(
+        session,
+        actor=actor,
+        action="retry_inbox_message",
+        reason=reason,
+        subject_type="inbox_message",
+        subject_id=str(item_id),
+        details={
+            "channel": item.channel,
+            "provider_message_id": item.provider_message_id,
+            "attempts": item.attempts,
+            "error": item.error[:200],
+        },
     )
 
 

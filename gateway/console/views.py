@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from gateway.console.views_inbox import inbox_page
 from gateway.console.views_layout import (
     action_form,
     audit_page,
@@ -28,6 +29,7 @@ __all__ = [
     "budget_bar",
     "csrf",
     "error_page",
+    "inbox_page",
     "login_page",
     "message_page",
     "message_text",

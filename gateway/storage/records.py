@@ -238,6 +238,31 @@ class TurnRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class InboxDepth:
+    """How much of the inbox is not stored yet: rows waiting (claimed or not), the oldest one's
+    arrival, and rows set aside after failing again and again."""
+
+    waiting: int
+    oldest_waiting: datetime | None
+    set_aside: int
+
+
+@dataclass(frozen=True, slots=True)
+class SetAsideItem:
+    """An inbox row set aside after `attempts` failures, for an operator to see and retry."""
+
+    id: int
+    channel: str
+    provider_message_id: str
+    thread_key: str
+    received_at: datetime
+    set_aside_at: datetime
+    attempts: int
+    error: str
+    payload: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
 class InboxItem:
     """A claimed inbox row: a parsed provider message waiting to be stored."""
 

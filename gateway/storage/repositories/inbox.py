@@ -13,7 +13,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from gateway.storage.models import InboxMessage
-from gateway.storage.records import InboxItem
+from gateway.storage.records import InboxDepth, InboxItem, SetAsideItem
 from gateway.storage.repositories.tables import INBOX
 
 # A replayed webhook whose first delivery is still waiting adds nothing; one already stored as
@@ -55,6 +55,11 @@ _CLAIMED = (
     .order_by(INBOX.c.id)
 )
 _WAITING = select(func.count()).select_from(INBOX).where(INBOX.c.dead_at.is_(None))
+_DEPTH = select(
+    func.count().filter(INBOX.c.dead_at.is_(None)),
+    func.min(INBOX.c.received_at).filter(INBOX.c.dead_at.is_(None)),
+    func.count().filter(INBOX.c.dead_at.is_not(None)),
+)
 
 
 def inbox_row(
@@ -151,3 +156,49 @@ async def bury(session: AsyncSession, item_id: int, *, error: str, now: datetime
 async def waiting(session: AsyncSession) -> int:
     """Rows not yet stored as messages (claimed or not), the buried ones left out."""
     return int(await session.scalar(_WAITING) or 0)
+
+
+async def depth(session: AsyncSession) -> InboxDepth:
+    """Waiting rows, the oldest one's arrival and set-aside rows, in one statement."""
+    row = (await session.execute(_DEPTH)).one()
+    return InboxDepth(waiting=int(row[0] or 0), oldest_waiting=row[1], set_aside=int(row[2] or 0))
+
+
+def _set_aside_item(row: InboxMessage, set_aside_at: datetime) -> SetAsideItem:
+    return SetAsideItem(
+        id=row.id,
+        channel=row.channel,
+        provider_message_id=row.provider_message_id,
+        thread_key=row.thread_key,
+        received_at=row.received_at,
+        set_aside_at=set_aside_at,
+        attempts=row.attempts,
+        error=row.last_error or "",
+        payload=dict(row.payload),
+    )
+
+
+async def set_aside(session: AsyncSession, *, limit: int = 200) -> list[SetAsideItem]:
+    """Rows set aside (`bury`), most recently set aside first."""
+    rows = await session.scalars(
+        select(InboxMessage)
+        .where(InboxMessage.dead_at.is_not(None))
+        .order_by(InboxMessage.dead_at.desc(), InboxMessage.id.desc())
+        .limit(limit)
+    )
+    return [_set_aside_item(row, row.dead_at) for row in rows if row.dead_at is not None]
+
+
+async def retry(session: AsyncSession, item_id: int) -> SetAsideItem | None:
+    """Put a set-aside row back in line with its attempts reset, at its place (claims take rows
+    in `id` order; its sender's messages stored while it was aside stay before it). Returns the
+    row as it was, or None when no such row is set aside."""
+    row = await session.get(InboxMessage, item_id, with_for_update=True)
+    if row is None or row.dead_at is None:
+        return None
+    found = _set_aside_item(row, row.dead_at)
+    row.dead_at = None
+    row.attempts = 0
+    row.claimed_until = None
+    await session.flush()
+    return found
