@@ -268,6 +268,17 @@ def _worker(settings: Settings, args: argparse.Namespace) -> int:
     return asyncio.run(run_worker(settings, args.count))
 
 
+def _background(settings: Settings, args: argparse.Namespace) -> int:
+    from gateway.supervisor import background_refusal, run_background
+
+    why = background_refusal(settings)
+    if why is not None:
+        print(f"relaydesk: {why}", file=sys.stderr)
+        return 2
+    run_background(settings, args.nice)
+    return 0
+
+
 def _rebuild(settings: Settings, args: argparse.Namespace) -> int:
     from gateway.memory.cli import rebuild
 
@@ -341,6 +352,17 @@ def _eval_locomo(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_nice(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--nice",
+        type=int,
+        default=10,
+        choices=range(0, 20),
+        metavar="0-19",
+        help="lower this process's CPU priority by this much (default 10; 0 keeps it)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="relaydesk", description="Multichannel chatbot gateway with budgeted context."
@@ -366,15 +388,16 @@ def build_parser() -> argparse.ArgumentParser:
         "worker", help="consume compaction jobs from Redis (several per machine if you like)"
     )
     worker.add_argument("--count", type=int, default=1, help="consumers in this process")
-    worker.add_argument(
-        "--nice",
-        type=int,
-        default=10,
-        choices=range(0, 20),
-        metavar="0-19",
-        help="lower this process's CPU priority by this much (default 10; 0 keeps it)",
-    )
+    _add_nice(worker)
     worker.set_defaults(run=_worker)
+
+    background = commands.add_parser(
+        "background",
+        help="store the inbox, answer turns and retry deliveries for gateways started with "
+        "RELAYDESK_RUN_BACKGROUND=false (no port; needs PostgreSQL and Redis)",
+    )
+    _add_nice(background)
+    background.set_defaults(run=_background)
 
     compaction = commands.add_parser("compaction", help="memory maintenance")
     compaction_commands = compaction.add_subparsers(dest="compaction_command", required=True)

@@ -43,15 +43,18 @@ POLL_S = 0.2
 BACKGROUND_NICE = 10
 
 
-def refusal(settings: Settings, workers: int) -> str | None:
-    """Why `workers` processes cannot run on these settings, or None."""
-    if workers < 2:
-        return None
+def _shared_services_missing(settings: Settings) -> list[str]:
     missing = []
     if settings.is_sqlite:
         missing.append("RELAYDESK_DATABASE_URL=postgresql+asyncpg://…")
     if settings.redis_url is None:
         missing.append("RELAYDESK_REDIS_URL=redis://…")
+    return missing
+
+
+def refusal(settings: Settings, workers: int) -> str | None:
+    """Why `workers` processes cannot run on these settings, or None."""
+    missing = _shared_services_missing(settings) if workers >= 2 else []
     if not missing:
         return None
     return (
@@ -59,6 +62,18 @@ def refusal(settings: Settings, workers: int) -> str | None:
         "in-process locks, dedupe and queue belong to one process. Set "
         + " and ".join(missing)
         + " (run `relaydesk migrate` first), or serve with one worker."
+    )
+
+
+def background_refusal(settings: Settings) -> str | None:
+    """Why a standalone background process (`relaydesk background`) cannot run, or None."""
+    missing = _shared_services_missing(settings)
+    if not missing:
+        return None
+    return (
+        "relaydesk background needs PostgreSQL and Redis: it does the work of gateways started "
+        "with RELAYDESK_RUN_BACKGROUND=false, which share its database and wake it over Redis. "
+        "Set " + " and ".join(missing) + " (run `relaydesk migrate` first)."
     )
 
 
@@ -121,16 +136,26 @@ def run_child(settings: Settings, host: str, port: int, parent: int) -> None:
 
 def run_background_child(settings: Settings, parent: int) -> None:
     """Entry point of the background process: the app's background work, no HTTP listener."""
-    from gateway.app import create_app
     from gateway.logs import configure_logging
 
     configure_logging(settings.log_level)
     _exit_with_parent(parent)
-    os.nice(BACKGROUND_NICE)
+    run_background(settings, BACKGROUND_NICE)
+
+
+def run_background(settings: Settings, nice: int) -> None:
+    """The app's background work in this process (storing the inbox, answering turns,
+    retrying deliveries, compacting when enabled), listening on no port, until SIGTERM or
+    SIGINT; ``nice`` lowers its CPU priority first."""
+    from gateway.app import create_app
+
+    if nice:
+        os.nice(nice)
     log.info("background process started", extra={"fields": {"pid": os.getpid()}})
     loop = new_event_loop()
     try:
-        loop.run_until_complete(_run_background(create_app(settings)))
+        app = create_app(settings.model_copy(update={"run_background": True}))
+        loop.run_until_complete(_run_background(app))
     finally:
         loop.close()
 

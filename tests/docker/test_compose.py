@@ -27,7 +27,15 @@ def _depends(service: dict[str, Any]) -> dict[str, str]:
 
 
 def test_services_and_their_health_checks(services: dict[str, Any]) -> None:
-    assert set(services) == {"postgres", "redis", "migrate", *GATEWAYS, "worker", "proxy"}
+    assert set(services) == {
+        "postgres",
+        "redis",
+        "migrate",
+        *GATEWAYS,
+        "background",
+        "worker",
+        "proxy",
+    }
     assert services["postgres"]["image"] == "postgres:16"
     assert "pg_isready" in " ".join(services["postgres"]["healthcheck"]["test"])
     assert services["redis"]["image"] == "redis:7"
@@ -41,7 +49,7 @@ def test_services_and_their_health_checks(services: dict[str, Any]) -> None:
 
 def test_start_order(services: dict[str, Any]) -> None:
     assert _depends(services["migrate"]) == {"postgres": "service_healthy"}
-    for name in (*GATEWAYS, "worker"):
+    for name in (*GATEWAYS, "background", "worker"):
         assert _depends(services[name])["migrate"] == "service_completed_successfully", name
         assert _depends(services[name])["redis"] == "service_healthy", name
     assert _depends(services["proxy"]) == {name: "service_healthy" for name in GATEWAYS}
@@ -50,7 +58,8 @@ def test_start_order(services: dict[str, Any]) -> None:
 def test_commands_and_settings(services: dict[str, Any]) -> None:
     assert services["migrate"]["command"] == ["relaydesk", "migrate"]
     assert services["worker"]["command"] == ["relaydesk", "worker", "--count", "2"]
-    for name in (*GATEWAYS, "worker", "migrate"):
+    assert services["background"]["command"] == ["relaydesk", "background"]
+    for name in (*GATEWAYS, "background", "worker", "migrate"):
         env = services[name]["environment"]
         assert env["RELAYDESK_DATABASE_URL"].startswith("postgresql+asyncpg://"), name
         assert env["RELAYDESK_REDIS_URL"].startswith("redis://"), name
@@ -58,9 +67,12 @@ def test_commands_and_settings(services: dict[str, Any]) -> None:
         assert services[name]["build"]["dockerfile"] == "docker/Dockerfile", name
     for name in GATEWAYS:
         assert services[name]["command"] == ["relaydesk", "serve"]
-        # The values are valid settings (the gateway would start with them).
+        # The values are valid settings (the gateway would start with them): acknowledging
+        # only, the background service woken over Redis.
         env = {k: v for k, v in services[name]["environment"].items() if v is not None}
-        assert Settings(**env).redis_url is not None
+        settings = Settings(**env)
+        assert settings.redis_url is not None and settings.run_background is False
+    assert "RELAYDESK_RUN_BACKGROUND" not in services["background"]["environment"]
 
 
 def test_nginx_balances_both_gateways_and_upgrades_websockets(services: dict[str, Any]) -> None:
