@@ -110,9 +110,21 @@ async def running_stack(
 async def inbound_rows(stack: Stack) -> int:
     """Customer messages kept so far: stored as messages, or acknowledged and still waiting in
     the inbox (both count: a refused request must add to neither)."""
-    async with stack.sessions()() as session:
-        messages = await session.scalar(
-            select(func.count()).select_from(Message).where(Message.role == "user")
+    stored = select(func.count()).select_from(Message).where(Message.role == "user")
+    # A row whose message is already stored is about to be deleted: counted once, not twice.
+    waiting = (
+        select(func.count())
+        .select_from(InboxMessage)
+        .where(
+            ~select(Message.id)
+            .where(
+                Message.channel == InboxMessage.channel,
+                Message.provider_message_id == InboxMessage.provider_message_id,
+            )
+            .exists()
         )
-        waiting = await session.scalar(select(func.count()).select_from(InboxMessage))
-    return int(messages or 0) + int(waiting or 0)
+    )
+    async with stack.sessions()() as session:
+        # One statement, one snapshot: a message moving from the inbox is seen in one place.
+        total = await session.scalar(select(stored.scalar_subquery() + waiting.scalar_subquery()))
+    return int(total or 0)
