@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from gateway.console.auth import OperatorLogin
 from gateway.console.html import Html, el
-from gateway.console.views_layout import action_form, page
+from gateway.console.views_layout import action_form, page, table
 from gateway.storage.records import InboxDepth, SetAsideItem
 
 # Characters of a set-aside message's text shown on the page.
@@ -51,22 +51,9 @@ def inbox_page(
     if not items:
         body = el("p", None, "No message is set aside.")
     else:
-        body = el(
-            "table",
-            {"class_": "audit"},
-            el(
-                "thead",
-                None,
-                el(
-                    "tr",
-                    None,
-                    [
-                        el("th", None, h)
-                        for h in ("Received", "From", "Text", "Attempts", "Error", "")
-                    ],
-                ),
-            ),
-            el("tbody", None, [_row(login, item) for item in items]),
+        body = table(
+            ("Received", "From", "Text", "Attempts", "Error", ""),
+            [_row(login, item) for item in items],
         )
     return page(
         "Inbox",

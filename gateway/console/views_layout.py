@@ -35,6 +35,16 @@ def page(
     return document(f"{title} · Relaydesk", join(nav, el("main", None, flash, *content)))
 
 
+def table(headers: Sequence[str], rows: Sequence[Html], *, class_: str = "audit") -> Html:
+    """A table with one header row of ``headers`` and the ``rows`` (``tr`` elements) below."""
+    return el(
+        "table",
+        {"class_": class_},
+        el("thead", None, el("tr", None, [el("th", None, h) for h in headers])),
+        el("tbody", None, rows),
+    )
+
+
 def csrf(login: OperatorLogin) -> Html:
     return el("input", {"type": "hidden", "name": CSRF_FIELD, "value": login.csrf_token})
 
@@ -142,47 +152,30 @@ def audit_page(login: OperatorLogin, entries: Sequence[AuditRecord], subject: st
         "Audit log",
         login,
         el("h1", None, "Audit log", f" for {subject}" if subject else None),
-        el(
-            "table",
-            {"class_": "audit"},
-            el(
-                "thead",
-                None,
+        table(
+            ("When", "Operator", "Action", "Reason", "Subject", "Details"),
+            [
                 el(
                     "tr",
-                    None,
-                    [
-                        el("th", None, h)
-                        for h in ("When", "Operator", "Action", "Reason", "Subject", "Details")
-                    ],
-                ),
-            ),
-            el(
-                "tbody",
-                None,
-                [
+                    {"data_action": e.action},
+                    el("td", None, e.created_at.strftime("%Y-%m-%d %H:%M:%S")),
+                    el("td", None, e.actor),
+                    el("td", None, e.action),
+                    el("td", {"class_": "reason"}, e.reason),
                     el(
-                        "tr",
-                        {"data_action": e.action},
-                        el("td", None, e.created_at.strftime("%Y-%m-%d %H:%M:%S")),
-                        el("td", None, e.actor),
-                        el("td", None, e.action),
-                        el("td", {"class_": "reason"}, e.reason),
-                        el(
-                            "td",
-                            None,
-                            el("a", {"href": f"/console/customers/{e.subject_id}"}, e.subject_id)
-                            if e.subject_type == "customer"
-                            else e.subject_id,
-                        ),
-                        el(
-                            "td",
-                            None,
-                            el("code", None, ", ".join(f"{k}={v}" for k, v in e.details.items())),
-                        ),
-                    )
-                    for e in entries
-                ],
-            ),
+                        "td",
+                        None,
+                        el("a", {"href": f"/console/customers/{e.subject_id}"}, e.subject_id)
+                        if e.subject_type == "customer"
+                        else e.subject_id,
+                    ),
+                    el(
+                        "td",
+                        None,
+                        el("code", None, ", ".join(f"{k}={v}" for k, v in e.details.items())),
+                    ),
+                )
+                for e in entries
+            ],
         ),
     )

@@ -26,7 +26,7 @@ from tests.support.databases import (
     redis_reachable,
     unavailable,
 )
-from tests.support.processes import COMMAND, clean_env
+from tests.support.processes import COMMAND, clean_env, nice_of
 from tests.support.signed_twilio import inbound_params, post_signed
 from tests.support.twilio_server import FakeTwilio
 
@@ -34,11 +34,6 @@ TOKEN = "twilio-auth-token-for-tests"
 ACCOUNT = "AC" + "e" * 32
 BOT = "whatsapp:+14155238886"
 PUBLIC_URL = "https://relay.example.org"
-
-
-def _nice(pid: int) -> int:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return int(fields[16])  # field 19 of stat; fields here start at field 3
 
 
 async def test_a_background_process_stores_and_answers_what_a_gateway_acknowledged(
@@ -107,7 +102,7 @@ async def test_a_background_process_stores_and_answers_what_a_gateway_acknowledg
             "relaydesk_inbound_messages_total", {"channel": "whatsapp"}
         )
         assert not stored_by_gateway  # the gateway only acknowledged
-        assert _nice(process.pid) == 10
+        assert nice_of(process.pid) == 10
 
         process.send_signal(signal.SIGTERM)
         started = time.monotonic()

@@ -19,7 +19,7 @@ from tests.support.databases import (
     redis_reachable,
     unavailable,
 )
-from tests.support.processes import COMMAND, clean_env, free_port
+from tests.support.processes import COMMAND, clean_env, free_port, nice_of
 
 
 async def _pids_answering(port: int, *, at_least: int, deadline_s: float) -> dict[int, int]:
@@ -78,7 +78,7 @@ async def test_two_gateway_processes_share_the_port_and_stop_on_sigterm(tmp_path
             assert server.pid not in pids  # the parent only supervises
             # Beside them, one background process at a lower CPU priority, on no port.
             children = _spawned_children(server.pid)
-            niceness = {pid: _nice(pid) for pid in children}
+            niceness = {pid: nice_of(pid) for pid in children}
             assert sorted(niceness.values()) == [0, 0, 10], (niceness, output)
             [background] = [pid for pid, nice in niceness.items() if nice == 10]
             assert background not in pids
@@ -115,11 +115,6 @@ def _spawned_children(parent: int) -> list[int]:
         if ppid == parent and b"spawn_main" in command:
             found.append(int(entry.name))
     return found
-
-
-def _nice(pid: int) -> int:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return int(fields[16])  # field 19 of stat; fields here start at field 3
 
 
 def _alive(pid: int) -> bool:

@@ -23,3 +23,9 @@ def free_port() -> int:
         probe.bind(("127.0.0.1", 0))
         port: int = probe.getsockname()[1]
         return port
+
+
+def nice_of(pid: int) -> int:
+    """The niceness of process `pid` (Linux)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return int(fields[16])  # field 19 of stat; fields here start at field 3
