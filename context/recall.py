@@ -22,7 +22,6 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from functools import lru_cache
 from typing import TYPE_CHECKING, Final, Literal
 
 import Stemmer
@@ -126,8 +125,6 @@ def recall_terms(text: str) -> tuple[str, ...]:
     return tuple(_STEMMER.stemWords(terms(text)))
 
 
-# Memoized: `rank_candidates` (no index) re-reads every line on every request.
-@lru_cache(maxsize=1 << 16)
 def candidate_terms(candidate: RecallCandidate) -> tuple[str, ...]:
     """What a line is indexed by: its words and its calendar terms (its day and the days its
     relative time words name)."""

@@ -40,6 +40,7 @@ from context.relevance import bm25_scores, terms
 from gateway.context_service import assemble_context
 from gateway.eval.ingest import Ingested, ingest
 from gateway.eval.locomo import Conversation, Question
+from gateway.memory.recall import RecallCache
 from gateway.memory.service import sentences_from
 from gateway.storage.engine import make_engine, make_sessionmaker
 from gateway.storage.migrate import upgrade
@@ -204,6 +205,9 @@ async def _evaluate_one(
         stored = await ingest(sessions, conversation, counter, index=index)
         history = _history(conversation, counter)
         outcomes: list[Outcome] = []
+        # As a gateway serves a customer: the recall index is built once and reused while
+        # the customer's other episodes are unchanged (they are, question after question).
+        recall_cache = RecallCache()
         async with sessions() as session:
             sources = await _sources(session, stored.customer_id)
             for question in conversation.questions:
@@ -216,6 +220,7 @@ async def _evaluate_one(
                     counter=counter,
                     message=question.question,
                     window=window,
+                    recall_cache=recall_cache,
                 )
                 built = assembled.window
                 # The question itself is the last message: it is not evidence of anything.

@@ -1,6 +1,6 @@
 """`relaydesk background`: a real process, on no port and at a lower CPU priority, stores and
 answers what a separately started acknowledging gateway (RELAYDESK_RUN_BACKGROUND=false)
-accepted, and stops on SIGTERM; it refuses the embedded SQLite default."""
+accepted, and stops on SIGTERM (its refusal of the SQLite default: `test_serve_workers`)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import asyncio
 import signal
 import subprocess
 import time
-import uuid
 from pathlib import Path
 
 from aiohttp.test_utils import TestClient, TestServer
@@ -27,7 +26,7 @@ from tests.support.databases import (
     unavailable,
 )
 from tests.support.processes import COMMAND, clean_env, nice_of
-from tests.support.signed_twilio import inbound_params, post_signed
+from tests.support.signed_twilio import post_orders
 from tests.support.twilio_server import FakeTwilio
 
 TOKEN = "twilio-auth-token-for-tests"
@@ -77,16 +76,7 @@ async def test_a_background_process_stores_and_answers_what_a_gateway_acknowledg
         gateway = TestClient(TestServer(create_app(settings)))
         await gateway.start_server()
 
-        sender = f"whatsapp:+55119{uuid.uuid4().int % 10**8:08d}"
-        sids = [f"SM{uuid.uuid4().hex}" for _ in range(3)]
-        for i, sid in enumerate(sids):
-            response = await post_signed(
-                gateway,
-                inbound_params(sid, sender, f"pedido {i}", account=ACCOUNT),
-                token=TOKEN,
-                public_url=PUBLIC_URL,
-            )
-            assert response.status == 200
+        sids = await post_orders(gateway, 3, account=ACCOUNT, token=TOKEN, public_url=PUBLIC_URL)
 
         async with asyncio.timeout(40):  # a start, a wake-up or at worst one 15 s sweep
             while len(twilio.created) < len(sids):
@@ -118,17 +108,3 @@ async def test_a_background_process_stores_and_answers_what_a_gateway_acknowledg
         log.close()
         await twilio_server.close()
         await drop_database(url)
-
-
-def test_background_is_refused_on_the_embedded_sqlite_default(tmp_path: Path) -> None:
-    result = subprocess.run(
-        [*COMMAND, "background"],
-        env=clean_env(),
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert result.returncode == 2
-    assert "needs PostgreSQL and Redis" in result.stderr
-    assert "RELAYDESK_REDIS_URL" in result.stderr

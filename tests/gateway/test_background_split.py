@@ -21,7 +21,7 @@ from tests.support.databases import (
     REDIS_URL,
 )
 from tests.support.shared_gateways import next_frame, require_postgres_and_redis, shared_gateways
-from tests.support.signed_twilio import inbound_params, post_signed
+from tests.support.signed_twilio import post_orders
 from tests.support.twilio_server import FakeTwilio
 
 TOKEN = "twilio-auth-token-for-tests"
@@ -67,16 +67,9 @@ async def test_webhooks_acknowledged_by_the_gateway_are_stored_and_answered_by_t
         async with split(str(server.make_url("")).rstrip("/")) as (gateway, background):
             async with asyncio.timeout(5):  # the background app listens for wake-ups
                 await background.app[WAKEUPS].subscribed.wait()
-            sender = f"whatsapp:+55119{uuid.uuid4().int % 10**8:08d}"
-            sids = [f"SM{uuid.uuid4().hex}" for _ in range(5)]
-            for i, sid in enumerate(sids):
-                response = await post_signed(
-                    gateway,
-                    inbound_params(sid, sender, f"pedido {i}", account=ACCOUNT),
-                    token=TOKEN,
-                    public_url=PUBLIC_URL,
-                )
-                assert response.status == 200
+            sids = await post_orders(
+                gateway, 5, account=ACCOUNT, token=TOKEN, public_url=PUBLIC_URL
+            )
 
             async def all_answered() -> bool:
                 return len(twilio.created) == len(sids)

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import aiohttp
+import pytest
 
 from tests.support.databases import (
     REDIS_URL,
@@ -125,16 +126,26 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def test_workers_are_refused_on_the_embedded_sqlite_default(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("command", "refusal"),
+    [
+        (["serve", "--workers", "2"], "--workers 2 needs PostgreSQL and Redis"),
+        (["background"], "relaydesk background needs PostgreSQL and Redis"),
+    ],
+)
+def test_processes_sharing_work_are_refused_on_the_embedded_sqlite_default(
+    tmp_path: Path, command: list[str], refusal: str
+) -> None:
     result = subprocess.run(
-        [*COMMAND, "serve", "--workers", "2", "--port", str(free_port())],
-        env=clean_env(),
+        [*COMMAND, *command],
+        env=clean_env(RELAYDESK_PORT=str(free_port())),
         cwd=tmp_path,
         capture_output=True,
         text=True,
         timeout=60,
     )
     assert result.returncode == 2
-    assert "--workers 2 needs PostgreSQL and Redis" in result.stderr
+    assert refusal in result.stderr
     assert "RELAYDESK_DATABASE_URL=postgresql+asyncpg://" in result.stderr
+    assert "RELAYDESK_REDIS_URL=redis://" in result.stderr
     assert not (tmp_path / "relaydesk.db").exists()  # refused before touching anything

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 from urllib.parse import urlencode
 
@@ -40,3 +41,17 @@ async def post_signed(
     )
     await response.read()
     return response
+
+
+async def post_orders(
+    client: Any, count: int, *, account: str, token: str, public_url: str
+) -> list[str]:
+    """`count` signed messages ("pedido 0", "pedido 1", …) from one new sender, each answered
+    200; their message sids, in order."""
+    sender = f"whatsapp:+55119{uuid.uuid4().int % 10**8:08d}"
+    sids = [f"SM{uuid.uuid4().hex}" for _ in range(count)]
+    for i, sid in enumerate(sids):
+        params = inbound_params(sid, sender, f"pedido {i}", account=account)
+        response = await post_signed(client, params, token=token, public_url=public_url)
+        assert response.status == 200, await response.text()
+    return sids
