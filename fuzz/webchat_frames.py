@@ -14,11 +14,11 @@ import atheris
 from seeds import WEBCHAT
 from structured import document, run  # first: puts the repository on sys.path
 
-with atheris.instrument_imports(include=["channels", "gateway.webchat_frames"]):
+with atheris.instrument_imports(include=["channels", "gateway.webchat.frames"]):
     from channels.base import PayloadInvalid, RawRequest
     from channels.webchat import WebChatChannel, message_from
-    from gateway.errors import BadRequest
-    from gateway.webchat_frames import check_storable, read_frame, read_hello
+    from gateway.http.errors import BadRequest
+    from gateway.webchat.frames import check_storable, read_frame, read_hello
 
 
 NOW = datetime(2026, 11, 29, tzinfo=UTC)
@@ -57,7 +57,7 @@ def test(data: bytes) -> None:
     try:
         CHANNEL.parse(RawRequest("POST", "https://example.test/webchat/messages", {}, body))
     except (PayloadInvalid, ValueError, RecursionError):
-        # The REST route turns the last two into PayloadInvalid (gateway/webchat_routes.py).
+        # The REST route turns the last two into PayloadInvalid (gateway/webchat/routes.py).
         pass
 
 

@@ -15,13 +15,16 @@ from channels.telegram import TelegramChannel
 from channels.twilio_whatsapp import TwilioWhatsAppChannel
 from channels.webchat import WebChatChannel
 from context import TiktokenCounter, load_encoding
-from gateway import chat_page, health, openapi, webchat_routes, webhook_routes
 from gateway.api import campaigns, context, operator, transcripts
-from gateway.clock import utcnow
 from gateway.config import Settings
 from gateway.console import api as console_api
 from gateway.console import routes as console_routes
-from gateway.idempotency import idempotency_middleware
+from gateway.coordination.locks import InProcessLocks, RedisLocks
+from gateway.coordination.redis_client import compaction_queue, make_redis
+from gateway.coordination.wakeups import Wakeups
+from gateway.http import health, openapi, webhooks
+from gateway.http.idempotency import idempotency_middleware
+from gateway.http.middleware import body_limit_middleware, error_middleware, metrics_middleware
 from gateway.inbox.processor import InboxProcessor
 from gateway.inbox.writer import InboxWriter
 from gateway.keys import (
@@ -41,23 +44,22 @@ from gateway.keys import (
     SETTINGS,
     WAKEUPS,
 )
-from gateway.locks import InProcessLocks, RedisLocks
 from gateway.memory.llm_compactor import llm_compactor_factory
 from gateway.memory.queue import CompactionQueue, InProcessQueue
 from gateway.memory.worker import MemoryWorker
-from gateway.metrics import Metrics
-from gateway.middleware import body_limit_middleware, error_middleware, metrics_middleware
-from gateway.pipeline import Accepted, Pipeline
 from gateway.providers import ModelProvider, make_provider
 from gateway.providers.pool import ProviderPool
-from gateway.redis_client import compaction_queue, make_redis
-from gateway.scheduler import TurnScheduler
+from gateway.providers.transcriber import OpenAITranscriber
+from gateway.runtime.clock import utcnow
+from gateway.runtime.metrics import Metrics
 from gateway.storage.engine import make_engine, make_sessionmaker
 from gateway.storage.migrate import upgrade
-from gateway.transcriber import OpenAITranscriber
-from gateway.wakeups import Wakeups
-from gateway.webchat_fanout import FANOUT, RedisFanout
-from gateway.webchat_hub import WebChatHub
+from gateway.turns.pipeline import Accepted, Pipeline
+from gateway.turns.scheduler import TurnScheduler
+from gateway.webchat import page as chat_page
+from gateway.webchat import routes as webchat_routes
+from gateway.webchat.fanout import FANOUT, RedisFanout
+from gateway.webchat.hub import WebChatHub
 
 log = logging.getLogger("relaydesk.app")
 
@@ -111,7 +113,7 @@ async def pipeline_ctx(app: web.Application) -> AsyncIterator[None]:
             count=app[COUNTER].count,
         )
 
-    # With Redis, replies reach sockets held by any gateway process (gateway/webchat_fanout.py).
+    # With Redis, replies reach sockets held by any gateway process (gateway/webchat/fanout.py).
     fanout = RedisFanout(redis) if redis is not None else None
     hub = WebChatHub(fanout.publish if fanout is not None else None)
     transcriber = None
@@ -241,5 +243,5 @@ def create_app(settings: Settings) -> web.Application:
     transcripts.add_routes(app)
     webchat_routes.add_routes(app)
     chat_page.add_routes(app)
-    webhook_routes.add_routes(app)
+    webhooks.add_routes(app)
     return app

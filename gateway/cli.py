@@ -14,7 +14,7 @@ from typing import Any, Protocol
 from aiohttp import web
 
 from gateway.config import ConfigError, Settings, load_settings
-from gateway.logs import configure_logging
+from gateway.runtime.logs import configure_logging
 
 
 def _serve(settings: Settings, args: argparse.Namespace) -> int:
@@ -75,7 +75,7 @@ def _sizes(raw: str) -> tuple[int, ...]:
 
 
 def _bench_context(settings: Settings, args: argparse.Namespace) -> int:
-    from gateway.bench import BaselineUnavailable, BenchOptions, run_context_bench
+    from tools.bench import BaselineUnavailable, BenchOptions, run_context_bench
 
     defaults = BenchOptions()
     try:
@@ -159,7 +159,7 @@ def _service_urls(parser: argparse.ArgumentParser, *, redis_for: str, redis_note
 
 
 def _bench_ingest(settings: Settings, args: argparse.Namespace) -> int:
-    from gateway.bench.ingest import IngestBenchError, IngestOptions, run_ingest_bench
+    from tools.bench.ingest import IngestBenchError, IngestOptions, run_ingest_bench
 
     defaults = IngestOptions()
     options = IngestOptions(
@@ -175,7 +175,7 @@ def _bench_ingest(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def _bench_reply(settings: Settings, args: argparse.Namespace) -> int:
-    from gateway.bench.reply import ReplyBenchError, ReplyOptions, run_reply_bench
+    from tools.bench.reply import ReplyBenchError, ReplyOptions, run_reply_bench
 
     defaults = ReplyOptions()
     try:
@@ -197,7 +197,7 @@ def _bench_reply(settings: Settings, args: argparse.Namespace) -> int:
 def _demo(settings: Settings, args: argparse.Namespace) -> int:
     import tempfile
 
-    from gateway.demo import main as demo_main
+    from tools.demo import main as demo_main
 
     if args.dir:
         return demo_main(Path(args.dir), sys.stdout)
@@ -209,7 +209,7 @@ def _telegram_set_webhook(settings: Settings, args: argparse.Namespace) -> int:
     from telegram.error import TelegramError
 
     from channels.telegram import ALLOWED_UPDATES, SECRET_TOKEN, make_bot
-    from gateway.webhook_routes import TELEGRAM_PATH
+    from gateway.http.webhooks import TELEGRAM_PATH
 
     token = settings.telegram_bot_token.get_secret_value() if settings.telegram_bot_token else ""
     secret = settings.telegram_webhook_secret
@@ -289,7 +289,7 @@ def _operator_add(settings: Settings, args: argparse.Namespace) -> int:
     import getpass
 
     from gateway.console.auth import OperatorAccountError, create_operator
-    from gateway.errors import Conflict
+    from gateway.http.errors import Conflict
     from gateway.storage.engine import make_engine, make_sessionmaker
     from gateway.storage.migrate import upgrade
 
@@ -323,9 +323,9 @@ def _operator_add(settings: Settings, args: argparse.Namespace) -> int:
 def _eval_locomo(settings: Settings, args: argparse.Namespace) -> int:
     import time
 
-    from gateway.eval.locomo import SPLITS, LocomoDataMissing, data_path, load
-    from gateway.eval.report import summarize
-    from gateway.eval.run import evaluate
+    from tools.eval.locomo import SPLITS, LocomoDataMissing, data_path, load
+    from tools.eval.report import summarize
+    from tools.eval.run import evaluate
 
     try:
         path = data_path(args.data)

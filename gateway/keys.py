@@ -11,14 +11,14 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from context import TokenCounter
 from gateway.config import Settings
+from gateway.coordination.wakeups import Wakeups
 from gateway.inbox.processor import InboxProcessor
 from gateway.inbox.writer import InboxWriter
 from gateway.memory.worker import MemoryWorker
-from gateway.metrics import Metrics
-from gateway.pipeline import Pipeline
-from gateway.scheduler import TurnScheduler
-from gateway.wakeups import Wakeups
-from gateway.webchat_hub import WebChatHub
+from gateway.runtime.metrics import Metrics
+from gateway.turns.pipeline import Pipeline
+from gateway.turns.scheduler import TurnScheduler
+from gateway.webchat.hub import WebChatHub
 
 SETTINGS = web.AppKey("settings", Settings)
 METRICS = web.AppKey("metrics", Metrics)

@@ -118,7 +118,7 @@ def run_child(settings: Settings, host: str, port: int, parent: int) -> None:
     from aiohttp import web
 
     from gateway.app import create_app
-    from gateway.logs import configure_logging
+    from gateway.runtime.logs import configure_logging
 
     configure_logging(settings.log_level)
     _exit_with_parent(parent)
@@ -136,7 +136,7 @@ def run_child(settings: Settings, host: str, port: int, parent: int) -> None:
 
 def run_background_child(settings: Settings, parent: int) -> None:
     """Entry point of the background process: the app's background work, no HTTP listener."""
-    from gateway.logs import configure_logging
+    from gateway.runtime.logs import configure_logging
 
     configure_logging(settings.log_level)
     _exit_with_parent(parent)

@@ -8,11 +8,11 @@ from typing import Any
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field
 
-from gateway.auth import require_api_key
-from gateway.bodies import path_id, read_json
-from gateway.errors import NotFound
+from gateway.http.auth import require_api_key
+from gateway.http.bodies import path_id, read_json
+from gateway.http.errors import NotFound
+from gateway.http.openapi import document
 from gateway.keys import SESSIONS
-from gateway.openapi import document
 from gateway.storage.errors import RecordNotFound
 from gateway.storage.records import CampaignRecord
 from gateway.storage.repositories import campaigns

@@ -7,14 +7,14 @@ from typing import Literal
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field
 
-from gateway.auth import require_api_key
-from gateway.bodies import read_json
-from gateway.context_service import DialogueTurn, assemble_context
-from gateway.errors import BadRequest
-from gateway.identity_store import identify
+from gateway.customers.resolve import identify
+from gateway.http.auth import require_api_key
+from gateway.http.bodies import read_json
+from gateway.http.errors import BadRequest
+from gateway.http.openapi import document
 from gateway.keys import COUNTER, PIPELINE, SESSIONS, SETTINGS
-from gateway.openapi import document
 from gateway.storage.repositories import tenants
+from gateway.turns.window import DialogueTurn, assemble_context
 from identity import (
     Evidence,
     InvalidIdentifier,

@@ -11,11 +11,11 @@ from typing import Any
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field
 
-from gateway import operator_store
-from gateway.bodies import path_id, query_text, read_json
 from gateway.console.auth import operator_actor
+from gateway.customers import operator_actions as operator_store
+from gateway.http.bodies import path_id, query_text, read_json
+from gateway.http.openapi import document
 from gateway.keys import SESSIONS
-from gateway.openapi import document
 from gateway.storage.records import AuditRecord, PendingLinkRecord
 from gateway.storage.repositories import audit, customers, facts
 

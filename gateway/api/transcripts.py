@@ -9,15 +9,15 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
 from channels.base import PayloadInvalid
 from channels.transcripts import parse_transcript
-from gateway.auth import require_api_key
-from gateway.bodies import read_json
-from gateway.errors import BadRequest
-from gateway.identity_store import identify
+from gateway.customers.resolve import identify
+from gateway.http.auth import require_api_key
+from gateway.http.bodies import read_json
+from gateway.http.errors import BadRequest
+from gateway.http.openapi import document
 from gateway.keys import COUNTER, MEMORY, SESSIONS, SETTINGS
 from gateway.memory.queue import CompactionJob
-from gateway.openapi import document
 from gateway.storage.repositories import tenants
-from gateway.transcripts_ingest import store_call
+from gateway.turns.calls import store_call
 from identity import InvalidIdentifier, PhoneCall
 
 

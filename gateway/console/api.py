@@ -13,13 +13,13 @@ from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field
 
 from gateway.api.operator import Decision, audit_json
-from gateway.bodies import path_id, query_text, read_json
 from gateway.console import service
 from gateway.console.auth import operator_actor
 from gateway.console.routes import run_rebuild
-from gateway.ids import MAX_STORAGE_ID, storage_id
+from gateway.http.bodies import path_id, query_text, read_json
+from gateway.http.ids import MAX_STORAGE_ID, storage_id
+from gateway.http.openapi import document
 from gateway.keys import COUNTER, SESSIONS, SETTINGS
-from gateway.openapi import document
 from gateway.storage.errors import RecordNotFound
 from gateway.storage.records import FactRecord
 from gateway.storage.repositories import customers

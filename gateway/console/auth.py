@@ -27,10 +27,10 @@ from sqlalchemy import delete, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from gateway.auth import require_api_key
-from gateway.clock import utcnow
-from gateway.errors import Conflict, Forbidden, Unauthorized
+from gateway.http.auth import require_api_key
+from gateway.http.errors import Conflict, Forbidden, Unauthorized
 from gateway.keys import SESSIONS, SETTINGS
+from gateway.runtime.clock import utcnow
 from gateway.storage.models import Operator, OperatorSession
 
 COOKIE = "relaydesk_console"

@@ -18,12 +18,11 @@ from urllib.parse import quote
 from aiohttp import web
 from multidict import MultiDictProxy
 
-from gateway import operator_store
-from gateway.chat_page import STATIC_DIR
 from gateway.console import auth, service, views
 from gateway.console.html import Html
-from gateway.errors import BadRequest, GatewayError
-from gateway.ids import storage_id
+from gateway.customers import operator_actions as operator_store
+from gateway.http.errors import BadRequest, GatewayError
+from gateway.http.ids import storage_id
 from gateway.keys import COUNTER, INBOX_READY, MEMORY, SESSIONS, SETTINGS
 from gateway.memory.rebuild import rebuild_customer
 from gateway.storage.errors import RecordNotFound
@@ -41,6 +40,7 @@ POLICY: Final = "; ".join(
         "base-uri 'none'",
     ]
 )
+STATIC_DIR: Final = Path(__file__).parent / "static"
 ASSETS: Final = {"console.css": "text/css; charset=utf-8"}
 MESSAGES_PER_EPISODE: Final = 200
 

@@ -22,9 +22,8 @@ from sqlalchemy import or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from context import TokenCounter
-from gateway.context_service import AssembledContext, assemble_context
-from gateway.errors import BadRequest
-from gateway.identity_store import ResolvedIdentity, rules_for
+from gateway.customers.resolve import ResolvedIdentity, rules_for
+from gateway.http.errors import BadRequest
 from gateway.storage.errors import RecordNotFound
 from gateway.storage.models import ChannelIdentity, Customer, CustomerIdentifier, Episode, Fact
 from gateway.storage.records import (
@@ -44,6 +43,7 @@ from gateway.storage.repositories import (
     messages,
     tenants,
 )
+from gateway.turns.window import AssembledContext, assemble_context
 from identity import ChannelIdentityKey, LinkLevel
 
 CONSOLE_CHANNEL = "console"

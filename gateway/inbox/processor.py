@@ -18,13 +18,13 @@ from datetime import timedelta
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from channels.base import InboundMessage
-from gateway.clock import utcnow
 from gateway.inbox.codec import from_payload
-from gateway.outages import is_storage_down
-from gateway.pipeline import Accepted
+from gateway.runtime.clock import utcnow
+from gateway.runtime.outages import is_storage_down
+from gateway.runtime.tasks import cancel_and_wait
 from gateway.storage.records import InboxItem
 from gateway.storage.repositories import inbox
-from gateway.tasks import cancel_and_wait
+from gateway.turns.pipeline import Accepted
 
 log = logging.getLogger("relaydesk.inbox")
 

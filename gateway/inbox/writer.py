@@ -12,8 +12,8 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from channels.base import InboundMessage
 from gateway.inbox.codec import to_payload
+from gateway.runtime.tasks import cancel_and_wait
 from gateway.storage.repositories import inbox
-from gateway.tasks import cancel_and_wait
 
 MAX_BATCH_ROWS = 500
 CLOSE_WAIT_S = 10.0

@@ -13,11 +13,11 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from context import TiktokenCounter, load_encoding
 from gateway.config import Settings
+from gateway.coordination.redis_client import compaction_queue, make_redis
 from gateway.memory.llm_compactor import CompactorFactory, llm_compactor_factory
 from gateway.memory.queue import CompactionQueue, InProcessQueue
 from gateway.memory.rebuild import rebuild_customer
 from gateway.memory.worker import MemoryWorker
-from gateway.redis_client import compaction_queue, make_redis
 from gateway.storage.engine import make_engine, make_sessionmaker
 
 

@@ -19,8 +19,8 @@ from datetime import datetime, timedelta
 from sqlalchemy import and_, exists, func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from gateway.clock import utcnow
 from gateway.memory.queue import CompactionJob, CompactionQueue
+from gateway.runtime.clock import utcnow
 from gateway.storage.models import Episode, EpisodeSummary, Message
 
 log = logging.getLogger("relaydesk.memory")

@@ -33,7 +33,7 @@ from gateway.storage.models import Episode, EpisodeSummary
 from gateway.storage.records import FactRecord, MessageRecord, NewFact
 from gateway.storage.repositories import facts, messages, summaries
 from gateway.tenants import TenantSettings
-from gateway.transcripts_ingest import current_turn, speech
+from gateway.turns.calls import current_turn, speech
 
 log = logging.getLogger("relaydesk.memory")
 

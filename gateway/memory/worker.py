@@ -17,8 +17,8 @@ from gateway.memory.llm_compactor import CompactorFactory, LLMCompactor
 from gateway.memory.owed_summaries import SWEEP_EVERY_S, sweep_forever
 from gateway.memory.queue import CompactionJob, CompactionQueue
 from gateway.memory.service import CompactionOutcome, compact_episode
+from gateway.runtime.tasks import cancel_and_wait
 from gateway.storage.repositories import episodes, tenants
-from gateway.tasks import cancel_and_wait
 from gateway.tenants import TenantSettings
 
 log = logging.getLogger("relaydesk.memory")

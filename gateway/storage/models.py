@@ -30,7 +30,7 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, Mapper, mapped_column
 from sqlalchemy.types import TypeDecorator
 
-from gateway.clock import utcnow
+from gateway.runtime.clock import utcnow
 
 # Integer autoincrement keys on SQLite need the plain INTEGER type.
 BigId = BigInteger().with_variant(Integer(), "sqlite")
@@ -54,7 +54,7 @@ class UtcDateTime(TypeDecorator[datetime]):
         if value is None:
             return None
         if value.tzinfo is None:
-            raise ValueError("naive datetimes are not stored; use gateway.clock.utcnow()")
+            raise ValueError("naive datetimes are not stored; use gateway.runtime.clock.utcnow()")
         return value.astimezone(UTC)
 
     def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:

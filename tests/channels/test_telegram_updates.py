@@ -7,7 +7,6 @@ import copy
 import json
 from collections.abc import Iterator
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,8 +22,9 @@ from channels.telegram_updates import (
     read_update,
     with_old_schema_defaults,
 )
+from tests.support.fixtures import FIXTURES as ALL_FIXTURES
 
-FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "telegram"
+FIXTURES = ALL_FIXTURES / "telegram"
 NOW = datetime(2026, 11, 29, tzinfo=UTC)
 
 

@@ -14,9 +14,9 @@ from aiohttp.test_utils import TestClient, TestServer
 from redis.asyncio import Redis
 from sqlalchemy import func, select
 
+from gateway.coordination.wakeups import Wakeups
 from gateway.keys import METRICS, SESSIONS, WAKEUPS
 from gateway.storage.models import InboxMessage, Message, TurnRow
-from gateway.wakeups import Wakeups
 from tests.support.databases import (
     REDIS_URL,
 )

@@ -6,11 +6,11 @@ import pytest
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from context import TiktokenCounter, load_encoding
-from gateway.context_service import DialogueTurn, assemble_context, cut_dialogue
-from gateway.identity_store import ResolvedIdentity, resolve_identity
+from gateway.customers.resolve import ResolvedIdentity, resolve_identity
 from gateway.storage.records import NewFact, NewMessage
 from gateway.storage.repositories import episodes, facts, messages, summaries
 from gateway.tenants import TenantSettings
+from gateway.turns.window import DialogueTurn, assemble_context, cut_dialogue
 from identity import ChannelIdentityKey, LinkLevel, ScopePolicy, WhatsAppSender, observe
 
 COUNTER = TiktokenCounter(load_encoding())

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from sqlalchemy import func, select
 
-from gateway import pipeline as pipeline_module
 from gateway.storage.models import TurnRow
+from gateway.turns import pipeline as pipeline_module
 from tests.support.stack import Stack, running_stack
 
 

@@ -8,8 +8,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from gateway import operator_store
-from gateway.identity_store import apply_resolution, resolve_identity, snapshot_for
+from gateway.customers import operator_actions as operator_store
+from gateway.customers.resolve import apply_resolution, resolve_identity, snapshot_for
 from gateway.storage.errors import IdentityRace
 from gateway.storage.records import NewFact, NewMessage
 from gateway.storage.repositories import audit, customers, episodes, facts, messages

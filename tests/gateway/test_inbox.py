@@ -14,14 +14,14 @@ from pathlib import Path
 import pytest
 from sqlalchemy import func, select
 
-from gateway import pipeline as pipeline_module
-from gateway.clock import utcnow
 from gateway.inbox.processor import MAX_ATTEMPTS
 from gateway.inbox.writer import InboxWriter
 from gateway.keys import INBOX, INBOX_WRITER
+from gateway.runtime.clock import utcnow
 from gateway.storage.engine import make_engine, make_sessionmaker
 from gateway.storage.models import InboxMessage, Message
 from gateway.storage.repositories import inbox
+from gateway.turns import pipeline as pipeline_module
 from tests.support.databases import create_database, drop_database, postgres_reachable, unavailable
 from tests.support.signed_twilio import inbound_params, post_signed
 from tests.support.stack import Stack, running_stack

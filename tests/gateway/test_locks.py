@@ -10,7 +10,7 @@ import pytest
 from redis.asyncio import Redis
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from gateway.locks import InProcessLocks, RedisLocks
+from gateway.coordination.locks import InProcessLocks, RedisLocks
 from gateway.storage.repositories import turns
 from tests.support.databases import REDIS_URL, redis_reachable, unavailable
 

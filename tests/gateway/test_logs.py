@@ -3,7 +3,7 @@ from __future__ import annotations
 import json
 import logging
 
-from gateway.logs import JsonFormatter, mask
+from gateway.runtime.logs import JsonFormatter, mask
 
 
 def test_phone_numbers_and_emails_are_masked() -> None:

@@ -36,7 +36,7 @@ from schemathesis.specs.openapi.checks import (
     unsupported_method,
 )
 
-from gateway.openapi import spec
+from gateway.http.openapi import spec
 from tests.support.stack import API_KEY, running_stack
 
 BACKENDS = ["embedded", "production"]

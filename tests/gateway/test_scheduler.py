@@ -7,7 +7,7 @@ import asyncio
 import pytest
 from redis.exceptions import ConnectionError as RedisConnectionError
 
-from gateway.scheduler import TurnScheduler
+from gateway.turns.scheduler import TurnScheduler
 
 
 async def _nothing_pending() -> list[str]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from gateway.tasks import cancel_and_wait
+from gateway.runtime.tasks import cancel_and_wait
 
 
 async def test_a_task_that_swallows_a_cancellation_is_still_stopped() -> None:

@@ -11,7 +11,7 @@ from aiohttp.test_utils import TestClient
 
 from channels.base import OutboundMessage
 from gateway.keys import HUB, SCHEDULER
-from gateway.webchat_hub import WebChatHub
+from gateway.webchat.hub import WebChatHub
 from tests.support.shared_gateways import next_frame, shared_gateways
 
 

@@ -224,7 +224,7 @@ async def test_a_reply_stored_but_never_sent_is_sent_by_the_sweep(tmp_path: Path
 
     from sqlalchemy import update
 
-    from gateway.clock import utcnow
+    from gateway.runtime.clock import utcnow
 
     fake, base = twilio
     async with running_stack("embedded", tmp_path, **_settings(base)) as stack:
@@ -253,7 +253,7 @@ async def test_concurrent_sweeps_send_a_stranded_reply_once(
 
     from sqlalchemy import update
 
-    from gateway.clock import utcnow
+    from gateway.runtime.clock import utcnow
 
     fake, base = twilio
     sender = f"whatsapp:+55119{uuid.uuid4().int % 10**8:08d}"

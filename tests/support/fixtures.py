@@ -1,13 +1,8 @@
-"""Where the shared third-party payloads and evaluation data live: `shared/` next to the
-repository (override with RELAYDESK_SHARED_DIR)."""
+"""Where the recorded third-party payloads live: `tests/fixtures/`, one folder per vendor, each
+with a SOURCE.md naming where its files came from and under which licence."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
-SHARED = Path(
-    os.environ.get("RELAYDESK_SHARED_DIR", Path(__file__).resolve().parents[3] / "shared")
-)
-FIXTURES = SHARED / "fixtures"
-EVAL = SHARED / "eval"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"

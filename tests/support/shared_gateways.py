@@ -13,7 +13,7 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from gateway.app import create_app
 from gateway.config import Settings
-from gateway.webchat_fanout import FANOUT
+from gateway.webchat.fanout import FANOUT
 from tests.support.databases import (
     REDIS_URL,
     create_database,

@@ -5,7 +5,7 @@
 With `retry=True` it behaves like the provider: a webhook that did not get a 200 (an error
 status, a refused or cut connection) is sent again after a short pause until it is
 acknowledged; without it each webhook is tried once. The stored rows are then counted by
-`gateway.bench.ingest.stored_counts`, the benchmark's own lost/duplicated check.
+`tools.bench.ingest.stored_counts`, the benchmark's own lost/duplicated check.
 """
 
 from __future__ import annotations

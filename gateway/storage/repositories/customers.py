@@ -7,7 +7,7 @@ from typing import Any
 from sqlalchemy import bindparam, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from gateway.clock import utcnow
+from gateway.runtime.clock import utcnow
 from gateway.storage.errors import RecordNotFound, require_customer
 from gateway.storage.models import ChannelIdentity, Customer, CustomerIdentifier
 from gateway.storage.records import ChannelIdentityRecord, CustomerRecord, IdentifierRecord

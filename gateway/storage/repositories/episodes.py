@@ -7,7 +7,7 @@ from datetime import datetime
 from sqlalchemy import bindparam, case, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from gateway.clock import utcnow
+from gateway.runtime.clock import utcnow
 from gateway.storage.errors import RecordNotFound, require_customer
 from gateway.storage.models import Episode
 from gateway.storage.records import EpisodeRecord

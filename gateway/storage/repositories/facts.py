@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from sqlalchemy import bindparam, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from gateway.clock import utcnow
+from gateway.runtime.clock import utcnow
 from gateway.storage.errors import InvalidFactSource, RecordNotFound, require_customer
 from gateway.storage.models import Fact, Message
 from gateway.storage.records import FactRecord, NewFact

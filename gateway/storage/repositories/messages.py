@@ -7,7 +7,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from gateway.clock import utcnow
+from gateway.runtime.clock import utcnow
 from gateway.storage.errors import DuplicateMessage, RecordNotFound, require_customer
 from gateway.storage.models import Episode, Message
 from gateway.storage.records import MessageRecord, NewMessage

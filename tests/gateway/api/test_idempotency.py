@@ -14,10 +14,10 @@ from pytest_aiohttp import AiohttpClient
 from sqlalchemy import func, select, update
 
 from gateway.app import create_app
-from gateway.auth import require_api_key
-from gateway.clock import utcnow
-from gateway.idempotency import fingerprint, is_valid_key
+from gateway.http.auth import require_api_key
+from gateway.http.idempotency import fingerprint, is_valid_key
 from gateway.keys import SESSIONS
+from gateway.runtime.clock import utcnow
 from gateway.storage.models import IdempotencyKey
 from tests.gateway.conftest import AUTH, make_settings
 from tests.support.stack import running_stack

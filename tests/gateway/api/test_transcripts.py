@@ -16,8 +16,8 @@ from sqlalchemy import select
 
 from channels.base import InboundMessage
 from channels.transcripts import parse_transcript
-from gateway.clock import utcnow
 from gateway.keys import MEMORY
+from gateway.runtime.clock import utcnow
 from gateway.storage.models import Episode, Message
 from tests.gateway.conftest import AUTH
 from tests.support.fixtures import FIXTURES

@@ -10,7 +10,6 @@ import pytest
 from sqlalchemy import select, update
 
 from gateway.cli import main as cli_main
-from gateway.clock import utcnow
 from gateway.console.auth import (
     COOKIE,
     OperatorAccountError,
@@ -18,7 +17,8 @@ from gateway.console.auth import (
     hash_password,
     verify_password,
 )
-from gateway.errors import Conflict
+from gateway.http.errors import Conflict
+from gateway.runtime.clock import utcnow
 from gateway.storage.models import Operator, OperatorSession
 from tests.gateway.console.conftest import AUTH, PASSWORD, USERNAME, csrf_of, log_in, seed
 from tests.support.stack import Stack

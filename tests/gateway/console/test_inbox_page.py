@@ -13,9 +13,9 @@ from aiohttp.test_utils import TestClient
 from sqlalchemy import select
 
 from channels.base import InboundMessage
-from gateway.clock import utcnow
 from gateway.console.auth import create_operator
 from gateway.inbox.codec import to_payload
+from gateway.runtime.clock import utcnow
 from gateway.storage.models import InboxMessage, Message
 from gateway.storage.repositories import audit, inbox
 from tests.gateway.console.conftest import log_in

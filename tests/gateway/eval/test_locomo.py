@@ -8,12 +8,9 @@ from typing import Any
 
 import pytest
 
-from gateway.eval.locomo import LocomoDataMissing, data_path, load, split_ids
-from gateway.eval.report import summarize
-from gateway.eval.run import METHODS, evaluate, normalize
-from tests.support.fixtures import EVAL
-
-REAL = EVAL / "locomo" / "locomo10.json"
+from tools.eval.locomo import LocomoDataMissing, data_path, load, split_ids
+from tools.eval.report import summarize
+from tools.eval.run import METHODS, evaluate, normalize
 
 FILLER = [
     "I spent the weekend cleaning the garage and sorting old boxes of books.",
@@ -116,12 +113,3 @@ async def test_end_to_end_on_a_small_conversation(tmp_path: Path) -> None:
     # The first question's evidence is the very first turn; recall brings it back.
     ours = [o for o in outcomes if o.method == "relaydesk" and o.category == 4]
     assert ours[0].covered is True and ours[0].answer_in_window is True
-
-
-@pytest.mark.skipif(not REAL.is_file(), reason=f"LoCoMo data not present at {REAL}")
-def test_real_file_counts() -> None:
-    conversations = load(REAL)
-    assert len(conversations) == 10
-    assert sum(len(c.turns) for c in conversations) == 5_882
-    assert sum(len(c.questions) for c in conversations) == 1_986
-    assert sum(len(c.sessions) for c in conversations) == 272

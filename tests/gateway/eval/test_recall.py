@@ -5,11 +5,11 @@ from __future__ import annotations
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from context import TiktokenCounter, load_encoding
-from gateway.context_service import assemble_context
-from gateway.identity_store import ResolvedIdentity, resolve_identity
+from gateway.customers.resolve import ResolvedIdentity, resolve_identity
 from gateway.storage.records import NewMessage
 from gateway.storage.repositories import episodes, messages, summaries
 from gateway.tenants import TenantSettings
+from gateway.turns.window import assemble_context
 from identity import ChannelIdentityKey, LinkLevel, ScopePolicy, WhatsAppSender, observe
 
 COUNTER = TiktokenCounter(load_encoding())

@@ -21,7 +21,7 @@ from pathlib import Path
 from aiohttp.test_utils import TestServer
 from sqlalchemy import func, select
 
-from gateway.dedupe import BACKOFF_S
+from gateway.coordination.dedupe import BACKOFF_S
 from gateway.storage.models import Episode, EpisodeSummary, Message, TurnRow
 from tests.support.databases import create_database, drop_database, postgres_reachable, unavailable
 from tests.support.private_redis import PrivateRedis, private_redis

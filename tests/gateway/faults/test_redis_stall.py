@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 from redis.asyncio import Redis
 
-from gateway.dedupe import SeenKeys, Sighting
-from gateway.locks import RedisLocks
+from gateway.coordination.dedupe import SeenKeys, Sighting
+from gateway.coordination.locks import RedisLocks
 from tests.support.private_redis import PrivateRedis, private_redis
 from tests.support.stalling_proxy import StallingProxy
 

@@ -8,7 +8,7 @@ import pytest
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from gateway.clock import utcnow
+from gateway.runtime.clock import utcnow
 from gateway.storage.errors import DuplicateMessage
 from gateway.storage.models import Episode, TenantConfig
 from gateway.storage.records import NewMessage

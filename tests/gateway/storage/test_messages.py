@@ -6,7 +6,7 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from gateway.clock import utcnow
+from gateway.runtime.clock import utcnow
 from gateway.storage.errors import CustomerScopeRequired, DuplicateMessage, RecordNotFound
 from gateway.storage.models import ImmutableRowError, Message
 from gateway.storage.records import NewMessage

@@ -1,0 +1,1 @@
+"""Cross-process coordination over Redis: client, pub/sub, locks, dedupe, wake-ups."""

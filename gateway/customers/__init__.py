@@ -1,0 +1,1 @@
+"""Customers against storage: identity resolution, channel evidence, operator actions."""

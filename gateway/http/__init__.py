@@ -1,0 +1,1 @@
+"""HTTP plumbing: middleware, errors, bodies, auth, idempotency, health, OpenAPI, webhooks."""

@@ -1,0 +1,27 @@
+"""Bearer API key for `/v1/*` and the operator API."""
+
+from __future__ import annotations
+
+import hmac
+
+from aiohttp import web
+
+from gateway.http.errors import Unauthorized
+from gateway.keys import SETTINGS
+
+
+def require_api_key(request: web.Request) -> None:
+    """Raise 401 unless the request carries `Authorization: Bearer <RELAYDESK_API_KEY>`.
+
+    With no key configured every call is refused: an open API by accident is worse than a
+    gateway that needs one more setting.
+    """
+    configured = request.app[SETTINGS].api_key
+    header = request.headers.get("Authorization", "")
+    scheme, _, presented = header.partition(" ")
+    # A key is ASCII; anything else (a header that was not UTF-8) cannot match.
+    if configured is None or scheme.lower() != "bearer" or not presented.isascii():
+        raise Unauthorized("a valid Bearer API key is required")
+    expected = configured.get_secret_value().encode()
+    if not presented.strip() or not hmac.compare_digest(presented.strip().encode(), expected):
+        raise Unauthorized("a valid Bearer API key is required")

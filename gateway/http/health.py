@@ -1,0 +1,105 @@
+"""`/healthz` (database, and Redis when configured) and `/metrics` (Prometheus text).
+
+Without the database nothing can be accepted: 503. Without Redis the gateway still accepts
+every message (dedupe falls back to the database, jobs are kept, turns wait for the sweep), so
+it answers 200 with `"status": "degraded"`: a health check that restarted every gateway during
+a Redis outage would only turn a slowdown into an outage.
+
+`/healthz` also names the process (`pid`) that answered, to tell gateway processes apart
+behind one port or load balancer.
+
+`/metrics` reads the inbox at each scrape (one aggregate statement): messages acknowledged but
+not stored yet, how long the oldest has waited, and rows set aside for an operator.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from datetime import UTC
+
+from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from sqlalchemy import text
+
+from gateway.keys import ENGINE, METRICS, REDIS, SESSIONS
+from gateway.runtime.clock import utcnow
+from gateway.storage.repositories import inbox
+
+log = logging.getLogger("relaydesk.health")
+
+CHECK_TIMEOUT_S = 3.0
+
+
+async def _check_database(app: web.Application) -> str:
+    try:
+        async with asyncio.timeout(CHECK_TIMEOUT_S):
+            async with app[ENGINE].connect() as connection:
+                await connection.execute(text("SELECT 1"))
+        return "ok"
+    except Exception as exc:  # any failure means "down"; the kind is reported, not raised
+        return f"down: {type(exc).__name__}"
+
+
+async def _check_redis(app: web.Application) -> str:
+    redis = app.get(REDIS)
+    if redis is None:
+        return "not configured"
+    try:
+        async with asyncio.timeout(CHECK_TIMEOUT_S):
+            await redis.ping()
+        return "ok"
+    except Exception as exc:
+        return f"down: {type(exc).__name__}"
+
+
+async def healthz(request: web.Request) -> web.Response:
+    database, redis = await asyncio.gather(_check_database(request.app), _check_redis(request.app))
+    checks = {"database": database, "redis": redis}
+    if database.startswith("down"):
+        return web.json_response(
+            {
+                "error": "service_unavailable",
+                "detail": "unavailable: database",
+                "checks": checks,
+                "pid": os.getpid(),
+            },
+            status=503,
+        )
+    status = "degraded" if redis.startswith("down") else "ok"
+    return web.json_response({"status": status, "checks": checks, "pid": os.getpid()})
+
+
+async def _read_inbox(app: web.Application) -> None:
+    """Set the inbox gauges from the database; on failure they are left as last read (the
+    database check of `/healthz` reports the outage)."""
+    gauges = app[METRICS]
+    try:
+        async with asyncio.timeout(CHECK_TIMEOUT_S):
+            async with app[SESSIONS]() as session:
+                depth = await inbox.depth(session)
+    except Exception as exc:
+        log.warning("inbox gauges not read", extra={"fields": {"error": type(exc).__name__}})
+        return
+    gauges.inbox_waiting.set(depth.waiting)
+    gauges.inbox_set_aside.set(depth.set_aside)
+    oldest = depth.oldest_waiting
+    if oldest is not None and oldest.tzinfo is None:  # SQLite hands an aggregate back naive
+        oldest = oldest.replace(tzinfo=UTC)
+    age = 0.0 if oldest is None else (utcnow() - oldest).total_seconds()
+    gauges.inbox_oldest_seconds.set(max(0.0, age))
+
+
+async def metrics(request: web.Request) -> web.Response:
+    await _read_inbox(request.app)
+    body = generate_latest(request.app[METRICS].registry)
+    response = web.Response(body=body)
+    response.content_type = CONTENT_TYPE_LATEST.split(";")[0]
+    response.charset = "utf-8"
+    return response
+
+
+def add_routes(app: web.Application) -> None:
+    app.router.add_get("/healthz", healthz)
+    app.router.add_get("/metrics", metrics)

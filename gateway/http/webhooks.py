@@ -1,0 +1,116 @@
+"""Provider webhooks: verify, parse, store (durable before the 2xx), answer later.
+
+A wrong signature is refused before anything is read into storage; a malformed body is a 400
+with the reason; storage down is a 503 so the provider retries instead of dropping.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from aiohttp import web
+
+from channels.base import PayloadInvalid, RawRequest, unstorable_field
+from channels.telegram import ignored_update
+from channels.twilio_whatsapp import TwilioWhatsAppChannel
+from gateway.http.openapi import document
+from gateway.keys import INBOX_WRITER, PIPELINE, SESSIONS
+from gateway.turns import delivery
+
+EMPTY_TWIML = '<?xml version="1.0" encoding="UTF-8"?><Response></Response>'
+
+TELEGRAM_PATH = "/webhooks/telegram"
+
+log = logging.getLogger("relaydesk.webhooks")
+
+
+async def receive(request: web.Request, channel_name: str) -> int:
+    """The shared path of every webhook; returns how many messages it held.
+
+    The 2xx waits only for the inbox row (written with the other webhooks of the moment, one
+    commit for all); the message is stored as such, and answered, in the background."""
+    pipeline = request.app[PIPELINE]
+    with pipeline.ingest_request():
+        body = await request.read()
+        raw = RawRequest(request.method, str(request.url), dict(request.headers), body)
+        channel = pipeline.channels[channel_name]
+        channel.verify(raw)
+        parsed = channel.parse(raw)
+        for inbound in parsed:  # checked before any is stored: a refused request stores nothing
+            why = unstorable_field(inbound)
+            if why is not None:
+                raise PayloadInvalid(why)
+        await request.app[INBOX_WRITER].put(parsed, host=request.host)
+        return len(parsed)
+
+
+async def twilio_whatsapp(request: web.Request) -> web.Response:
+    await receive(request, "whatsapp")
+    return web.Response(text=EMPTY_TWIML, content_type="text/xml")
+
+
+async def twilio_status(request: web.Request) -> web.Response:
+    body = await request.read()
+    raw = RawRequest(request.method, str(request.url), dict(request.headers), body)
+    channel = request.app[PIPELINE].channels["whatsapp"]
+    assert isinstance(channel, TwilioWhatsAppChannel)
+    channel.verify(raw)
+    sid, status, error_code = channel.parse_status(raw)
+    async with request.app[SESSIONS].begin() as session:
+        await delivery.apply_status(
+            session, channel="whatsapp", provider_id=sid, status=status, error_code=error_code
+        )
+    return web.Response(status=204)
+
+
+document(
+    "POST",
+    "/webhooks/twilio/status",
+    "Twilio delivery status callback (only moves a message's status forward)",
+    secured=False,
+    responses={204: "applied or ignored", 400: "malformed", 403: "bad signature"},
+)
+document(
+    "POST",
+    "/webhooks/twilio/whatsapp",
+    "Twilio WhatsApp inbound webhook (form-encoded, X-Twilio-Signature)",
+    secured=False,
+    responses={
+        200: "committed to the inbox (empty TwiML)",
+        400: "malformed",
+        403: "bad signature",
+    },
+)
+
+
+async def telegram(request: web.Request) -> web.Response:
+    if not await receive(request, "telegram"):
+        # Acknowledged so Telegram stops redelivering it; only the kind is logged, never content.
+        ignored = ignored_update(await request.read())
+        if ignored is not None:
+            log.info(
+                "telegram update ignored",
+                extra={"fields": {"update_type": ignored.update_type, "reason": ignored.reason}},
+            )
+    return web.json_response({"ok": True})
+
+
+document(
+    "POST",
+    TELEGRAM_PATH,
+    "Telegram Bot API webhook (JSON Update, X-Telegram-Bot-Api-Secret-Token)",
+    secured=False,
+    responses={
+        200: "committed to the inbox, or acknowledged without a message (update kinds and chats "
+        "not handled)",
+        400: "malformed",
+        403: "missing or wrong secret token",
+        413: "body too large",
+    },
+)
+
+
+def add_routes(app: web.Application) -> None:
+    app.router.add_post("/webhooks/twilio/whatsapp", twilio_whatsapp)
+    app.router.add_post(TELEGRAM_PATH, telegram)
+    app.router.add_post("/webhooks/twilio/status", twilio_status)

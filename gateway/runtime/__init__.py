@@ -1,0 +1,1 @@
+"""Process plumbing: logs, metrics, clock, tracked tasks, outage detection."""

@@ -1,0 +1,1 @@
+"""The message flow: accept, answer, deliver; scheduler; window assembly; calls, voice notes."""

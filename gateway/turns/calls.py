@@ -1,0 +1,163 @@
+"""Store a finished phone call: one `phone` episode, one message per speaker turn.
+
+Card numbers and security codes are redacted before anything is stored. Each turn keeps its
+confidence and words (low-confidence words marked in the text); segments flagged as probably
+not speech are stored with their flags and left out of summaries. A re-post of the same
+`call_id` with a different transcript becomes a new version of the same episode (the earlier
+version's rows stay, for audit); an identical re-post changes nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import delete, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from channels.redaction import redact, redact_words
+from channels.transcripts import Transcript, TranscriptSegment, rendered_text, to_native
+from context import TokenCounter
+from gateway.customers.resolve import ResolvedIdentity
+from gateway.storage.models import Episode, EpisodeSummary, Message
+from gateway.storage.records import NewMessage
+from gateway.storage.repositories import episodes, messages
+
+
+@dataclass(frozen=True, slots=True)
+class StoredCall:
+    episode_id: str
+    messages: int
+    version: int
+    unchanged: bool
+
+
+def transcript_digest(transcript: Transcript) -> str:
+    canonical = json.dumps(to_native(transcript), sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def _redacted(segment: TranscriptSegment) -> tuple[str, list[dict[str, Any]], int]:
+    """The turn's text (uncertain words marked) and words, with card numbers removed."""
+    if segment.words:
+        cleaned = redact_words(segment.words)
+        words = list(cleaned.words)
+        text = rendered_text(
+            TranscriptSegment(
+                speaker=segment.speaker,
+                text=segment.text,
+                start=segment.start,
+                end=segment.end,
+                confidence=segment.confidence,
+                words=tuple(words),
+                flags=segment.flags,
+            )
+        )
+        count = cleaned.redacted_count
+    else:
+        words = []
+        text = rendered_text(segment)
+        count = 0
+    final = redact(text)  # also catches what word-level redaction could not see
+    word_json = [
+        {"text": w.text, "confidence": w.confidence, "start": w.start, "end": w.end} for w in words
+    ]
+    return final.text, word_json, count + final.redacted_count
+
+
+async def store_call(
+    session: AsyncSession,
+    *,
+    identity: ResolvedIdentity,
+    call_id: str,
+    started_at: datetime,
+    transcript: Transcript,
+    counter: TokenCounter,
+) -> StoredCall:
+    digest = transcript_digest(transcript)
+    ref = f"call:{call_id}"
+    row = await session.scalar(select(Episode).where(Episode.external_ref == ref))
+    if row is not None:
+        latest = await session.scalar(
+            select(Message).where(Message.episode_id == row.id).order_by(Message.id.desc()).limit(1)
+        )
+        if latest is not None and (latest.extra or {}).get("transcript_sha256") == digest:
+            count = await _count(session, row.id, row.version)
+            return StoredCall(row.id, count, row.version, True)
+        row.version += 1
+        row.transcript_confidence = transcript.customer_confidence
+        # The summary described the old version; compaction writes a new one.
+        await session.execute(delete(EpisodeSummary).where(EpisodeSummary.episode_id == row.id))
+        episode_id, version = row.id, row.version
+    else:
+        episode = await episodes.open_episode(
+            session,
+            customer_id=identity.customer_id,
+            channel="phone",
+            identity_id=identity.identity_id,
+            external_ref=ref,
+            started_at=started_at,
+            transcript_confidence=transcript.customer_confidence,
+        )
+        episode_id, version = episode.id, 1
+    stored = 0
+    last_at = started_at
+    for index, segment in enumerate(transcript.segments):
+        text, words, redactions = _redacted(segment)
+        if not text.strip():
+            continue
+        at = started_at + timedelta(seconds=max(0.0, segment.start or 0.0))
+        last_at = max(last_at, at)
+        await messages.append_message(
+            session,
+            NewMessage(
+                customer_id=identity.customer_id,
+                episode_id=episode_id,
+                channel="phone",
+                role="user" if segment.speaker == "customer" else "assistant",
+                text=text,
+                token_count=counter.count(text),
+                identity_id=identity.identity_id,
+                provider_message_id=f"{call_id}:v{version}:{index}",
+                transcript_confidence=segment.confidence,
+                words={"words": words} if words else None,
+                extra={
+                    "call_id": call_id,
+                    "transcript_version": version,
+                    "speaker": segment.speaker,
+                    "flags": list(segment.flags),
+                    "start": segment.start,
+                    "end": segment.end,
+                    "redactions": redactions,
+                    "transcript_sha256": digest,
+                    "link_level": identity.level.value,
+                },
+                created_at=at,
+                thread_key=f"phone:{call_id}",
+            ),
+        )
+        stored += 1
+    await episodes.touch_episode(session, episode_id, last_at)
+    await episodes.close_episode(session, episode_id, last_at)
+    return StoredCall(episode_id, stored, version, False)
+
+
+async def _count(session: AsyncSession, episode_id: str, version: int) -> int:
+    rows = await session.scalars(select(Message.extra).where(Message.episode_id == episode_id))
+    return sum(1 for extra in rows if (extra or {}).get("transcript_version") == version)
+
+
+NOT_SPEECH = frozenset({"probable_hallucination", "no_speech"})
+
+
+def current_turn(extra: dict[str, Any] | None, episode_version: int) -> bool:
+    """Whether a stored phone turn belongs to the episode's current transcript version."""
+    return int((extra or {}).get("transcript_version", 1)) == episode_version
+
+
+def speech(extra: dict[str, Any] | None) -> bool:
+    """False for segments flagged as probably not speech (hallucinations on silence)."""
+    return not NOT_SPEECH.intersection((extra or {}).get("flags", ()))

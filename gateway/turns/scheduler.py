@@ -1,0 +1,135 @@
+"""Background turn processing: one drain task per conversation, every task tracked.
+
+`kick(key)` after a message is stored; a kick while the conversation is draining makes the
+drain look again before it stops. A periodic sweep resumes conversations whose turns are
+still pending (after a crash, a restart, or a failed attempt), so an accepted message is
+always answered eventually.
+
+At most `max_active` conversations drain at once in a process; the others wait their turn.
+Answering shares the event loop and the CPU with accepting, so under a burst of webhooks an
+unbounded number of drains would take the time the acknowledgements need; bounded, the
+replies still all come, later.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+
+from gateway.coordination.locks import LockTimeout
+from gateway.runtime.outages import is_storage_down
+from gateway.runtime.tasks import cancel_and_wait
+
+log = logging.getLogger("relaydesk.scheduler")
+
+MAX_ACTIVE = 4
+
+
+class TurnScheduler:
+    def __init__(
+        self,
+        drain: Callable[[str], Awaitable[int]],
+        pending: Callable[[], Awaitable[list[str]]],
+        *,
+        redeliver: Callable[[], Awaitable[int]] | None = None,
+        sweep_every_s: float = 15.0,
+        max_active: int = MAX_ACTIVE,
+        hand_off: Callable[[str], None] | None = None,
+    ) -> None:
+        """`hand_off`: this process answers nothing; each kick is passed to it instead (the
+        background process answers)."""
+        if max_active < 1:
+            raise ValueError("max_active must be at least 1")
+        self._drain = drain
+        self._pending = pending
+        self._redeliver = redeliver
+        self._sweep_every_s = sweep_every_s
+        self._running: dict[str, asyncio.Task[None]] = {}
+        self._again: set[str] = set()
+        self._sweeper: asyncio.Task[None] | None = None
+        self._closed = False
+        self._slots = asyncio.Semaphore(max_active)
+        self.active = 0  # drains running now (not waiting for a slot)
+        self._intake: Callable[[], None] | None = None
+        self._hand_off = hand_off
+
+    def add_intake(self, kick: Callable[[], None]) -> None:
+        """Also kick `kick` on every sweep (messages acknowledged but not yet stored)."""
+        self._intake = kick
+
+    def start(self) -> None:
+        if self._hand_off is not None:
+            return  # the background process sweeps
+        self._sweeper = asyncio.create_task(self._sweep_forever(), name="turn-sweeper")
+
+    def kick(self, key: str) -> None:
+        if self._closed:
+            return
+        if self._hand_off is not None:
+            self._hand_off(key)
+            return
+        if key in self._running:
+            self._again.add(key)
+            return
+        self._running[key] = asyncio.create_task(self._run(key), name=f"drain:{key}")
+
+    async def _run(self, key: str) -> None:
+        try:
+            while True:
+                async with self._slots:
+                    # Kicks until here are covered by this drain, which reads what is pending.
+                    self._again.discard(key)
+                    self.active += 1
+                    try:
+                        await self._drain(key)
+                    except asyncio.CancelledError:
+                        raise
+                    except Exception as exc:
+                        # The turn stays pending; the sweep retries it later.
+                        if is_storage_down(exc) or isinstance(exc, LockTimeout):
+                            log.warning(
+                                "drain postponed, a dependency is unavailable",
+                                extra={
+                                    "fields": {"conversation": key, "error": type(exc).__name__}
+                                },
+                            )
+                        else:
+                            log.exception("drain failed", extra={"fields": {"conversation": key}})
+                        return
+                    finally:
+                        self.active -= 1
+                if key not in self._again:
+                    return
+        finally:
+            self._running.pop(key, None)
+
+    async def sweep(self) -> None:
+        if self._intake is not None:
+            self._intake()
+        for key in await self._pending():
+            self.kick(key)
+        if self._redeliver is not None:
+            await self._redeliver()
+
+    async def _sweep_forever(self) -> None:
+        while True:
+            try:
+                await self.sweep()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("sweep failed")
+            await asyncio.sleep(self._sweep_every_s)
+
+    async def idle(self) -> None:
+        """Wait until no conversation is draining (tests and the demo use this)."""
+        while self._running:
+            await asyncio.gather(*list(self._running.values()), return_exceptions=True)
+
+    async def close(self) -> None:
+        self._closed = True
+        tasks = list(self._running.values())
+        if self._sweeper is not None:
+            tasks.append(self._sweeper)
+        await cancel_and_wait(tasks)

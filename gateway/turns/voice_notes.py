@@ -1,0 +1,76 @@
+"""Voice notes in the turn: transcribed once, stored as a new version of the message.
+
+A voice note arrives as a placeholder message with its audio reference; before its turn is
+answered, the audio is fetched from its channel and transcribed. The words (doubtful ones
+marked, card numbers redacted) are stored as a new version superseding the placeholder, with
+the recognizer's confidence; a failure keeps the placeholder, which the window shows as such.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from channels.base import Channel, Media, SendFailed
+from channels.redaction import redact
+from context import TokenCounter
+from gateway.providers.transcriber import VOICE_NOT_TRANSCRIBED, Transcriber, TranscriptionFailed
+from gateway.storage.records import MessageRecord, NewMessage
+from gateway.storage.repositories import messages
+
+log = logging.getLogger("relaydesk.pipeline")
+
+
+async def voice_text(
+    inbound: MessageRecord,
+    *,
+    sessions: async_sessionmaker[AsyncSession],
+    channel: Channel | None,
+    transcriber: Transcriber,
+    counter: TokenCounter,
+) -> str:
+    """The words of a voice note (its text unchanged for any other message)."""
+    extra = inbound.extra or {}
+    items = (inbound.media or {}).get("items", [])
+    audio = [m for m in items if str(m.get("content_type") or "").startswith("audio/")]
+    if extra.get("kind") != "voice" or not audio:
+        return inbound.text
+    async with sessions() as session:
+        done = await messages.find_by_provider_id(
+            session, inbound.channel, f"transcript:{inbound.id}"
+        )
+    if done is not None:
+        return done.text
+    fetch = getattr(channel, "fetch_media", None)
+    if fetch is None:
+        return inbound.text
+    try:
+        data, content_type = await fetch(Media(audio[0]["url"], audio[0].get("content_type")))
+        heard = await transcriber.transcribe(data, content_type)
+    except (SendFailed, TranscriptionFailed) as exc:
+        log.warning("voice note not transcribed", extra={"fields": {"error": str(exc)}})
+        return inbound.text
+    text = redact(heard.text).text or VOICE_NOT_TRANSCRIBED
+    async with sessions.begin() as session:
+        await messages.append_message(
+            session,
+            NewMessage(
+                customer_id=inbound.customer_id,
+                episode_id=inbound.episode_id,
+                channel=inbound.channel,
+                role="user",
+                text=text,
+                token_count=counter.count(text),
+                identity_id=inbound.identity_id,
+                provider_message_id=f"transcript:{inbound.id}",
+                transcript_confidence=heard.confidence,
+                words={"words": list(heard.words)} if heard.words else None,
+                media=inbound.media,
+                extra={**extra, "kind": "voice_transcript", "flags": list(heard.flags)},
+                supersedes_id=inbound.id,
+                created_at=inbound.created_at,
+                thread_key=inbound.thread_key,
+            ),
+        )
+    return text

@@ -1,0 +1,350 @@
+"""Assemble a window for one customer and channel identity from storage (DESIGN §5).
+
+Loads only what the window can use — the current episode's summary and its newest turns, the
+scope-allowed current facts, other episodes' summaries, active anchored messages — and hands
+them to the pure `context.build_window`. Stored token counts are reused; nothing stored is
+re-tokenized.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import date
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from context import (
+    AnchoredMessage,
+    Budget,
+    ContextRequest,
+    CurrentEpisode,
+    FactItem,
+    Instruction,
+    OperationalState,
+    SummaryItem,
+    TokenCounter,
+    Turn,
+    Window,
+    build_window,
+)
+from context.episode import episode_demand
+from context.render import FACTS_HEADER, SUMMARIES_HEADER, fact_line, summary_tag
+from gateway.customers.resolve import ResolvedIdentity
+from gateway.memory.recall import RecallCache, RecallScope, recall_items
+from gateway.runtime.clock import utcnow
+from gateway.storage.records import EpisodeRecord, FactRecord, MessageRecord, SummaryRecord
+from gateway.storage.repositories import campaigns, episodes, facts, messages, summaries
+from gateway.tenants import TenantSettings
+
+# The newest turns loaded for the current episode; the episode slice holds far fewer.
+RECENT_TURNS_LIMIT = 400
+# The start of a long message is what recall searches with.
+RECALL_QUERY_CHARS = 4_000
+# Tokens of the summaries slice kept free of recall (block separator and rounding).
+SLICE_MARGIN = 8
+TRANSCRIPT_CHANNELS = frozenset({"phone"})
+
+
+@dataclass(frozen=True, slots=True)
+class DialogueTurn:
+    """A turn of a caller-supplied dialogue (it stands in for the stored episode)."""
+
+    role: str
+    content: str
+
+
+@dataclass(frozen=True, slots=True)
+class AssembledContext:
+    window: Window
+    episode_id: str | None
+    dialogue_chars_dropped: int
+
+
+def budget_for(settings: TenantSettings, window: int | None = None) -> Budget:
+    """The tenant's budget; another window size scales it proportionally."""
+    slices = settings.slices
+    if window is None or window == settings.window:
+        return Budget.for_window(
+            settings.window,
+            output_reserve=settings.output_reserve,
+            protocol_margin=settings.protocol_margin,
+            instruction=slices.instruction,
+            state=slices.state,
+            facts=slices.facts,
+            summaries=slices.summaries,
+            current_episode=slices.current_episode,
+            max_single_message_tokens=settings.max_single_message_tokens,
+            truncated_message_target_tokens=settings.truncated_message_target_tokens,
+            max_input_chars=settings.max_input_chars,
+        )
+    return Budget.for_window(window, max_input_chars=settings.max_input_chars)
+
+
+def cut_dialogue(
+    dialogue: Sequence[DialogueTurn], max_chars: int
+) -> tuple[list[DialogueTurn], int]:
+    """Apply the `max_input_chars` hard limit before anything else: keep the newest turns
+    that fit, cut the oldest kept one from its start. Returns (turns, characters dropped)."""
+    kept: list[DialogueTurn] = []
+    room = max_chars
+    for turn in reversed(dialogue):
+        if room <= 0:
+            break
+        kept.append(
+            turn if len(turn.content) <= room else DialogueTurn(turn.role, turn.content[-room:])
+        )
+        room -= len(kept[-1].content)
+    kept.reverse()
+    total = sum(len(turn.content) for turn in dialogue)
+    return kept, total - sum(len(turn.content) for turn in kept)
+
+
+def _turn(message: MessageRecord) -> Turn | None:
+    if message.role not in ("user", "assistant"):
+        return None
+    return Turn(
+        id=str(message.id),
+        role="user" if message.role == "user" else "assistant",
+        text=message.text,
+        tokens=message.token_count,
+        channel=message.channel,
+        created_at=message.created_at,
+        confidence=message.transcript_confidence,
+    )
+
+
+def _fact(record: FactRecord) -> FactItem:
+    return FactItem(
+        id=str(record.id),
+        key=record.key,
+        value=record.value,
+        scope=record.scope,
+        source_channel=record.source_channel,
+        source_message_id=str(record.source_message_id),
+        learned_at=record.created_at,
+        tags=record.tags,
+        confidence=record.confidence,
+        confirmed=record.confirmed,
+        pinned=record.pinned,
+        is_rule="rule" in record.tags,
+    )
+
+
+def summary_cost(item: SummaryItem, counter: TokenCounter) -> int:
+    """What an entry costs in the summaries block: "\n", its tag, "\n", its text."""
+    return 2 + counter.count(summary_tag(item)) + item.tokens
+
+
+def _summary(record: SummaryRecord) -> SummaryItem:
+    start = record.period_start or record.updated_at
+    transcript = record.origin_channel in TRANSCRIPT_CHANNELS
+    return SummaryItem(
+        id=f"summary:{record.episode_id}",
+        episode_id=record.episode_id,
+        channel=record.origin_channel,
+        modality="transcript" if transcript else "typed",
+        started_at=start,
+        ended_at=record.period_end or start,
+        text=record.summary,
+        tokens=record.token_count,
+        confidence=record.transcript_confidence if transcript else None,
+    )
+
+
+async def _current_turns(
+    session: AsyncSession, customer_id: str, episode: EpisodeRecord, before_id: int | None
+) -> tuple[tuple[Turn, ...], str | None, int | None]:
+    summary = await summaries.episode_summary(session, customer_id, episode.id)
+    recent = await messages.recent_messages(
+        session,
+        customer_id,
+        episode.id,
+        limit=RECENT_TURNS_LIMIT,
+        after_id=summary.last_message_id if summary else None,
+        before_id=before_id,
+    )
+    # An edited message shows only in its latest version (older versions stay stored).
+    replaced = {m.supersedes_id for m in recent if m.supersedes_id is not None}
+    turns = tuple(turn for turn in map(_turn, (m for m in recent if m.id not in replaced)) if turn)
+    if summary is None:
+        return turns, None, None
+    return turns, summary.summary, summary.token_count
+
+
+def _facts_unused(items: Sequence[FactItem], budget: Budget, counter: TokenCounter) -> int:
+    """What the facts slice will leave unused (an estimate: every fact's line plus the block
+    header)."""
+    if not items:
+        return budget.slice_budget("facts")
+    cost = counter.count(FACTS_HEADER) + 2 + sum(1 + counter.count(fact_line(f)) for f in items)
+    return max(0, budget.slice_budget("facts") - cost)
+
+
+async def _other_episodes(
+    session: AsyncSession,
+    identity: ResolvedIdentity,
+    counter: TokenCounter,
+    message: str,
+    budget: Budget,
+    exclude_episode: str | None,
+    facts_unused: int,
+    recall_cache: RecallCache | None = None,
+    episode_unused: int = 0,
+) -> tuple[SummaryItem, ...]:
+    """The summaries slice: recall first (the lines of other episodes most relevant to the
+    message, each episode's lines tagged with its origin), then the most recent summaries of
+    the episodes recall left out, while the slice has room. The room is the summaries slice
+    plus what the facts slice leaves unused (unused budget passes forward, DESIGN §5). What
+    the current episode will leave unused is offered back to recall's most relevant lines
+    (the second pass, DESIGN §5)."""
+    records = await summaries.customer_summaries(
+        session, identity.customer_id, exclude_episode=exclude_episode
+    )
+    room = (
+        budget.slice_budget("summaries")
+        + facts_unused
+        - counter.count(SUMMARIES_HEADER)
+        - SLICE_MARGIN
+    )
+    scope = RecallScope(
+        customer_id=identity.customer_id,
+        identity_id=identity.identity_id,
+        allowed_scopes=identity.allowed_scopes,
+        own_facts_only=identity.own_facts_only,
+    )
+    recalled = await recall_items(
+        session,
+        scope,
+        message=message[:RECALL_QUERY_CHARS],
+        budget=room,
+        counter=counter,
+        exclude_episode=exclude_episode,
+        summary_records=records,
+        cache=recall_cache,
+        extra=episode_unused,
+    )
+    chosen = list(recalled)
+    room -= sum(summary_cost(item, counter) for item in recalled)
+    represented = {item.episode_id for item in recalled}
+    for record in records:  # most recent first
+        if record.episode_id in represented:
+            continue
+        item = _summary(record)
+        cost = summary_cost(item, counter)
+        if cost <= room:
+            chosen.append(item)
+            room -= cost
+    return tuple(chosen)
+
+
+async def assemble_context(
+    session: AsyncSession,
+    *,
+    identity: ResolvedIdentity,
+    settings: TenantSettings,
+    counter: TokenCounter,
+    message: str,
+    window: int | None = None,
+    dialogue: Sequence[DialogueTurn] | None = None,
+    campaign_id: str | None = None,
+    today: date | None = None,
+    episode_id: str | None = None,
+    message_id: int | None = None,
+    recall_cache: RecallCache | None = None,
+) -> AssembledContext:
+    """Build the window for `message` from `identity`'s customer as stored now.
+
+    For a stored inbound message pass its `episode_id` and `message_id`: the episode's turns
+    are then the ones before it (later arrivals wait for their own turn).
+    """
+    customer_id = identity.customer_id
+    channel = identity.key.channel
+    budget = budget_for(settings, window)
+    if episode_id is not None:
+        episode: EpisodeRecord | None = await episodes.get_episode(session, customer_id, episode_id)
+    else:
+        episode = await episodes.latest_open_episode(
+            session, customer_id, channel, identity.identity_id
+        )
+    dropped_chars = 0
+    summary_text: str | None = None
+    summary_tokens: int | None = None
+    if dialogue is not None:
+        now = utcnow()
+        kept, dropped_chars = cut_dialogue(dialogue, budget.max_input_chars)
+        turns = tuple(
+            Turn(
+                id=f"dialogue:{index}",
+                role="assistant" if turn.role == "assistant" else "user",
+                text=turn.content,
+                tokens=counter.count(turn.content),
+                channel=channel,
+                created_at=now,
+            )
+            for index, turn in enumerate(kept)
+            if turn.role in ("user", "assistant")
+        )
+    elif episode is not None:
+        turns, summary_text, summary_tokens = await _current_turns(
+            session, customer_id, episode, message_id
+        )
+    else:
+        turns = ()
+
+    allowed = identity.allowed_scopes
+    fact_records = await facts.current_facts(session, customer_id, scopes=sorted(allowed))
+    if identity.own_facts_only:
+        fact_records = [f for f in fact_records if f.source_identity_id == identity.identity_id]
+    fact_items = tuple(_fact(record) for record in fact_records)
+    current_episode = CurrentEpisode(
+        id=episode.id if episode else "new",
+        channel=channel,
+        turns=turns,
+        summary=summary_text,
+        summary_tokens=summary_tokens,
+    )
+    episode_unused = max(
+        0,
+        budget.slice_budget("current_episode")
+        - episode_demand(current_episode, message, budget, counter),
+    )
+    other_summaries = await _other_episodes(
+        session,
+        identity,
+        counter,
+        message,
+        budget,
+        episode.id if episode else None,
+        _facts_unused(fact_items, budget, counter),
+        recall_cache,
+        episode_unused,
+    )
+    anchored: list[AnchoredMessage] = []
+    active_campaign = campaign_id or (episode.campaign_id if episode else None)
+    if active_campaign is not None:
+        for item in await campaigns.active_anchored_messages(
+            session, active_campaign, today or date.today()
+        ):
+            anchored.append(AnchoredMessage(str(item.id), item.campaign_id, item.text))
+
+    request = ContextRequest(
+        instruction=Instruction(settings.instruction),
+        state=OperationalState(
+            channel=channel,
+            link_level=identity.level.value,
+            allowed_scopes=tuple(sorted(allowed)),
+        ),
+        episode=current_episode,
+        message=message[: budget.max_input_chars],
+        message_id=str(message_id) if message_id is not None else "current",
+        anchored=tuple(anchored),
+        facts=fact_items,
+        summaries=other_summaries,
+        full_history_tokens=await messages.history_token_total(session, customer_id),
+    )
+    return AssembledContext(
+        window=build_window(request, budget, counter),
+        episode_id=episode.id if episode else None,
+        dialogue_chars_dropped=dropped_chars,
+    )

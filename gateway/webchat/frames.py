@@ -1,0 +1,73 @@
+"""Reading web chat input that is not the channel's own message body: websocket frames, the
+hello's fields and the `after` cursor (the protocol is in `gateway/webchat/routes.py`).
+
+Every malformed input raises `PayloadInvalid`, `json.JSONDecodeError` or `BadRequest`, the
+errors the socket answers with an error frame and keeps going.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from channels.base import PayloadInvalid, unstorable
+from channels.webchat import visitor_id_of
+from gateway.http.errors import BadRequest
+
+# A message id: ASCII digits that fit the 64-bit id column ("²".isdigit() is true too).
+_CURSOR = re.compile(r"[0-9]{1,18}")
+
+
+@dataclass(frozen=True, slots=True)
+class Hello:
+    visitor_id: str
+    identity_token: str | None
+    after: int | None
+
+
+def read_cursor(raw: str | None) -> int | None:
+    if raw in (None, "", "null"):
+        return None
+    if not _CURSOR.fullmatch(raw):
+        raise BadRequest("after must be a message id", code="invalid_cursor")
+    return int(raw)
+
+
+def read_frame(text: str) -> dict[str, Any]:
+    """A text frame as a JSON object."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        raise
+    except (ValueError, RecursionError) as exc:  # a 5000-digit number; "[[[[…" nested deep
+        raise PayloadInvalid(f"a frame is not usable JSON: {exc}") from exc
+    if not isinstance(data, dict):
+        raise PayloadInvalid("a frame must be a JSON object")
+    return data
+
+
+def read_hello(data: dict[str, Any]) -> Hello:
+    if data.get("type") != "hello":
+        raise PayloadInvalid("the first frame must be a hello")
+    visitor = visitor_id_of(data)
+    raw_token = data.get("identity_token")
+    token = raw_token if isinstance(raw_token, str) and raw_token else None
+    check_token(token)
+    after = data.get("after")
+    return Hello(visitor, token, read_cursor(str(after) if after is not None else None))
+
+
+def check_token(token: str | None) -> None:
+    """A compact JWS is ASCII. Anything else (a lone surrogate from JSON, or the
+    surrogate-escaped bytes of a non-UTF-8 header) would break the token check later."""
+    if token is not None and not token.isascii():
+        raise PayloadInvalid("identity_token is not a token")
+
+
+def check_storable(text: str) -> None:
+    """The message text can be stored (the ids are pattern-checked ASCII already)."""
+    why = unstorable(text)
+    if why:
+        raise PayloadInvalid(f"text {why}")

@@ -1,0 +1,210 @@
+"""Web chat: REST `/webchat/messages` and the websocket `/webchat/ws` (DESIGN §8).
+
+Websocket protocol (JSON text frames):
+
+    → {"type": "hello", "visitor_id": str, "identity_token": str | null, "after": str | null}
+    ← {"type": "ready", "visitor_id": str}
+    ← {"type": "message", ...} for every stored message of the thread after `after`
+    → {"type": "message", "text": str, "client_message_id": str}
+    ← {"type": "ack", "client_message_id": str, "message_id": str, "duplicate": bool}
+    ← {"type": "message", "role": "assistant", ...} when the reply is ready
+    ← {"type": "error", "error": code, "detail": str} for a bad frame (the socket stays open)
+
+A resent `client_message_id` (after a reconnect) is acknowledged again and stored once.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from aiohttp import WSMsgType, web
+from pydantic import BaseModel, ConfigDict, Field
+
+from channels.base import PayloadInvalid, RawRequest
+from channels.webchat import (
+    CLIENT_MESSAGE_ID,
+    MAX_TEXT_CHARS,
+    VISITOR_ID,
+    bearer_token,
+    message_from,
+    visitor_id_of,
+)
+from gateway.http.errors import BadRequest
+from gateway.http.openapi import document
+from gateway.keys import HUB, PIPELINE, SCHEDULER, SESSIONS
+from gateway.runtime.clock import utcnow
+from gateway.storage.records import MessageRecord
+from gateway.storage.repositories import messages
+from gateway.webchat.frames import (
+    check_storable,
+    check_token,
+    read_cursor,
+    read_frame,
+    read_hello,
+)
+from gateway.webchat.hub import message_frame
+
+MAX_FRAME_BYTES = 64 * 1024
+
+
+def frame_of(record: MessageRecord) -> dict[str, Any]:
+    extra = record.extra or {}
+    return message_frame(
+        record.id,
+        record.role,
+        record.text,
+        record.created_at.isoformat(),
+        extra.get("client_message_id") if record.role == "user" else None,
+    )
+
+
+async def post_message(request: web.Request) -> web.Response:
+    body = await request.read()
+    raw = RawRequest(request.method, str(request.url), dict(request.headers), body)
+    channel = request.app[PIPELINE].channels["webchat"]
+    channel.verify(raw)
+    check_token(bearer_token(raw.headers))
+    try:
+        [inbound] = channel.parse(raw)
+    except (ValueError, RecursionError) as exc:  # a 5000-digit number; "[[[[…" nested deep
+        raise PayloadInvalid(f"body is not usable JSON: {exc}") from exc
+    check_storable(inbound.text)
+    accepted = await request.app[PIPELINE].accept(inbound, host=request.host)
+    if not accepted.duplicate:
+        request.app[SCHEDULER].kick(accepted.conversation_key)
+    return web.json_response(
+        {"message_id": str(accepted.message_id), "duplicate": accepted.duplicate}, status=202
+    )
+
+
+async def get_messages(request: web.Request) -> web.Response:
+    try:
+        visitor = visitor_id_of(dict(request.query))
+    except PayloadInvalid as exc:
+        raise BadRequest(str(exc), code="invalid_query") from exc
+    after = read_cursor(request.query.get("after"))
+    async with request.app[SESSIONS]() as session:
+        found = await messages.thread_messages(session, f"webchat:{visitor}", after_id=after)
+    return web.json_response({"messages": [frame_of(m) for m in found]})
+
+
+async def websocket(request: web.Request) -> web.WebSocketResponse:
+    socket = web.WebSocketResponse(heartbeat=30, max_msg_size=MAX_FRAME_BYTES)
+    await socket.prepare(request)
+    hub = request.app[HUB]
+    visitor: str | None = None
+    token: str | None = None
+    try:
+        async for frame in socket:
+            if frame.type != WSMsgType.TEXT:
+                continue
+            try:
+                data = read_frame(frame.data)
+                if visitor is None:
+                    visitor, token, cursor = await _hello(socket, data)
+                    # Join the hub before reading the backlog, so a reply stored meanwhile
+                    # arrives live (the widget dedupes by message id) rather than never.
+                    hub.add(visitor, socket)
+                    await _backlog(request, socket, visitor, cursor)
+                elif data.get("type") == "message":
+                    await _message(request, socket, data, visitor, token)
+                else:
+                    raise PayloadInvalid(f"unknown frame type {data.get('type')!r}")
+            except (PayloadInvalid, json.JSONDecodeError, BadRequest) as exc:
+                await socket.send_json({"type": "error", "error": "bad_frame", "detail": str(exc)})
+    finally:
+        if visitor is not None:
+            hub.remove(visitor, socket)
+    return socket
+
+
+async def _hello(
+    socket: web.WebSocketResponse, data: dict[str, Any]
+) -> tuple[str, str | None, int | None]:
+    hello = read_hello(data)
+    await socket.send_json({"type": "ready", "visitor_id": hello.visitor_id})
+    return hello.visitor_id, hello.identity_token, hello.after
+
+
+async def _backlog(
+    request: web.Request, socket: web.WebSocketResponse, visitor: str, cursor: int | None
+) -> None:
+    async with request.app[SESSIONS]() as session:
+        backlog = await messages.thread_messages(
+            session, f"webchat:{visitor}", after_id=cursor, limit=500
+        )
+    for record in backlog:
+        await socket.send_json(frame_of(record))
+
+
+async def _message(
+    request: web.Request,
+    socket: web.WebSocketResponse,
+    data: dict[str, Any],
+    visitor: str,
+    token: str | None,
+) -> None:
+    inbound = message_from(data, visitor_id=visitor, token=token, received_at=utcnow())
+    check_storable(inbound.text)
+    accepted = await request.app[PIPELINE].accept(inbound, host=request.host)
+    client_id = inbound.extra["client_message_id"]
+    await socket.send_json(
+        {
+            "type": "ack",
+            "client_message_id": client_id,
+            "message_id": str(accepted.message_id),
+            "duplicate": accepted.duplicate,
+        }
+    )
+    if not accepted.duplicate:
+        request.app[SCHEDULER].kick(accepted.conversation_key)
+
+
+class WebChatMessageIn(BaseModel):
+    """The REST body as documented; `channels.webchat` checks it, with these same patterns."""
+
+    model_config = ConfigDict(extra="allow")
+
+    visitor_id: str = Field(pattern=VISITOR_ID.pattern)
+    # At least one character that is not white space.
+    text: str = Field(min_length=1, max_length=MAX_TEXT_CHARS, pattern=r"\S")
+    client_message_id: str = Field(pattern=CLIENT_MESSAGE_ID.pattern)
+
+
+document(
+    "POST",
+    "/webchat/messages",
+    "Send a web chat message (REST fallback of the websocket); an optional "
+    "`Authorization: Bearer <identity token>` says who the visitor is",
+    secured=False,
+    body=WebChatMessageIn,
+    responses={202: "stored; the reply arrives on the websocket or by polling", 400: "malformed"},
+)
+document(
+    "GET",
+    "/webchat/messages",
+    "Messages of a visitor's thread after a cursor",
+    secured=False,
+    parameters=[
+        {
+            "name": "visitor_id",
+            "in": "query",
+            "required": True,
+            "schema": {"type": "string", "pattern": VISITOR_ID.pattern},
+        },
+        {
+            "name": "after",
+            "in": "query",
+            "required": False,
+            "schema": {"type": "string", "pattern": "^([0-9]{1,18}|null)?$"},
+        },
+    ],
+    responses={200: "messages", 400: "malformed query"},
+)
+
+
+def add_routes(app: web.Application) -> None:
+    app.router.add_post("/webchat/messages", post_message)
+    app.router.add_get("/webchat/messages", get_messages)
+    app.router.add_get("/webchat/ws", websocket)

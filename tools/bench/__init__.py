@@ -1,0 +1,30 @@
+"""Benchmarks of the gateway (``relaydesk bench …``).
+
+``relaydesk bench context`` compares our window build with LangChain's ``trim_messages`` and a
+naive builder over synthetic customer histories of growing size, and times ``POST /v1/context``
+end to end on SQLite and PostgreSQL. langchain-core is needed only here (``relaydesk[bench]``).
+"""
+
+from __future__ import annotations
+
+from tools.bench.baselines import INSTALL_HINT, BaselineUnavailable
+from tools.bench.context_bench import (
+    DEFAULT_POSTGRES_URL,
+    DEFAULT_REPEAT,
+    DEFAULT_SIZES,
+    BenchOptions,
+    run_context_bench,
+)
+from tools.bench.report import BenchResult, SizeResult
+
+__all__ = [
+    "DEFAULT_POSTGRES_URL",
+    "DEFAULT_REPEAT",
+    "DEFAULT_SIZES",
+    "INSTALL_HINT",
+    "BaselineUnavailable",
+    "BenchOptions",
+    "BenchResult",
+    "SizeResult",
+    "run_context_bench",
+]

@@ -1,0 +1,93 @@
+"""The processes of ``relaydesk bench reply``: gateways and a compaction worker.
+
+The worker runs only while the customers of the side with compaction talk; it starts after the
+other side's jobs were taken off the stream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import subprocess
+import time
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from tools.bench.ingest import IngestBenchError, _command, _stop, _wait_healthy
+from tools.bench.reply_talk import ReplyBenchError
+
+GATEWAY_PROCESSES = 2
+CONSUMERS = 2
+START_TIMEOUT_S = 60.0
+WORKER_READY = b"compaction consumer(s) running"
+
+
+@dataclass(frozen=True, slots=True)
+class Gateway:
+    """One ``relaydesk serve --workers`` to start: its name (for its log), port and env."""
+
+    name: str
+    port: int
+    env: dict[str, str]
+
+
+@contextlib.asynccontextmanager
+async def gateways(configs: Sequence[Gateway], workdir: Path) -> AsyncIterator[None]:
+    """Start the gateways (each ``serve --workers``) at once; yields once all of them answer
+    ``/healthz``, stops them all at the end."""
+    command = _command()
+    started: list[subprocess.Popen[bytes]] = []
+    with contextlib.ExitStack() as logs:
+        try:
+            waits = []
+            for config in configs:
+                log_path = workdir / f"serve-{config.name}.log"
+                log = logs.enter_context(log_path.open("wb"))
+                serve = [
+                    *command,
+                    "serve",
+                    "--workers",
+                    str(GATEWAY_PROCESSES),
+                    "--port",
+                    str(config.port),
+                ]
+                process = subprocess.Popen(
+                    serve, env=config.env, cwd=workdir, stdout=log, stderr=subprocess.STDOUT
+                )
+                started.append(process)
+                waits.append(_wait_healthy(config.port, "/healthz", [process], log_path))
+            try:
+                await asyncio.gather(*waits)
+            except IngestBenchError as exc:
+                raise ReplyBenchError(str(exc)) from exc
+            yield
+        finally:
+            await asyncio.gather(*(_stop(process) for process in started))
+
+
+@contextlib.asynccontextmanager
+async def worker(env: dict[str, str], workdir: Path) -> AsyncIterator[None]:
+    """``relaydesk worker --count CONSUMERS``; yields once its consumers run."""
+    log_path = workdir / "worker.log"
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(
+            [*_command(), "worker", "--count", str(CONSUMERS)],
+            env=env,
+            cwd=workdir,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            deadline = time.monotonic() + START_TIMEOUT_S
+            while WORKER_READY not in log_path.read_bytes():
+                if process.poll() is not None:
+                    raise ReplyBenchError(
+                        f"relaydesk worker exited while starting:\n{log_path.read_text()[-2000:]}"
+                    )
+                if time.monotonic() > deadline:
+                    raise ReplyBenchError(f"relaydesk worker not ready after {START_TIMEOUT_S:g} s")
+                await asyncio.sleep(0.1)
+            yield
+        finally:
+            await _stop(process)

@@ -1,0 +1,282 @@
+"""``relaydesk eval locomo``: does the window we build still hold the evidence and the answer?
+
+For each conversation of the split: a fresh SQLite database in a temporary folder, the
+conversation stored and compacted by `tools.eval.ingest`, then every question of categories
+1–4 asked as the current message of a new web chat episode of the same customer (a verified web
+identity; no episode is stored for it, so later questions do not see earlier ones):
+`assemble_context` builds the window at ``--window`` tokens with the default tenant settings.
+
+Measures, per question and method:
+
+* evidence coverage — every evidence turn is in the window: its line verbatim
+  (``Speaker: text``, whitespace collapsed), or it is the source of a fact whose value is in the
+  window, or of a summary sentence whose text is in the window. Questions whose evidence names
+  no turn of the conversation are left out of this figure;
+* answer in window — the normalized answer (lowercase, punctuation and articles removed,
+  numbers as text) occurs in the normalized window, the question itself excluded;
+* tokens — our window's ``estimated_tokens``; the baselines are given the same count per
+  question.
+
+Baselines render raw turns as ``[session date] Speaker: text`` (cl100k tokens per line, plus
+one for the newline): ``recency`` keeps the newest turns that fit, ``bm25`` the best-scoring turns
+for the question (``context.relevance`` BM25) that fit, in chronological order; ``full`` is
+the whole history. ``token_ratio_to_full`` is the median of tokens ÷ the full history's tokens.
+"""
+
+from __future__ import annotations
+
+import re
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Final
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from context import TiktokenCounter, TokenCounter, load_encoding
+from context.relevance import bm25_scores, terms
+from gateway.memory.recall import RecallCache
+from gateway.memory.service import sentences_from
+from gateway.storage.engine import make_engine, make_sessionmaker
+from gateway.storage.migrate import upgrade
+from gateway.storage.repositories import facts, summaries
+from gateway.tenants import TenantSettings
+from gateway.turns.window import assemble_context
+from tools.eval.ingest import Ingested, ingest
+from tools.eval.locomo import Conversation, Question
+
+__all__ = [
+    "CATEGORIES",
+    "METHODS",
+    "Outcome",
+    "collapse",
+    "evaluate",
+    "normalize",
+]
+
+CATEGORIES: Final = (1, 2, 3, 4)
+METHODS: Final = ("relaydesk", "recency", "bm25", "full")
+DEFAULT_WINDOW: Final = 8192
+
+_PUNCT: Final = re.compile(r"[^\w\s]")
+_ARTICLES: Final = re.compile(r"\b(?:a|an|the)\b")
+
+Progress = Callable[[str], None]
+
+
+def collapse(text: str) -> str:
+    return " ".join(text.split())
+
+
+def normalize(text: str) -> str:
+    """Lowercase, punctuation and articles removed, whitespace collapsed."""
+    plain = _PUNCT.sub(" ", text.casefold())
+    return collapse(_ARTICLES.sub(" ", plain))
+
+
+def contains_answer(answer: str, normalized_text: str) -> bool:
+    wanted = normalize(answer)
+    return bool(wanted) and f" {wanted} " in f" {normalized_text} "
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """One question under one method."""
+
+    sample_id: str
+    category: int
+    method: str
+    covered: bool | None  # None: no usable evidence ids
+    answer_in_window: bool
+    tokens: int
+    full_tokens: int
+
+
+@dataclass(slots=True)
+class _History:
+    """The conversation's raw turns rendered the baselines' way."""
+
+    lines: list[str]
+    costs: list[int]
+    ids: list[str]
+    terms: list[tuple[str, ...]]
+    full_tokens: int = 0
+    normalized: list[str] = field(default_factory=list)
+
+
+def _history(conversation: Conversation, counter: TokenCounter) -> _History:
+    lines, ids = [], []
+    for session in conversation.sessions:
+        for turn in session.turns:
+            lines.append(f"[{session.date_text}] {turn.speaker}: {turn.text}")
+            ids.append(turn.dia_id)
+    costs = [counter.count(line) + 1 for line in lines]
+    return _History(
+        lines=lines,
+        costs=costs,
+        ids=ids,
+        terms=[terms(line.split("] ", 1)[1]) for line in lines],
+        full_tokens=sum(costs),
+        normalized=[normalize(line) for line in lines],
+    )
+
+
+def _take(order: Sequence[int], costs: Sequence[int], budget: int) -> list[int]:
+    chosen, used = [], 0
+    for index in order:
+        if used + costs[index] <= budget:
+            chosen.append(index)
+            used += costs[index]
+    return sorted(chosen)
+
+
+def _baseline(
+    method: str, history: _History, question: Question, budget: int
+) -> tuple[set[str], str, int]:
+    count = len(history.lines)
+    if method == "full":
+        chosen = list(range(count))
+    elif method == "recency":
+        chosen = _take(range(count - 1, -1, -1), history.costs, budget)
+    else:
+        scores = bm25_scores(terms(question.question), history.terms)
+        order = sorted(range(count), key=lambda i: (-scores[i], -i))
+        chosen = _take([i for i in order if scores[i] > 0], history.costs, budget)
+    text = " ".join(history.normalized[i] for i in chosen)
+    return {history.ids[i] for i in chosen}, text, sum(history.costs[i] for i in chosen)
+
+
+@dataclass(frozen=True, slots=True)
+class _Sources:
+    """What can stand for a stored message in a window: fact values and summary sentences."""
+
+    facts: dict[int, list[str]]
+    sentences: dict[int, list[str]]
+
+
+async def _sources(session: AsyncSession, customer_id: str) -> _Sources:
+    by_fact: dict[int, list[str]] = {}
+    for fact in await facts.current_facts(session, customer_id):
+        by_fact.setdefault(fact.source_message_id, []).append(collapse(fact.value))
+    by_sentence: dict[int, list[str]] = {}
+    for record in await summaries.customer_summaries(session, customer_id, limit=10_000):
+        for sentence in sentences_from(list(record.sentences)):
+            by_sentence.setdefault(sentence.source_message_id, []).append(collapse(sentence.text))
+    return _Sources(by_fact, by_sentence)
+
+
+def _covered(
+    question: Question,
+    window: str,
+    conversation: Conversation,
+    stored: Ingested,
+    sources: _Sources,
+) -> bool | None:
+    if not question.evidence:
+        return None
+    turns = {turn.dia_id: turn for turn in conversation.turns}
+    for dia_id in question.evidence:
+        turn = turns[dia_id]
+        if f"{turn.speaker}: {collapse(turn.text)}" in window:
+            continue
+        message_id = stored.message_ids[dia_id]
+        if any(v in window for v in sources.facts.get(message_id, ()) if v):
+            continue
+        if any(s in window for s in sources.sentences.get(message_id, ()) if s):
+            continue
+        return False
+    return True
+
+
+async def _evaluate_one(
+    conversation: Conversation,
+    index: int,
+    window: int,
+    counter: TokenCounter,
+    settings: TenantSettings,
+    directory: Path,
+) -> list[Outcome]:
+    engine = make_engine(f"sqlite+aiosqlite:///{directory / f'{conversation.sample_id}.db'}")
+    try:
+        await upgrade(engine)
+        sessions = make_sessionmaker(engine)
+        stored = await ingest(sessions, conversation, counter, index=index)
+        history = _history(conversation, counter)
+        outcomes: list[Outcome] = []
+        # As a gateway serves a customer: the recall index is built once and reused while
+        # the customer's other episodes are unchanged (they are, question after question).
+        recall_cache = RecallCache()
+        async with sessions() as session:
+            sources = await _sources(session, stored.customer_id)
+            for question in conversation.questions:
+                if question.category not in CATEGORIES:
+                    continue
+                assembled = await assemble_context(
+                    session,
+                    identity=stored.web,
+                    settings=settings,
+                    counter=counter,
+                    message=question.question,
+                    window=window,
+                    recall_cache=recall_cache,
+                )
+                built = assembled.window
+                # The question itself is the last message: it is not evidence of anything.
+                shown = collapse("\n".join(m.content for m in built.messages[:-1]))
+                tokens = built.report.estimated_tokens
+                answer = question.answer or ""
+                outcomes.append(
+                    Outcome(
+                        conversation.sample_id,
+                        question.category,
+                        "relaydesk",
+                        _covered(question, shown, conversation, stored, sources),
+                        contains_answer(answer, normalize(shown)),
+                        tokens,
+                        history.full_tokens,
+                    )
+                )
+                for method in METHODS[1:]:
+                    ids, text, used = _baseline(method, history, question, tokens)
+                    outcomes.append(
+                        Outcome(
+                            conversation.sample_id,
+                            question.category,
+                            method,
+                            set(question.evidence) <= ids if question.evidence else None,
+                            contains_answer(answer, text),
+                            used,
+                            history.full_tokens,
+                        )
+                    )
+        return outcomes
+    finally:
+        await engine.dispose()
+
+
+def _silent(_: str) -> None:
+    return None
+
+
+async def evaluate(
+    conversations: Sequence[Conversation],
+    *,
+    window: int = DEFAULT_WINDOW,
+    counter: TokenCounter | None = None,
+    settings: TenantSettings | None = None,
+    progress: Progress = _silent,
+) -> list[Outcome]:
+    """Every outcome of every question of categories 1–4 of ``conversations``."""
+    counter = counter or TiktokenCounter(load_encoding())
+    settings = settings or TenantSettings()
+    outcomes: list[Outcome] = []
+    with tempfile.TemporaryDirectory(prefix="relaydesk-locomo-") as directory:
+        for index, conversation in enumerate(conversations):
+            started = time.perf_counter()
+            outcomes.extend(
+                await _evaluate_one(conversation, index, window, counter, settings, Path(directory))
+            )
+            progress(f"{conversation.sample_id}: {time.perf_counter() - started:.1f} s")
+    return outcomes
