@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Literal, Protocol
+from typing import Literal, Protocol, runtime_checkable
 from urllib.parse import parse_qsl
 
 MessageKind = Literal["text", "media", "location", "contact", "voice", "button", "edit"]
@@ -170,4 +170,14 @@ class Channel(Protocol):
 
     async def send(self, message: OutboundMessage) -> SendResult:
         """Deliver a reply; raise `SendFailed`."""
+        ...
+
+
+@runtime_checkable
+class StatusCallbacks(Protocol):
+    """An adapter whose provider calls back with the delivery status of what it sent."""
+
+    def parse_status(self, request: RawRequest) -> tuple[str, str, str | None]:
+        """(provider message id, status, error code) of a verified status callback; raise
+        `PayloadInvalid`."""
         ...

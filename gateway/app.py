@@ -10,25 +10,28 @@ import httpx
 from aiohttp import web
 from pydantic import SecretStr
 
-from channels.base import Channel, InboundMessage
-from channels.telegram import TelegramChannel
-from channels.twilio_whatsapp import TwilioWhatsAppChannel
-from channels.webchat import WebChatChannel
+from channels.base import InboundMessage
 from context import TiktokenCounter, load_encoding
-from gateway.api import campaigns, context, operator, transcripts
+from gateway.api import campaigns, context, operator
 from gateway.config import Settings
 from gateway.console import api as console_api
 from gateway.console import routes as console_routes
+from gateway.coordination.dedupe import SeenKeys
 from gateway.coordination.locks import InProcessLocks, RedisLocks
 from gateway.coordination.redis_client import compaction_queue, make_redis
 from gateway.coordination.wakeups import Wakeups
-from gateway.http import health, openapi, webhooks
+from gateway.http import health, openapi
 from gateway.http.idempotency import idempotency_middleware
 from gateway.http.middleware import body_limit_middleware, error_middleware, metrics_middleware
 from gateway.inbox.processor import InboxProcessor
 from gateway.inbox.writer import InboxWriter
 from gateway.keys import (
+    ACCEPT,
+    ADAPTERS,
+    ANSWER,
+    BACKPRESSURE,
     COUNTER,
+    DELIVER,
     ENGINE,
     HTTP,
     HUB,
@@ -37,7 +40,7 @@ from gateway.keys import (
     INBOX_WRITER,
     MEMORY,
     METRICS,
-    PIPELINE,
+    RECALL,
     REDIS,
     SCHEDULER,
     SESSIONS,
@@ -46,18 +49,27 @@ from gateway.keys import (
 )
 from gateway.memory.llm_compactor import llm_compactor_factory
 from gateway.memory.queue import CompactionQueue, InProcessQueue
+from gateway.memory.recall import RecallCache
 from gateway.memory.worker import MemoryWorker
 from gateway.providers import ModelProvider, make_provider
 from gateway.providers.pool import ProviderPool
 from gateway.providers.transcriber import OpenAITranscriber
-from gateway.runtime.clock import utcnow
+from gateway.registry import (
+    CHANNELS,
+    AdapterDeps,
+    add_channel_routes,
+    build_adapters,
+    close_adapters,
+)
 from gateway.runtime.metrics import Metrics
 from gateway.storage.engine import make_engine, make_sessionmaker
 from gateway.storage.migrate import upgrade
-from gateway.turns.pipeline import Accepted, Pipeline
+from gateway.storage.repositories.tenants import SettingsCache
+from gateway.turns.accept import Accepted, Acceptor
+from gateway.turns.answer import Answerer
+from gateway.turns.backpressure import Backpressure
+from gateway.turns.deliver import Deliverer
 from gateway.turns.scheduler import TurnScheduler
-from gateway.webchat import page as chat_page
-from gateway.webchat import routes as webchat_routes
 from gateway.webchat.fanout import FANOUT, RedisFanout
 from gateway.webchat.hub import WebChatHub
 
@@ -98,9 +110,8 @@ def secret(value: SecretStr | None) -> str | None:
     return value.get_secret_value() if value is not None else None
 
 
-async def pipeline_ctx(app: web.Application) -> AsyncIterator[None]:
+def providers_for(app: web.Application) -> ProviderPool:
     settings = app[SETTINGS]
-    redis = app.get(REDIS)
     http = app[HTTP]
     api_key = secret(settings.model_api_key)
 
@@ -113,86 +124,104 @@ async def pipeline_ctx(app: web.Application) -> AsyncIterator[None]:
             count=app[COUNTER].count,
         )
 
+    return ProviderPool(make(settings.model), make)
+
+
+def transcriber_for(settings: Settings, http: httpx.AsyncClient) -> OpenAITranscriber | None:
+    if not settings.transcriber_model:
+        return None
+    return OpenAITranscriber(
+        http,
+        base_url=settings.transcriber_base_url
+        or settings.model_base_url
+        or "https://api.openai.com/v1",
+        api_key=secret(settings.transcriber_api_key) or secret(settings.model_api_key),
+        model=settings.transcriber_model,
+    )
+
+
+async def flow_ctx(app: web.Application) -> AsyncIterator[None]:
+    """The message flow, top to bottom: a webhook commits an inbox row (the writer); the inbox
+    processor accepts each row (identity, message, pending turn); the scheduler drains each
+    conversation through the answer step, which hands every reply to the deliver step."""
+    settings = app[SETTINGS]
+    redis = app.get(REDIS)
+    http = app[HTTP]
+    sessions = app[SESSIONS]
     # With Redis, replies reach sockets held by any gateway process (gateway/webchat/fanout.py).
     fanout = RedisFanout(redis) if redis is not None else None
     hub = WebChatHub(fanout.publish if fanout is not None else None)
-    transcriber = None
-    if settings.transcriber_model:
-        transcriber = OpenAITranscriber(
-            http,
-            base_url=settings.transcriber_base_url
-            or settings.model_base_url
-            or "https://api.openai.com/v1",
-            api_key=secret(settings.transcriber_api_key) or api_key,
-            model=settings.transcriber_model,
-        )
-    whatsapp = TwilioWhatsAppChannel(
-        account_sid=settings.twilio_account_sid,
-        auth_token=secret(settings.twilio_auth_token),
-        sender=settings.twilio_whatsapp_from,
-        public_url=settings.public_url,
-        api_base=settings.twilio_api_base,
-        clock=utcnow,
-        http=http,
-    )
-    telegram = TelegramChannel(
-        token=secret(settings.telegram_bot_token),
-        webhook_secret=secret(settings.telegram_webhook_secret),
-        api_base=settings.telegram_api_base,
-        clock=utcnow,
-    )
-    channels: dict[str, Channel] = {
-        "webchat": WebChatChannel(hub.deliver, utcnow),
-        "whatsapp": whatsapp,
-        "telegram": telegram,
-    }
+    adapters = build_adapters(AdapterDeps(settings, http, hub))
     queue: CompactionQueue = (
         compaction_queue(redis, settings) if redis is not None else InProcessQueue()
     )
-    compactor_for = llm_compactor_factory(http, base_url=settings.model_base_url, api_key=api_key)
-    memory = MemoryWorker(app[SESSIONS], app[COUNTER], queue, compactor_for)
-    pipeline = Pipeline(
+    compactor_for = llm_compactor_factory(
+        http, base_url=settings.model_base_url, api_key=secret(settings.model_api_key)
+    )
+    memory = MemoryWorker(sessions, app[COUNTER], queue, compactor_for)
+    backpressure = Backpressure()
+    tenant_cache = SettingsCache()
+    recall = RecallCache()
+    accept = Acceptor(
         settings=settings,
-        sessions=app[SESSIONS],
+        sessions=sessions,
+        counter=app[COUNTER],
+        evidence={entry.name: entry.evidence for entry in CHANNELS},
+        tenant_cache=tenant_cache,
+        backpressure=backpressure,
+        metrics=app[METRICS],
+        seen=SeenKeys(redis) if redis is not None else None,
+        memory=queue,
+    )
+    deliver = Deliverer(sessions=sessions, adapters=adapters)
+    answer = Answerer(
+        sessions=sessions,
         counter=app[COUNTER],
         locks=RedisLocks(redis) if redis is not None else InProcessLocks(),
-        channels=channels,
-        providers=ProviderPool(make(settings.model), make),
-        metrics=app[METRICS],
-        redis=redis,
+        providers=providers_for(app),
+        tenant_cache=tenant_cache,
+        recall_cache=recall,
+        backpressure=backpressure,
+        deliverer=deliver,
+        adapters=adapters,
         memory=queue,
-        transcriber=transcriber,
+        transcriber=transcriber_for(settings, http),
     )
     # A gateway process that only acknowledges (settings make sure it has Redis) wakes the
     # background process instead of storing and answering itself.
     wakeups = Wakeups(redis) if redis is not None else None
     hand_off = None if settings.run_background else wakeups
     scheduler = TurnScheduler(
-        pipeline.drain,
-        pipeline.pending_conversations,
-        redeliver=pipeline.retry_deliveries,
+        answer.drain,
+        answer.pending_conversations,
+        redeliver=deliver.retry_deliveries,
         hand_off=hand_off.turn if hand_off is not None else None,
     )
 
     async def accept_in_background(message: InboundMessage, host: str | None) -> Accepted:
-        return await pipeline.accept(message, host=host, background=True)
+        return await accept.accept(message, host=host, background=True)
 
     processor = InboxProcessor(
-        app[SESSIONS],
+        sessions,
         accept_in_background,
         stored=scheduler.kick,
-        pause=pipeline.yield_to_ingest,
+        pause=backpressure.yield_to_ingest,
         lease=timedelta(seconds=settings.inbox_lease_s),
     )
     scheduler.add_intake(processor.kick)
     inbox_ready = hand_off.inbox if hand_off is not None else processor.kick
-    writer = InboxWriter(app[SESSIONS], committed=inbox_ready)
+    writer = InboxWriter(sessions, committed=inbox_ready)
     if wakeups is not None:
         app[WAKEUPS] = wakeups
         if hand_off is None:
             wakeups.listen(inbox=processor.kick, turn=scheduler.kick)
     app[HUB] = hub
-    app[PIPELINE] = pipeline
+    app[ADAPTERS] = adapters
+    app[BACKPRESSURE] = backpressure
+    app[RECALL] = recall
+    app[ACCEPT] = accept
+    app[ANSWER] = answer
+    app[DELIVER] = deliver
     app[SCHEDULER] = scheduler
     app[INBOX_WRITER] = writer
     app[INBOX] = processor
@@ -214,8 +243,7 @@ async def pipeline_ctx(app: web.Application) -> AsyncIterator[None]:
     if fanout is not None:
         await fanout.close()
     await hub.close_all()
-    await whatsapp.close()
-    await telegram.close()
+    await close_adapters(adapters)
 
 
 def create_app(settings: Settings) -> web.Application:
@@ -232,7 +260,7 @@ def create_app(settings: Settings) -> web.Application:
     app[METRICS] = Metrics.create()
     # The tokenizer is loaded once per process and shared (it is read-only).
     app[COUNTER] = TiktokenCounter(load_encoding())
-    app.cleanup_ctx.extend([database_ctx, redis_ctx, http_ctx, pipeline_ctx])
+    app.cleanup_ctx.extend([database_ctx, redis_ctx, http_ctx, flow_ctx])
     health.add_routes(app)
     openapi.add_routes(app)
     campaigns.add_routes(app)
@@ -240,8 +268,5 @@ def create_app(settings: Settings) -> web.Application:
     console_api.add_routes(app)
     console_routes.add_routes(app)
     context.add_routes(app)
-    transcripts.add_routes(app)
-    webchat_routes.add_routes(app)
-    chat_page.add_routes(app)
-    webhooks.add_routes(app)
+    add_channel_routes(app)
     return app

@@ -2,21 +2,26 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import httpx
 from aiohttp import web
 from redis.asyncio import Redis
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
+from channels.base import Channel
 from context import TokenCounter
 from gateway.config import Settings
 from gateway.coordination.wakeups import Wakeups
 from gateway.inbox.processor import InboxProcessor
 from gateway.inbox.writer import InboxWriter
+from gateway.memory.recall import RecallCache
 from gateway.memory.worker import MemoryWorker
 from gateway.runtime.metrics import Metrics
-from gateway.turns.pipeline import Pipeline
+from gateway.turns.accept import Acceptor
+from gateway.turns.answer import Answerer
+from gateway.turns.backpressure import Backpressure
+from gateway.turns.deliver import Deliverer
 from gateway.turns.scheduler import TurnScheduler
 from gateway.webchat.hub import WebChatHub
 
@@ -27,7 +32,14 @@ SESSIONS = web.AppKey("sessions", async_sessionmaker[AsyncSession])
 REDIS = web.AppKey("redis", Redis)
 HTTP = web.AppKey("http", httpx.AsyncClient)
 COUNTER = web.AppKey("counter", TokenCounter)
-PIPELINE = web.AppKey("pipeline", Pipeline)
+# The message flow: accept → (inbox) → answer → deliver, each with only what it uses.
+ACCEPT = web.AppKey("accept", Acceptor)
+ANSWER = web.AppKey("answer", Answerer)
+DELIVER = web.AppKey("deliver", Deliverer)
+BACKPRESSURE = web.AppKey("backpressure", Backpressure)
+RECALL = web.AppKey("recall", RecallCache)
+# The adapters of the registered channels, by channel name (`gateway.registry`).
+ADAPTERS: web.AppKey[Mapping[str, Channel]] = web.AppKey("adapters")
 SCHEDULER = web.AppKey("scheduler", TurnScheduler)
 HUB = web.AppKey("hub", WebChatHub)
 MEMORY = web.AppKey("memory", MemoryWorker)

@@ -24,6 +24,7 @@ __all__ = [
     "Identifier",
     "IdentifierKind",
     "channel_identity_key",
+    "decimal_id",
     "normalize_email",
     "normalize_identifier",
     "normalize_opaque_id",
@@ -57,7 +58,8 @@ _PREFIX_TO_PAIR: list[tuple[str, tuple[Channel, IdentifierKind]]] = sorted(
 _URI_PREFIXES = ("whatsapp:", "tel:", "phone:", "sms:")
 _MAX_PHONE_INPUT = 64
 _MAX_OPAQUE = 255
-_MAX_TELEGRAM_ID = 2**63 - 1
+_MAX_ID = 2**63 - 1
+_MAX_ID_DIGITS = len(str(_MAX_ID))
 _EMAIL_DOMAIN_LABEL = re.compile(r"^[^\W_](?:[\w-]{0,61}[^\W_])?$")
 
 
@@ -184,16 +186,27 @@ def normalize_email(raw: str) -> str:
     return text
 
 
+def decimal_id(text: str) -> int | None:
+    """``text`` as a non-negative id that fits a signed 64-bit column, or None.
+
+    Only ASCII digits count: ``"²".isdigit()`` is true and ``int("²")`` refuses it, and a
+    5,000-digit number must not reach ``int`` (or the database) at all."""
+    if not text or len(text) > _MAX_ID_DIGITS or not text.isascii() or not text.isdigit():
+        return None
+    value = int(text)
+    return value if value <= _MAX_ID else None
+
+
 def normalize_telegram_id(raw: int | str) -> str:
     """A Telegram user id as its decimal string; users have positive ids (chats are negative)."""
     if isinstance(raw, bool):
         raise InvalidIdentifier("telegram user id must be an integer")
     if isinstance(raw, str):
-        text = raw.strip()
-        if not text.isascii() or not text.isdigit():
+        parsed = decimal_id(raw.strip())
+        if parsed is None:
             raise InvalidIdentifier("telegram user id must be a positive integer")
-        raw = int(text)
-    if not isinstance(raw, int) or not 0 < raw <= _MAX_TELEGRAM_ID:
+        raw = parsed
+    if not isinstance(raw, int) or not 0 < raw <= _MAX_ID:
         raise InvalidIdentifier("telegram user id must be a positive integer")
     return str(raw)
 

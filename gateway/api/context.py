@@ -5,25 +5,19 @@ from __future__ import annotations
 from typing import Literal
 
 from aiohttp import web
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from gateway import registry
+from gateway.customers.evidence import SenderClaim
 from gateway.customers.resolve import identify
 from gateway.http.auth import require_api_key
 from gateway.http.bodies import read_json
 from gateway.http.errors import BadRequest
 from gateway.http.openapi import document
-from gateway.keys import COUNTER, PIPELINE, SESSIONS, SETTINGS
+from gateway.keys import COUNTER, RECALL, SESSIONS, SETTINGS
 from gateway.storage.repositories import tenants
 from gateway.turns.window import DialogueTurn, assemble_context
-from identity import (
-    Evidence,
-    InvalidIdentifier,
-    PhoneCall,
-    TelegramSender,
-    WebChatVisitor,
-    WhatsAppSender,
-    verify_identity_token,
-)
+from identity import InvalidIdentifier
 
 
 class DialogueIn(BaseModel):
@@ -36,7 +30,7 @@ class DialogueIn(BaseModel):
 class ContextIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    channel: Literal["whatsapp", "telegram", "webchat", "phone"]
+    channel: str = Field(json_schema_extra={"enum": list(registry.NAMES)})
     external_id: str = Field(min_length=1, max_length=320)
     identity_token: str | None = None
     message: str = Field(max_length=1_000_000)
@@ -47,26 +41,23 @@ class ContextIn(BaseModel):
     campaign_id: str | None = None
     assistant_id: str | None = None
 
+    @field_validator("channel")
+    @classmethod
+    def _registered(cls, channel: str) -> str:
+        if channel not in registry.BY_NAME:
+            raise ValueError(f"channel must be one of {', '.join(registry.NAMES)}")
+        return channel
 
-def evidence_for(body: ContextIn, webchat_secret: str | None) -> Evidence:
-    """The evidence a caller of `/v1/context` can present for a channel identity."""
-    external_id = body.external_id
-    if body.channel == "whatsapp":
-        return WhatsAppSender(external_id)
-    if body.channel == "telegram":
-        raw = external_id.removeprefix("telegram:")
-        # ASCII digits that fit a 64-bit id ("²".isdigit() is true, and int() refuses it).
-        if not (raw.isascii() and raw.isdigit() and len(raw) <= 18):
-            raise BadRequest(
-                "telegram external_id must be a numeric user id", code="invalid_identity"
-            )
-        return TelegramSender(int(raw))
-    if body.channel == "webchat":
-        claims = None
-        if body.identity_token and webchat_secret:
-            claims = verify_identity_token(body.identity_token, webchat_secret)
-        return WebChatVisitor(external_id.removeprefix("web:anon:"), claims)
-    return PhoneCall(call_id=f"context:{external_id}", caller=external_id.removeprefix("phone:"))
+
+def claim_for(body: ContextIn) -> SenderClaim:
+    """What a `/v1/context` caller claims about a channel identity: its external id, with or
+    without the channel's prefix, and for web chat the visitor's identity token."""
+    return SenderClaim(
+        channel=body.channel,
+        sender=body.external_id.removeprefix(registry.entry(body.channel).context_prefix),
+        identity_token=body.identity_token,
+        call_id=f"context:{body.external_id}",
+    )
 
 
 async def build_context(request: web.Request) -> web.Response:
@@ -81,7 +72,7 @@ async def build_context(request: web.Request) -> web.Response:
         try:
             identity = await identify(
                 session,
-                evidence_for(body, secret),
+                registry.entry(body.channel).evidence(claim_for(body), secret),
                 text=body.message,
                 tenant=tenant,
                 region=settings.default_region,
@@ -101,7 +92,7 @@ async def build_context(request: web.Request) -> web.Response:
                 else None
             ),
             campaign_id=body.campaign_id,
-            recall_cache=request.app[PIPELINE].recall_cache,
+            recall_cache=request.app[RECALL],
         )
     report = assembled.window.report.to_dict()
     if body.dialogue is not None:

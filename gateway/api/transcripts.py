@@ -9,6 +9,7 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
 from channels.base import PayloadInvalid
 from channels.transcripts import parse_transcript
+from gateway.customers.evidence import SenderClaim, phone_caller
 from gateway.customers.resolve import identify
 from gateway.http.auth import require_api_key
 from gateway.http.bodies import read_json
@@ -18,7 +19,7 @@ from gateway.keys import COUNTER, MEMORY, SESSIONS, SETTINGS
 from gateway.memory.queue import CompactionJob
 from gateway.storage.repositories import tenants
 from gateway.turns.calls import store_call
-from identity import InvalidIdentifier, PhoneCall
+from identity import InvalidIdentifier
 
 
 class TranscriptIn(BaseModel):
@@ -48,7 +49,15 @@ async def post_transcript(request: web.Request) -> web.Response:
         try:
             identity = await identify(
                 session,
-                PhoneCall(call_id=body.call_id, caller=body.caller, customer_id=body.customer_id),
+                phone_caller(
+                    SenderClaim(
+                        channel="phone",
+                        sender=body.caller or "",
+                        call_id=body.call_id,
+                        customer_id=body.customer_id,
+                    ),
+                    None,
+                ),
                 text=customer_text,
                 tenant=tenant,
                 region=request.app[SETTINGS].default_region,

@@ -7,15 +7,17 @@ with the reason; storage down is a 503 so the provider retries instead of droppi
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
-from channels.base import PayloadInvalid, RawRequest, unstorable_field
+from channels.base import PayloadInvalid, RawRequest, StatusCallbacks, unstorable_field
 from channels.telegram import ignored_update
-from channels.twilio_whatsapp import TwilioWhatsAppChannel
 from gateway.http.openapi import document
-from gateway.keys import INBOX_WRITER, PIPELINE, SESSIONS
+from gateway.keys import ADAPTERS, BACKPRESSURE, INBOX_WRITER, SESSIONS
 from gateway.turns import delivery
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 EMPTY_TWIML = '<?xml version="1.0" encoding="UTF-8"?><Response></Response>'
 
@@ -29,11 +31,10 @@ async def receive(request: web.Request, channel_name: str) -> int:
 
     The 2xx waits only for the inbox row (written with the other webhooks of the moment, one
     commit for all); the message is stored as such, and answered, in the background."""
-    pipeline = request.app[PIPELINE]
-    with pipeline.ingest_request():
+    with request.app[BACKPRESSURE].ingest_request():
         body = await request.read()
         raw = RawRequest(request.method, str(request.url), dict(request.headers), body)
-        channel = pipeline.channels[channel_name]
+        channel = request.app[ADAPTERS][channel_name]
         channel.verify(raw)
         parsed = channel.parse(raw)
         for inbound in parsed:  # checked before any is stored: a refused request stores nothing
@@ -49,18 +50,24 @@ async def twilio_whatsapp(request: web.Request) -> web.Response:
     return web.Response(text=EMPTY_TWIML, content_type="text/xml")
 
 
-async def twilio_status(request: web.Request) -> web.Response:
-    body = await request.read()
-    raw = RawRequest(request.method, str(request.url), dict(request.headers), body)
-    channel = request.app[PIPELINE].channels["whatsapp"]
-    assert isinstance(channel, TwilioWhatsAppChannel)
-    channel.verify(raw)
-    sid, status, error_code = channel.parse_status(raw)
-    async with request.app[SESSIONS].begin() as session:
-        await delivery.apply_status(
-            session, channel="whatsapp", provider_id=sid, status=status, error_code=error_code
-        )
-    return web.Response(status=204)
+def status_callback(channel_name: str) -> Handler:
+    """The delivery status callback of a channel whose adapter reads them."""
+
+    async def handle(request: web.Request) -> web.Response:
+        body = await request.read()
+        raw = RawRequest(request.method, str(request.url), dict(request.headers), body)
+        channel = request.app[ADAPTERS][channel_name]
+        if not isinstance(channel, StatusCallbacks):
+            raise web.HTTPNotFound()
+        channel.verify(raw)
+        sid, status, error_code = channel.parse_status(raw)
+        async with request.app[SESSIONS].begin() as session:
+            await delivery.apply_status(
+                session, channel=channel_name, provider_id=sid, status=status, error_code=error_code
+            )
+        return web.Response(status=204)
+
+    return handle
 
 
 document(
@@ -110,7 +117,10 @@ document(
 )
 
 
-def add_routes(app: web.Application) -> None:
+def add_twilio_routes(app: web.Application) -> None:
     app.router.add_post("/webhooks/twilio/whatsapp", twilio_whatsapp)
+    app.router.add_post("/webhooks/twilio/status", status_callback("whatsapp"))
+
+
+def add_telegram_routes(app: web.Application) -> None:
     app.router.add_post(TELEGRAM_PATH, telegram)
-    app.router.add_post("/webhooks/twilio/status", twilio_status)

@@ -24,7 +24,7 @@ from gateway.runtime.outages import is_storage_down
 from gateway.runtime.tasks import cancel_and_wait
 from gateway.storage.records import InboxItem
 from gateway.storage.repositories import inbox
-from gateway.turns.pipeline import Accepted
+from gateway.turns.accept import Accepted
 
 log = logging.getLogger("relaydesk.inbox")
 

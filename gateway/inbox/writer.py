@@ -14,14 +14,10 @@ from channels.base import InboundMessage
 from gateway.inbox.codec import to_payload
 from gateway.runtime.tasks import cancel_and_wait
 from gateway.storage.repositories import inbox
+from gateway.turns.accept import thread_key
 
 MAX_BATCH_ROWS = 500
 CLOSE_WAIT_S = 10.0
-
-
-def thread_key(message: InboundMessage) -> str:
-    """The chat thread a message belongs to: its messages are stored in arrival order."""
-    return f"{message.channel}:{message.sender}"
 
 
 class InboxWriter:
@@ -49,7 +45,7 @@ class InboxWriter:
             inbox.inbox_row(
                 channel=m.channel,
                 provider_message_id=m.provider_message_id,
-                thread_key=thread_key(m),
+                thread_key=thread_key(m.channel, m.sender),
                 host=host,
                 payload=to_payload(m),
                 received_at=m.received_at,

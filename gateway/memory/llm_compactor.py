@@ -58,6 +58,7 @@ from gateway.providers import (
 from gateway.providers.anthropic import ANTHROPIC_BASE_URL
 from gateway.providers.openai_compat import OPENAI_BASE_URL
 from gateway.tenants import TenantSettings
+from identity import decimal_id
 
 __all__ = [
     "NO_SOURCE",
@@ -201,8 +202,9 @@ def _source_id(raw: object) -> int:
         return NO_SOURCE
     if isinstance(raw, int):
         return raw
-    if isinstance(raw, str) and raw.strip().isdigit():
-        return int(raw.strip())
+    if isinstance(raw, str):
+        parsed = decimal_id(raw.strip())
+        return NO_SOURCE if parsed is None else parsed
     return NO_SOURCE
 
 

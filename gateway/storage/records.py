@@ -69,6 +69,17 @@ class EpisodeRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class SenderSnapshot:
+    """A user message's sender as the message arrived: the channel's own id for them (where the
+    reply goes) and what their evidence then let the answer's window see."""
+
+    sender: str
+    link_level: str
+    allowed_scopes: tuple[str, ...]
+    own_facts_only: bool
+
+
+@dataclass(frozen=True, slots=True)
 class MessageRecord:
     id: int
     customer_id: str
@@ -87,6 +98,7 @@ class MessageRecord:
     media: dict[str, Any] | None = None
     extra: dict[str, Any] | None = None
     thread_key: str | None = None
+    sender: SenderSnapshot | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +121,7 @@ class NewMessage:
     redacted: bool = False
     created_at: datetime | None = None
     thread_key: str | None = None
+    sender: SenderSnapshot | None = None
 
 
 @dataclass(frozen=True, slots=True)

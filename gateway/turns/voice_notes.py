@@ -19,7 +19,7 @@ from gateway.providers.transcriber import VOICE_NOT_TRANSCRIBED, Transcriber, Tr
 from gateway.storage.records import MessageRecord, NewMessage
 from gateway.storage.repositories import messages
 
-log = logging.getLogger("relaydesk.pipeline")
+log = logging.getLogger("relaydesk.voice_notes")
 
 
 async def voice_text(

@@ -8,16 +8,13 @@ errors the socket answers with an error frame and keeps going.
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 from typing import Any
 
 from channels.base import PayloadInvalid, unstorable
 from channels.webchat import visitor_id_of
 from gateway.http.errors import BadRequest
-
-# A message id: ASCII digits that fit the 64-bit id column ("²".isdigit() is true too).
-_CURSOR = re.compile(r"[0-9]{1,18}")
+from identity import decimal_id
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,9 +27,10 @@ class Hello:
 def read_cursor(raw: str | None) -> int | None:
     if raw in (None, "", "null"):
         return None
-    if not _CURSOR.fullmatch(raw):
+    cursor = decimal_id(raw)
+    if cursor is None:
         raise BadRequest("after must be a message id", code="invalid_cursor")
-    return int(raw)
+    return cursor
 
 
 def read_frame(text: str) -> dict[str, Any]:

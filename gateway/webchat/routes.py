@@ -32,7 +32,7 @@ from channels.webchat import (
 )
 from gateway.http.errors import BadRequest
 from gateway.http.openapi import document
-from gateway.keys import HUB, PIPELINE, SCHEDULER, SESSIONS
+from gateway.keys import ACCEPT, ADAPTERS, HUB, SCHEDULER, SESSIONS
 from gateway.runtime.clock import utcnow
 from gateway.storage.records import MessageRecord
 from gateway.storage.repositories import messages
@@ -62,7 +62,7 @@ def frame_of(record: MessageRecord) -> dict[str, Any]:
 async def post_message(request: web.Request) -> web.Response:
     body = await request.read()
     raw = RawRequest(request.method, str(request.url), dict(request.headers), body)
-    channel = request.app[PIPELINE].channels["webchat"]
+    channel = request.app[ADAPTERS]["webchat"]
     channel.verify(raw)
     check_token(bearer_token(raw.headers))
     try:
@@ -70,7 +70,7 @@ async def post_message(request: web.Request) -> web.Response:
     except (ValueError, RecursionError) as exc:  # a 5000-digit number; "[[[[…" nested deep
         raise PayloadInvalid(f"body is not usable JSON: {exc}") from exc
     check_storable(inbound.text)
-    accepted = await request.app[PIPELINE].accept(inbound, host=request.host)
+    accepted = await request.app[ACCEPT].accept(inbound, host=request.host)
     if not accepted.duplicate:
         request.app[SCHEDULER].kick(accepted.conversation_key)
     return web.json_response(
@@ -147,7 +147,7 @@ async def _message(
 ) -> None:
     inbound = message_from(data, visitor_id=visitor, token=token, received_at=utcnow())
     check_storable(inbound.text)
-    accepted = await request.app[PIPELINE].accept(inbound, host=request.host)
+    accepted = await request.app[ACCEPT].accept(inbound, host=request.host)
     client_id = inbound.extra["client_message_id"]
     await socket.send_json(
         {

@@ -8,11 +8,9 @@ import time
 import uuid
 from pathlib import Path
 
-import pytest
 from sqlalchemy import func, select
 
 from gateway.storage.models import TurnRow
-from gateway.turns import pipeline as pipeline_module
 from tests.support.stack import Stack, running_stack
 
 
@@ -33,17 +31,15 @@ async def _pending(stack: Stack) -> int:
         )
 
 
-async def test_answers_yield_to_a_burst_and_still_come(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(pipeline_module, "YIELD_MAX_S", 2.0)
+async def test_answers_yield_to_a_burst_and_still_come(tmp_path: Path) -> None:
     async with running_stack("embedded", tmp_path) as stack:
-        pipeline = stack.pipeline
+        backpressure = stack.backpressure
+        backpressure.max_wait_s = 2.0
         visitor = "v" + uuid.uuid4().hex
         await _post(stack, visitor, "Oi")  # a first answer: the conversation exists
         await stack.idle()
         # Stand-ins for webhooks this process is acknowledging right now.
-        pipeline.ingesting += pipeline_module.YIELD_BACKLOG
+        backpressure.ingesting += backpressure.backlog
         started = time.monotonic()
         await _post(stack, visitor, "Meu pedido chegou?")
         await asyncio.sleep(0.3)
@@ -53,7 +49,7 @@ async def test_answers_yield_to_a_burst_and_still_come(
         assert await _pending(stack) == 0  # answered once the wait ran out
         assert time.monotonic() - started >= 2.0
 
-        pipeline.ingesting -= pipeline_module.YIELD_BACKLOG
+        backpressure.ingesting -= backpressure.backlog
         started = time.monotonic()
         await _post(stack, visitor, "E agora?")
         async with asyncio.timeout(10):

@@ -21,7 +21,6 @@ from gateway.runtime.clock import utcnow
 from gateway.storage.engine import make_engine, make_sessionmaker
 from gateway.storage.models import InboxMessage, Message
 from gateway.storage.repositories import inbox
-from gateway.turns import pipeline as pipeline_module
 from tests.support.databases import create_database, drop_database, postgres_reachable, unavailable
 from tests.support.signed_twilio import inbound_params, post_signed
 from tests.support.stack import Stack, running_stack
@@ -60,11 +59,13 @@ async def _count(stack: Stack, model: type[Message] | type[InboxMessage]) -> int
 @asynccontextmanager
 async def _held(stack: Stack) -> AsyncIterator[None]:
     """Stand-ins for acknowledgements in progress: background work yields meanwhile."""
-    stack.pipeline.ingesting += pipeline_module.YIELD_BACKLOG
+    backpressure = stack.backpressure
+    backpressure.max_wait_s = 30.0
+    backpressure.ingesting += backpressure.backlog
     try:
         yield
     finally:
-        stack.pipeline.ingesting -= pipeline_module.YIELD_BACKLOG
+        backpressure.ingesting -= backpressure.backlog
 
 
 def _sender() -> str:
@@ -73,9 +74,8 @@ def _sender() -> str:
 
 @pytest.mark.parametrize("backend", BACKENDS)
 async def test_acknowledged_means_committed_then_stored_once_in_the_background(
-    backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    backend: str, tmp_path: Path
 ) -> None:
-    monkeypatch.setattr(pipeline_module, "YIELD_MAX_S", 30.0)
     async with running_stack(backend, tmp_path, **SETTINGS) as stack:
         senders = [_sender() for _ in range(5)]
         sent = [_params("SM" + uuid.uuid4().hex, senders[i % 5], f"pedido {i}") for i in range(60)]
@@ -150,13 +150,10 @@ async def test_a_claim_never_shares_a_sender_with_a_live_claim(
         assert len(later) == 6
 
 
-async def test_two_processes_keep_each_senders_order(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def test_two_processes_keep_each_senders_order(tmp_path: Path) -> None:
     why = await postgres_reachable()
     if why is not None:
         unavailable("PostgreSQL", why)
-    monkeypatch.setattr(pipeline_module, "YIELD_MAX_S", 30.0)
     database = await create_database()
     try:
         async with (

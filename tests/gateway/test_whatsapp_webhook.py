@@ -267,7 +267,7 @@ async def test_concurrent_sweeps_send_a_stranded_reply_once(
                     delivery_status=None, updated_at=utcnow() - timedelta(minutes=5)
                 )
             )
-        sent = await asyncio.gather(*(stack.pipeline.retry_deliveries() for _ in range(5)))
+        sent = await asyncio.gather(*(stack.deliver.retry_deliveries() for _ in range(5)))
         assert sum(sent) >= 1
         assert len(fake.created) == 2  # one more send, not five
         async with stack.sessions()() as session:

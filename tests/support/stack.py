@@ -13,8 +13,11 @@ from sqlalchemy import func, select
 
 from gateway.app import create_app
 from gateway.config import Settings
-from gateway.keys import INBOX, PIPELINE, SCHEDULER, SESSIONS
+from gateway.keys import ACCEPT, BACKPRESSURE, DELIVER, INBOX, SCHEDULER, SESSIONS
 from gateway.storage.models import InboxMessage, Message
+from gateway.turns.accept import Acceptor
+from gateway.turns.backpressure import Backpressure
+from gateway.turns.deliver import Deliverer
 from tests.support.databases import (
     REDIS_URL,
     create_database,
@@ -52,8 +55,16 @@ class Stack:
         return self.client.app[SESSIONS]
 
     @property
-    def pipeline(self):  # type: ignore[no-untyped-def]
-        return self.client.app[PIPELINE]
+    def accept(self) -> Acceptor:
+        return self.client.app[ACCEPT]
+
+    @property
+    def deliver(self) -> Deliverer:
+        return self.client.app[DELIVER]
+
+    @property
+    def backpressure(self) -> Backpressure:
+        return self.client.app[BACKPRESSURE]
 
 
 @asynccontextmanager

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy import bindparam, func, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
@@ -10,7 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from gateway.runtime.clock import utcnow
 from gateway.storage.errors import DuplicateMessage, RecordNotFound, require_customer
 from gateway.storage.models import Episode, Message
-from gateway.storage.records import MessageRecord, NewMessage
+from gateway.storage.records import MessageRecord, NewMessage, SenderSnapshot
 from gateway.storage.repositories.tables import EPISODES, MESSAGES
 
 # A repeated (channel, provider id) inserts nothing and returns no id.
@@ -70,6 +72,33 @@ def message_record(row: Message) -> MessageRecord:
         media=row.media,
         extra=row.extra,
         thread_key=row.thread_key,
+        sender=_sender_of(row.extra),
+    )
+
+
+# The sender snapshot is kept in the message's `extra` column under these keys.
+def _with_sender(
+    extra: dict[str, Any] | None, sender: SenderSnapshot | None
+) -> dict[str, Any] | None:
+    if sender is None:
+        return extra
+    return {
+        **(extra or {}),
+        "sender": sender.sender,
+        "link_level": sender.link_level,
+        "allowed_scopes": list(sender.allowed_scopes),
+        "own_facts_only": sender.own_facts_only,
+    }
+
+
+def _sender_of(extra: dict[str, Any] | None) -> SenderSnapshot | None:
+    if not extra or "sender" not in extra:
+        return None
+    return SenderSnapshot(
+        sender=str(extra["sender"]),
+        link_level=str(extra.get("link_level", "anonymous")),
+        allowed_scopes=tuple(extra.get("allowed_scopes", ["public"])),
+        own_facts_only=bool(extra.get("own_facts_only", True)),
     )
 
 
@@ -84,6 +113,7 @@ async def append_message(
         raise ValueError("token_count must be computed before storing")
     created_at = new.created_at or utcnow()
     customer_id = require_customer(new.customer_id)
+    extra = _with_sender(new.extra, new.sender)
     values = {
         "customer_id": customer_id,
         "episode_id": new.episode_id,
@@ -96,7 +126,7 @@ async def append_message(
         "transcript_confidence": new.transcript_confidence,
         "words": new.words,
         "media": new.media,
-        "extra": new.extra,
+        "extra": extra,
         "redacted": new.redacted,
         "supersedes_id": new.supersedes_id,
         "created_at": created_at,
@@ -125,8 +155,9 @@ async def append_message(
         created_at=created_at,
         words=new.words,
         media=new.media,
-        extra=new.extra,
+        extra=extra,
         thread_key=new.thread_key,
+        sender=new.sender,
     )
 
 

@@ -198,7 +198,7 @@ async def test_window_shows_the_call_only_as_a_tagged_summary_and_facts_stay_unc
         assert "ana.souza@example.org" in system and "unconfirmed" in system
 
         # The same e-mail typed on WhatsApp confirms the fact.
-        accepted = await stack.pipeline.accept(
+        accepted = await stack.accept.accept(
             InboundMessage(
                 channel="whatsapp",
                 provider_message_id="SMconfirm",

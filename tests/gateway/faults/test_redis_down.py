@@ -132,8 +132,8 @@ async def test_redis_killed_under_load_loses_and_duplicates_nothing(tmp_path: Pa
 
 
 async def _run(stack: Stack, redis_server: PrivateRedis, twilio: FakeTwilio) -> None:
-    seen = stack.pipeline.seen
-    queue = stack.pipeline.memory
+    seen = stack.accept.seen
+    queue = stack.accept.memory
     senders = [f"whatsapp:+5511970{n:06d}" for n in range(12)]
     load = Load(stack, senders)
 

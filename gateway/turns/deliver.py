@@ -1,0 +1,111 @@
+"""Deliver: send a stored reply through its channel under a delivery lease.
+
+A reply is stored with its lease already taken (by the answer step), so a first send needs no
+claim of its own; a retry claims the lease first, so two processes never send one reply twice.
+A retryable failure is tried again by `retry_deliveries`, up to `MAX_DELIVERY_ATTEMPTS`; the
+provider ids of what was sent are recorded so status callbacks can move it forward.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from datetime import timedelta
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from channels.base import Channel, OutboundMessage, SendFailed
+from gateway.storage.records import MessageRecord, TurnRecord
+from gateway.storage.repositories import messages, turns
+from gateway.turns import delivery
+
+log = logging.getLogger("relaydesk.deliver")
+
+MAX_DELIVERY_ATTEMPTS = 5
+DELIVERY_LEASE = timedelta(minutes=2)
+
+
+class Deliverer:
+    def __init__(
+        self, *, sessions: async_sessionmaker[AsyncSession], adapters: Mapping[str, Channel]
+    ) -> None:
+        self.sessions = sessions
+        self.adapters = adapters
+
+    async def send(
+        self,
+        turn: TurnRecord,
+        inbound: MessageRecord,
+        reply: MessageRecord,
+        *,
+        claimed: bool = False,
+    ) -> None:
+        """Deliver the stored reply under a delivery lease (`claimed`: taken when the reply was
+        stored); a retryable failure is left for `retry_deliveries`."""
+        if not claimed:
+            async with self.sessions.begin() as session:
+                if not await turns.claim_delivery(session, turn.id, DELIVERY_LEASE):
+                    return  # another sender holds it, or it is done
+        status, error, sent_ids = await self._send_once(inbound, reply)
+        attempts = turn.delivery_attempts + 1
+        if status == "retry" and attempts >= MAX_DELIVERY_ATTEMPTS:
+            status = "failed"
+        async with self.sessions.begin() as session:
+            fields: dict[str, Any] = {
+                "delivery_status": status,
+                "delivery_attempts": attempts,
+                "delivery_lease_until": None,
+            }
+            if error is not None:
+                fields["error"] = error[:2000]
+                log.warning(
+                    "reply not delivered",
+                    extra={"fields": {"turn": turn.id, "status": status, "error": error}},
+                )
+            await turns.finish_turn(session, turn.id, **fields)
+            if sent_ids:
+                await delivery.record_sent(
+                    session,
+                    channel=inbound.channel,
+                    provider_ids=sent_ids,
+                    turn_id=turn.id,
+                    reply_message_id=reply.id,
+                )
+
+    async def _send_once(
+        self, inbound: MessageRecord, reply: MessageRecord
+    ) -> tuple[str, str | None, tuple[str, ...]]:
+        """(status, error, provider ids) of one attempt: sent, retry or failed."""
+        adapter = self.adapters.get(inbound.channel)
+        if adapter is None:
+            return "failed", f"no channel {inbound.channel!r} configured", ()
+        recipient = inbound.sender.sender if inbound.sender is not None else ""
+        try:
+            result = await adapter.send(
+                OutboundMessage(
+                    channel=inbound.channel,
+                    recipient=recipient,
+                    text=reply.text,
+                    reply_to=inbound.provider_message_id,
+                    message_id=str(reply.id),
+                )
+            )
+        except SendFailed as exc:
+            return ("retry" if exc.retryable else "failed"), str(exc), ()
+        return "sent", None, tuple(i for i in result.provider_message_ids if i)
+
+    async def retry_deliveries(self) -> int:
+        """Send again the replies whose delivery failed in a retryable way."""
+        async with self.sessions() as session:
+            waiting = await turns.undelivered(session, limit=100)
+        for turn in waiting:
+            async with self.sessions() as session:
+                inbound = await messages.get_message(
+                    session, turn.customer_id, turn.inbound_message_id
+                )
+                if turn.reply_message_id is None:
+                    continue
+                reply = await messages.get_message(session, turn.customer_id, turn.reply_message_id)
+            await self.send(turn, inbound, reply)
+        return len(waiting)
