@@ -32,8 +32,9 @@ from context.episode import episode_demand
 from context.render import FACTS_HEADER, SUMMARIES_HEADER, fact_line, summary_tag
 from gateway.customers.resolve import ResolvedIdentity
 from gateway.memory.recall import RecallCache, RecallScope, recall_items
+from gateway.memory.summaries import summary_item
 from gateway.runtime.clock import utcnow
-from gateway.storage.records import EpisodeRecord, FactRecord, MessageRecord, SummaryRecord
+from gateway.storage.records import EpisodeRecord, FactRecord, MessageRecord
 from gateway.storage.repositories import campaigns, episodes, facts, messages, summaries
 from gateway.tenants import TenantSettings
 
@@ -43,7 +44,6 @@ RECENT_TURNS_LIMIT = 400
 RECALL_QUERY_CHARS = 4_000
 # Tokens of the summaries slice kept free of recall (block separator and rounding).
 SLICE_MARGIN = 8
-TRANSCRIPT_CHANNELS = frozenset({"phone"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,22 +136,6 @@ def summary_cost(item: SummaryItem, counter: TokenCounter) -> int:
     return 2 + counter.count(summary_tag(item)) + item.tokens
 
 
-def _summary(record: SummaryRecord) -> SummaryItem:
-    start = record.period_start or record.updated_at
-    transcript = record.origin_channel in TRANSCRIPT_CHANNELS
-    return SummaryItem(
-        id=f"summary:{record.episode_id}",
-        episode_id=record.episode_id,
-        channel=record.origin_channel,
-        modality="transcript" if transcript else "typed",
-        started_at=start,
-        ended_at=record.period_end or start,
-        text=record.summary,
-        tokens=record.token_count,
-        confidence=record.transcript_confidence if transcript else None,
-    )
-
-
 async def _current_turns(
     session: AsyncSession, customer_id: str, episode: EpisodeRecord, before_id: int | None
 ) -> tuple[tuple[Turn, ...], str | None, int | None]:
@@ -230,7 +214,7 @@ async def _other_episodes(
     for record in records:  # most recent first
         if record.episode_id in represented:
             continue
-        item = _summary(record)
+        item = summary_item(record)
         cost = summary_cost(item, counter)
         if cost <= room:
             chosen.append(item)
