@@ -1,4 +1,4 @@
-"""Assemble a window for one customer and channel identity from storage (DESIGN §5).
+"""Assemble a window for one customer and channel identity from storage.
 
 Loads only what the window can use — the current episode's summary and its newest turns, the
 scope-allowed current facts, other episodes' summaries, active anchored messages — and hands
@@ -179,9 +179,9 @@ async def _other_episodes(
     """The summaries slice: recall first (the lines of other episodes most relevant to the
     message, each episode's lines tagged with its origin), then the most recent summaries of
     the episodes recall left out, while the slice has room. The room is the summaries slice
-    plus what the facts slice leaves unused (unused budget passes forward, DESIGN §5). What
-    the current episode will leave unused is offered back to recall's most relevant lines
-    (the second pass, DESIGN §5)."""
+    plus what the facts slice leaves unused (a slice's unused budget passes to the next). What
+    the current episode will leave unused (known beforehand from `episode_demand`) is offered
+    to recall's most relevant lines as well."""
     records = await summaries.customer_summaries(
         session, identity.customer_id, exclude_episode=exclude_episode
     )
