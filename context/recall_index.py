@@ -4,7 +4,7 @@
 few thousand lines per customer that is most of a window's build time. `RecallIndex` keeps
 each candidate's terms as postings, so a query only touches the documents that share a term
 with it (and their neighbours, which score through it). Scores are the same BM25 (same
-constants, same summation order) combined by the same `context.recall.combine`, and the ranking
+constants, same summation order) combined by the same `context.recall_score.spread`, and the ranking
 is identical to `rank_candidates` on the same candidates.
 """
 
@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from context.recall import (
+from context.recall_score import (
     Around,
     RecallCandidate,
     Weights,

@@ -1,7 +1,8 @@
 """Process configuration: environment variables, optionally a TOML file with the same keys.
 
-Every key of DESIGN §8 is a field here. Environment variables win over the TOML file, and
-an invalid value stops the process at start with a message that names the variable.
+Every configuration key (the `RELAYDESK_*` variables of README.md) is a field here.
+Environment variables win over the TOML file, and an invalid value stops the process at start
+with a message that names the variable.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ _RANKS = {"anonymous": 0, "inferred": 1, "asserted": 2, "verified": 3}
 
 
 class LinkLevel(enum.Enum):
-    """Strength of the evidence linking a channel identity to a customer (DESIGN §4)."""
+    """Strength of the evidence linking a channel identity to a customer, weakest to strongest."""
 
     ANONYMOUS = "anonymous"
     INFERRED = "inferred"

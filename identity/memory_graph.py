@@ -154,7 +154,8 @@ class MemoryGraph:
 
     def confirm(self, link: PendingLink, *, actor: str, reason: str) -> AuditEntry | None:
         """Operator confirmation: merge the identity's customer into the candidate and mark the
-        identity verified (DESIGN §4). Returns the merge audit, or ``None`` if already linked."""
+        identity verified (operator confirmation is verifying evidence). Returns the merge
+        audit, or ``None`` if already linked."""
         if link not in self._pending:
             raise OwnershipConflict("no such pending link")
         owner = self.identity(link.identity_key)

@@ -1,4 +1,4 @@
-"""Normalized identifiers and channel identity keys (DESIGN §3).
+"""Normalized identifiers and channel identity keys.
 
 Every identifier is reduced to one canonical spelling before it is compared, stored or linked:
 phones to E.164 (via ``phonenumbers``), e-mails trimmed and case-folded, Telegram user ids to
@@ -88,9 +88,10 @@ class Identifier:
 class ChannelIdentityKey:
     """A channel identity: the channel plus the identifier the channel delivers.
 
-    ``str(key)`` is the stable external id of DESIGN §3 (``whatsapp:+5511…``, ``telegram:12345``,
-    ``web:acct:<sub>``, ``web:anon:<cookie>``, ``phone:+5511…``, ``phone:call:<call id>`` for a
-    call without a usable caller id); `ChannelIdentityKey.parse` reads it back.
+    ``str(key)`` is the stable external id, ``<channel>:<identifier>`` (``whatsapp:+5511…``,
+    ``telegram:12345``, ``web:acct:<sub>``, ``web:anon:<cookie>``, ``phone:+5511…``,
+    ``phone:call:<call id>`` for a call without a usable caller id); `ChannelIdentityKey.parse`
+    reads it back.
     """
 
     channel: Channel
@@ -255,10 +256,10 @@ def channel_identity_key(
 ) -> ChannelIdentityKey:
     """The key of ``external_id`` as delivered on ``channel``, normalized.
 
-    Accepts both the prefixed external ids of DESIGN §3 and bare provider values: a Twilio
-    ``From`` (``whatsapp:+55…``) or number for WhatsApp, a user id for Telegram, a caller number
-    for phone. A bare web chat id is an anonymous visitor: accounts come only from a verified
-    identity token (``web:acct:`` is accepted here only when already prefixed).
+    Accepts both prefixed external ids (``str(ChannelIdentityKey)``) and bare provider values:
+    a Twilio ``From`` (``whatsapp:+55…``) or number for WhatsApp, a user id for Telegram, a
+    caller number for phone. A bare web chat id is an anonymous visitor: accounts come only
+    from a verified identity token (``web:acct:`` is accepted here only when already prefixed).
     """
     if channel not in CHANNELS:
         raise InvalidIdentifier(f"unknown channel {channel!r}")

@@ -1,4 +1,4 @@
-"""Scope policy as tenant data: which fact scopes each link level may see (DESIGN §4).
+"""Scope policy as tenant data: which fact scopes each link level may see.
 
 Default table::
 
@@ -89,7 +89,8 @@ class ScopePolicy:
 
     @classmethod
     def default(cls, scopes: Iterable[str] = DEFAULT_SCOPES) -> ScopePolicy:
-        """The DESIGN §4 table over ``scopes`` (levels keep only the default scopes that exist)."""
+        """The default table (module docstring) over ``scopes``; levels keep only the default
+        scopes that exist."""
         known = frozenset(scopes)
         return cls(
             scopes=known,

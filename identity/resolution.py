@@ -1,6 +1,6 @@
 """The linking decision: which customer one observation belongs to, and what it may change.
 
-Rules, in the order they are applied (DESIGN §4):
+Rules, in the order they are applied:
 
 1. Blocked values link nothing. A blocked channel key is resolved on its own key only, at the
    anonymous level; blocked identifiers are ignored (no attachment, no pending link).

@@ -1,4 +1,4 @@
-"""Web chat identity tokens (DESIGN §8): HS256 JWTs signed with the tenant's web chat secret.
+"""Web chat identity tokens: HS256 JWTs signed with the tenant's web chat secret.
 
 `verify_identity_token` is deliberately total: any token it cannot fully trust yields ``None``
 (the visitor is then anonymous) and the caller learns nothing about why. Debug logs name only the

@@ -3,7 +3,7 @@
 `parse_transcript(format, payload, customer_speaker=...)` reads the `transcript` object of a
 `POST /v1/transcripts` body in one of `FORMATS`:
 
-    native          Relaydesk's own segments (DESIGN §8); roles given
+    native          Relaydesk's own segments (`channels.transcripts.native`); roles given
     aws_transcribe  Amazon Transcribe batch output (speaker or channel identification)
     deepgram        Deepgram `/v1/listen` response (utterances, diarization, multichannel)
     whisper         OpenAI Whisper API / open-source model output (segments, words, text)

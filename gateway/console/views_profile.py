@@ -8,12 +8,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from channels.transcripts import DEFAULT_THRESHOLD
-from context import SummaryItem
 from context.render import summary_tag
 from gateway.console.auth import OperatorLogin
 from gateway.console.html import Child, Html, el
 from gateway.console.views_layout import action_form, page
 from gateway.console.views_traces import traces_section
+from gateway.memory.summaries import summary_item
 from gateway.storage.records import (
     ChannelIdentityRecord,
     CompactionTraceRecord,
@@ -335,21 +335,7 @@ def _episodes_section(profile: Profile) -> Html:
 
 
 def _summary_tag(record: SummaryRecord) -> str:
-    start = record.period_start or record.updated_at
-    transcript = record.origin_channel == "phone"
-    return summary_tag(
-        SummaryItem(
-            id=record.episode_id,
-            episode_id=record.episode_id,
-            channel=record.origin_channel,
-            modality="transcript" if transcript else "typed",
-            started_at=start,
-            ended_at=record.period_end or start,
-            text=record.summary,
-            tokens=record.token_count,
-            confidence=record.transcript_confidence if transcript else None,
-        )
-    )
+    return summary_tag(summary_item(record))
 
 
 def _summaries_section(profile: Profile) -> Html:

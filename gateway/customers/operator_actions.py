@@ -229,7 +229,7 @@ async def confirm_pending_link(
     session: AsyncSession, link_id: str, *, actor: str, reason: str
 ) -> AuditRecord:
     """An operator confirms: the identity's customer merges into the candidate and the
-    identity becomes verified (operator confirmation is verifying evidence, DESIGN §4)."""
+    identity becomes verified (operator confirmation is verifying evidence)."""
     row = await _pending(session, link_id)
     identity = await session.get(ChannelIdentity, row.identity_id)
     if identity is None:

@@ -2,7 +2,7 @@
 
 Use `log.info("event", extra={"fields": {...}})`. Field values are masked by kind: phone
 numbers keep their last 4 digits, e-mails their domain; fields named like bodies are dropped
-below DEBUG.
+below DEBUG. Third-party libraries log at WARNING and above unless the level is DEBUG.
 """
 
 from __future__ import annotations
@@ -11,12 +11,26 @@ import json
 import logging
 import re
 import sys
-from typing import Any
+from typing import Any, TextIO
 
 # Digits that look like a phone number; dots and colons excluded so addresses and times pass.
 PHONE = re.compile(r"(?<![\w.+/(])\+?\(?\d[\d\s()-]{7,}\d(?![\w.:])")
 EMAIL = re.compile(r"[\w.+-]+@([\w-]+\.[\w.-]+)")
 BODY_FIELDS = frozenset({"text", "body", "message", "content", "transcript"})
+# Our loggers: `relaydesk.*`, plus the pure packages that log under their module names.
+OWN_LOGGERS = ("relaydesk", "context", "identity", "channels")
+# Chatty libraries, quietened at the source so their records are not even built (twilio logs
+# every request's headers at INFO; aiohttp's access log prints full query strings).
+NOISY_LOGGERS = (
+    "aiohttp.access",
+    "alembic",
+    "asyncio",
+    "httpcore",
+    "httpx",
+    "telegram",
+    "twilio",
+    "urllib3",
+)
 
 
 def mask(value: str) -> str:
@@ -53,13 +67,28 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(payload, ensure_ascii=False, default=str)
 
 
-def configure_logging(level: str = "INFO") -> None:
-    handler = logging.StreamHandler(sys.stderr)
+def is_own_logger(name: str) -> bool:
+    return any(name == own or name.startswith(own + ".") for own in OWN_LOGGERS)
+
+
+class ThirdPartyAtWarning(logging.Filter):
+    """Pass every record of our own loggers; only WARNING and above of anyone else's."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno >= logging.WARNING or is_own_logger(record.name)
+
+
+def configure_logging(level: str = "INFO", *, stream: TextIO | None = None) -> None:
+    """JSON lines on `stream` (stderr) at `level`; third-party loggers below WARNING only at
+    DEBUG."""
+    handler = logging.StreamHandler(stream if stream is not None else sys.stderr)
     handler.setFormatter(JsonFormatter())
+    debug = level == "DEBUG"
+    if not debug:
+        # The filter catches libraries not named below (and their future loggers).
+        handler.addFilter(ThirdPartyAtWarning())
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)
-    # aiohttp's access log prints full query strings (visitor ids, phone numbers).
-    logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
-    logging.getLogger("alembic").setLevel(logging.WARNING)
-    logging.getLogger("httpx").setLevel(logging.WARNING)
+    for name in NOISY_LOGGERS:
+        logging.getLogger(name).setLevel(logging.NOTSET if debug else logging.WARNING)

@@ -1,4 +1,4 @@
-"""SQLAlchemy 2.0 ORM tables (DESIGN §3). These classes never leave the storage layer:
+"""SQLAlchemy 2.0 ORM tables. These classes never leave the storage layer:
 repositories translate them into the frozen records of `gateway.storage.records`."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Assemble a window for one customer and channel identity from storage (DESIGN §5).
+"""Assemble a window for one customer and channel identity from storage.
 
 Loads only what the window can use — the current episode's summary and its newest turns, the
 scope-allowed current facts, other episodes' summaries, active anchored messages — and hands
@@ -32,8 +32,9 @@ from context.episode import episode_demand
 from context.render import FACTS_HEADER, SUMMARIES_HEADER, fact_line, summary_tag
 from gateway.customers.resolve import ResolvedIdentity
 from gateway.memory.recall import RecallCache, RecallScope, recall_items
+from gateway.memory.summaries import summary_item
 from gateway.runtime.clock import utcnow
-from gateway.storage.records import EpisodeRecord, FactRecord, MessageRecord, SummaryRecord
+from gateway.storage.records import EpisodeRecord, FactRecord, MessageRecord
 from gateway.storage.repositories import campaigns, episodes, facts, messages, summaries
 from gateway.tenants import TenantSettings
 
@@ -43,7 +44,6 @@ RECENT_TURNS_LIMIT = 400
 RECALL_QUERY_CHARS = 4_000
 # Tokens of the summaries slice kept free of recall (block separator and rounding).
 SLICE_MARGIN = 8
-TRANSCRIPT_CHANNELS = frozenset({"phone"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,22 +136,6 @@ def summary_cost(item: SummaryItem, counter: TokenCounter) -> int:
     return 2 + counter.count(summary_tag(item)) + item.tokens
 
 
-def _summary(record: SummaryRecord) -> SummaryItem:
-    start = record.period_start or record.updated_at
-    transcript = record.origin_channel in TRANSCRIPT_CHANNELS
-    return SummaryItem(
-        id=f"summary:{record.episode_id}",
-        episode_id=record.episode_id,
-        channel=record.origin_channel,
-        modality="transcript" if transcript else "typed",
-        started_at=start,
-        ended_at=record.period_end or start,
-        text=record.summary,
-        tokens=record.token_count,
-        confidence=record.transcript_confidence if transcript else None,
-    )
-
-
 async def _current_turns(
     session: AsyncSession, customer_id: str, episode: EpisodeRecord, before_id: int | None
 ) -> tuple[tuple[Turn, ...], str | None, int | None]:
@@ -195,9 +179,9 @@ async def _other_episodes(
     """The summaries slice: recall first (the lines of other episodes most relevant to the
     message, each episode's lines tagged with its origin), then the most recent summaries of
     the episodes recall left out, while the slice has room. The room is the summaries slice
-    plus what the facts slice leaves unused (unused budget passes forward, DESIGN §5). What
-    the current episode will leave unused is offered back to recall's most relevant lines
-    (the second pass, DESIGN §5)."""
+    plus what the facts slice leaves unused (a slice's unused budget passes to the next). What
+    the current episode will leave unused (known beforehand from `episode_demand`) is offered
+    to recall's most relevant lines as well."""
     records = await summaries.customer_summaries(
         session, identity.customer_id, exclude_episode=exclude_episode
     )
@@ -230,7 +214,7 @@ async def _other_episodes(
     for record in records:  # most recent first
         if record.episode_id in represented:
             continue
-        item = _summary(record)
+        item = summary_item(record)
         cost = summary_cost(item, counter)
         if cost <= room:
             chosen.append(item)

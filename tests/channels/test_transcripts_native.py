@@ -1,4 +1,5 @@
-"""The native format (DESIGN §8) round-trips; every malformed payload is refused with a reason."""
+"""The native format (`channels.transcripts.native`) round-trips; every malformed payload is
+refused with a reason."""
 
 from __future__ import annotations
 

@@ -1,9 +1,13 @@
 from __future__ import annotations
 
+import io
 import json
 import logging
+from collections.abc import Iterator
 
-from gateway.runtime.logs import JsonFormatter, mask
+import pytest
+
+from gateway.runtime.logs import NOISY_LOGGERS, JsonFormatter, configure_logging, mask
 
 
 def test_phone_numbers_and_emails_are_masked() -> None:
@@ -23,3 +27,48 @@ def test_bodies_are_never_printed_above_debug() -> None:
     line = json.loads(JsonFormatter().format(record))
     assert line["text"] == "<30 chars>"
     assert line["channel"] == "whatsapp"
+
+
+@pytest.fixture
+def restore_logging() -> Iterator[None]:
+    """configure_logging rewires the root logger; put it back for the tests that follow."""
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    levels = {name: logging.getLogger(name).level for name in NOISY_LOGGERS}
+    yield
+    root.handlers[:] = handlers
+    root.setLevel(level)
+    for name, was in levels.items():
+        logging.getLogger(name).setLevel(was)
+
+
+def emitted(level: str) -> list[str]:
+    """Which loggers' INFO lines come out when logging is configured at `level`."""
+    out = io.StringIO()
+    configure_logging(level, stream=out)
+    for name in ("twilio.http_client", "aiohttp.server", "relaydesk.turns", "context.tokens"):
+        logging.getLogger(name).info("hello")
+    logging.getLogger("twilio.http_client").warning("trouble")
+    return [
+        f"{line['logger']} {line['level']}" for line in map(json.loads, out.getvalue().splitlines())
+    ]
+
+
+@pytest.mark.usefixtures("restore_logging")
+def test_third_party_info_lines_are_kept_out_at_info() -> None:
+    assert emitted("INFO") == [
+        "relaydesk.turns info",
+        "context.tokens info",
+        "twilio.http_client warning",
+    ]
+
+
+@pytest.mark.usefixtures("restore_logging")
+def test_third_party_info_lines_come_out_at_debug() -> None:
+    assert emitted("DEBUG") == [
+        "twilio.http_client info",
+        "aiohttp.server info",
+        "relaydesk.turns info",
+        "context.tokens info",
+        "twilio.http_client warning",
+    ]
