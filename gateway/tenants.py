@@ -1,6 +1,6 @@
 """Per-tenant context settings and their lookup: assistant → host → domain → built-in defaults.
 
-Each level stores only the keys it overrides (seed 004); the more specific level wins key by
+Each level stores only the keys it overrides; the more specific level wins key by
 key, and a per-channel block overrides last. Invalid stored settings name the bad key.
 """
 
@@ -29,7 +29,7 @@ class SliceBudgets(BaseModel):
 
 
 class ModelTierSettings(BaseModel):
-    """Use `model` for windows up to `max_window_tokens` (seed 001's tiered strategy)."""
+    """Use `model` for windows up to `max_window_tokens` (a cheaper model for small windows)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 

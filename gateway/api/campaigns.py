@@ -1,4 +1,4 @@
-"""`/v1/campaigns`: campaigns whose anchored system messages survive every cut (seed 004)."""
+"""`/v1/campaigns`: campaigns whose anchored system messages survive every cut."""
 
 from __future__ import annotations
 

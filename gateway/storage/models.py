@@ -434,7 +434,7 @@ class IdempotencyKey(Base):
 
 
 class TenantConfig(Base):
-    """Context settings at one level of the lookup: domain, host or assistant (seed 004)."""
+    """Context settings at one level of the lookup: domain, host or assistant."""
 
     __tablename__ = "tenant_configs"
     __table_args__ = (UniqueConstraint("domain", "host", "assistant_id"),)

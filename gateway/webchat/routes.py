@@ -1,4 +1,4 @@
-"""Web chat: REST `/webchat/messages` and the websocket `/webchat/ws` (DESIGN §8).
+"""Web chat: REST `/webchat/messages` and the websocket `/webchat/ws`.
 
 Websocket protocol (JSON text frames):
 

@@ -1,4 +1,4 @@
-"""Campaigns and their anchored system messages (seed 004)."""
+"""Campaigns and their anchored system messages."""
 
 from __future__ import annotations
 
