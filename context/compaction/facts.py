@@ -3,8 +3,9 @@
 A fact's slot (``ExtractedFact.slot``) is what a newer fact replaces: the key for single-valued
 keys (``email``, ``pix_key``, ``solution_mode``), the key and value for multi-valued ones (two
 order ids coexist). Within a slot the fact from the newer message wins; the older one is kept as
-history, superseded by the correcting message (a corrected Pix key must not be paid to the old one). Restating the
-current value changes nothing, so a rule keeps the message it was first agreed in.
+history, superseded by the correcting message (a corrected Pix key must never be paid to the old
+one). Restating the current value changes nothing, so a rule keeps the message it was first
+agreed in.
 """
 
 from __future__ import annotations
