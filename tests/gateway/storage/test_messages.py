@@ -9,7 +9,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from gateway.runtime.clock import utcnow
 from gateway.storage.errors import CustomerScopeRequired, DuplicateMessage, RecordNotFound
 from gateway.storage.models import ImmutableRowError, Message
-from gateway.storage.records import NewMessage
+from gateway.storage.records import NewMessage, SenderSnapshot
 from gateway.storage.repositories import customers, episodes, messages
 
 
@@ -137,3 +137,35 @@ async def test_reads_require_a_customer_and_do_not_cross_customers(
     with pytest.raises(RecordNotFound):
         await messages.get_message(session, other.id, stored.id)
     assert await messages.recent_messages(session, other.id, episode_id, limit=5) == []
+
+
+async def test_the_sender_snapshot_reads_back_typed(session: AsyncSession) -> None:
+    customer_id, episode_id = await _episode(session)
+    sender = SenderSnapshot(
+        sender="+5511998765432",
+        link_level="verified",
+        allowed_scopes=("payment", "profile", "public"),
+        own_facts_only=False,
+    )
+    stored = await messages.append_message(
+        session,
+        NewMessage(
+            customer_id=customer_id,
+            episode_id=episode_id,
+            channel="whatsapp",
+            role="user",
+            text="oi",
+            token_count=1,
+            provider_message_id="m-sender",
+            extra={"kind": "text"},
+            sender=sender,
+        ),
+    )
+    again = await messages.get_message(session, customer_id, stored.id)
+    assert again.sender == sender == stored.sender
+    assert again.extra is not None and again.extra["kind"] == "text"
+    reply = await messages.append_message(
+        session,
+        NewMessage(customer_id, episode_id, "whatsapp", "assistant", "olá", 1, None, "r-1"),
+    )
+    assert (await messages.get_message(session, customer_id, reply.id)).sender is None
