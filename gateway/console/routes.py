@@ -19,6 +19,7 @@ from aiohttp import web
 from multidict import MultiDictProxy
 
 from gateway.console import auth, service, views
+from gateway.console.errors import Invalid
 from gateway.console.html import Html
 from gateway.customers import operator_actions as operator_store
 from gateway.http.errors import BadRequest, GatewayError
@@ -83,6 +84,8 @@ def console(handler: ConsoleHandler) -> Callable[[web.Request], Awaitable[web.St
             return await handler(request, login)
         except GatewayError as exc:
             return html_response(views.error_page(login, exc.status, exc.detail), exc.status)
+        except Invalid as exc:
+            return html_response(views.error_page(login, 400, exc.detail), 400)
         except RecordNotFound as exc:
             return html_response(views.error_page(login, 404, str(exc)), 404)
         except OwnershipConflict as exc:
