@@ -17,7 +17,6 @@ from channels.webchat import WebChatChannel
 from context import TiktokenCounter, load_encoding
 from gateway.api import campaigns, context, operator, transcripts
 from gateway.config import Settings
-from gateway.console import api as console_api
 from gateway.console import routes as console_routes
 from gateway.coordination.locks import InProcessLocks, RedisLocks
 from gateway.coordination.redis_client import compaction_queue, make_redis
@@ -237,7 +236,6 @@ def create_app(settings: Settings) -> web.Application:
     openapi.add_routes(app)
     campaigns.add_routes(app)
     operator.add_routes(app)
-    console_api.add_routes(app)
     console_routes.add_routes(app)
     context.add_routes(app)
     transcripts.add_routes(app)
