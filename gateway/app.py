@@ -14,7 +14,6 @@ from channels.base import InboundMessage
 from context import TiktokenCounter, load_encoding
 from gateway.api import campaigns, context, operator
 from gateway.config import Settings
-from gateway.console import api as console_api
 from gateway.console import routes as console_routes
 from gateway.coordination.dedupe import SeenKeys
 from gateway.coordination.locks import InProcessLocks, RedisLocks
@@ -265,7 +264,6 @@ def create_app(settings: Settings) -> web.Application:
     openapi.add_routes(app)
     campaigns.add_routes(app)
     operator.add_routes(app)
-    console_api.add_routes(app)
     console_routes.add_routes(app)
     context.add_routes(app)
     add_channel_routes(app)

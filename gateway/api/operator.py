@@ -1,4 +1,6 @@
-"""Operator API for identities: pending links, merge, split, audit log.
+"""Operator API for identities: pending links, merge, split, audit log; `add_routes` also
+registers the console's profile actions (`operator_profile`), so this package alone serves
+`/v1/operator`.
 
 Callers authenticate with the Bearer API key (the body's `actor` says who acts) or with a
 console login (cookie, plus `X-CSRF-Token` on POSTs; the operator's username is the actor).
@@ -9,22 +11,20 @@ from __future__ import annotations
 from typing import Any
 
 from aiohttp import web
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from gateway.api import operator_profile
+from gateway.api.operator_bodies import Decision, audit_json
 from gateway.console.auth import operator_actor
 from gateway.customers import operator_actions as operator_store
 from gateway.http.bodies import path_id, query_text, read_json
 from gateway.http.openapi import document
 from gateway.keys import SESSIONS
-from gateway.storage.records import AuditRecord, PendingLinkRecord
+from gateway.storage.records import PendingLinkRecord
 from gateway.storage.repositories import audit, customers, facts
 
-
-class Decision(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    reason: str = Field(min_length=1, max_length=2000)
-    actor: str = Field("api", min_length=1, max_length=200)
+# The shared body and answer shape live in `operator_bodies` (`operator_profile` uses them too).
+__all__ = ["Decision", "MergeIn", "SplitIn", "add_routes", "audit_json", "pending_json"]
 
 
 class MergeIn(Decision):
@@ -46,19 +46,6 @@ def pending_json(link: PendingLinkRecord) -> dict[str, Any]:
         "reason": link.reason,
         "status": link.status,
         "created_at": link.created_at.isoformat(),
-    }
-
-
-def audit_json(entry: AuditRecord) -> dict[str, Any]:
-    return {
-        "id": entry.id,
-        "actor": entry.actor,
-        "action": entry.action,
-        "reason": entry.reason,
-        "subject_type": entry.subject_type,
-        "subject_id": entry.subject_id,
-        "details": entry.details,
-        "created_at": entry.created_at.isoformat(),
     }
 
 
@@ -236,6 +223,8 @@ document(
 
 
 def add_routes(app: web.Application) -> None:
+    """Register every `/v1/operator` route: these identity actions, then the console's profile
+    actions (`gateway.api.operator_profile`)."""
     app.router.add_get("/v1/operator/pending-links", list_pending)
     app.router.add_post("/v1/operator/pending-links/{link_id}/confirm", confirm_pending)
     app.router.add_post("/v1/operator/pending-links/{link_id}/reject", reject_pending)
@@ -243,3 +232,4 @@ def add_routes(app: web.Application) -> None:
     app.router.add_post("/v1/operator/customers/{customer_id}/split", split)
     app.router.add_get("/v1/operator/customers/{customer_id}", customer_profile)
     app.router.add_get("/v1/operator/audit", read_audit)
+    operator_profile.add_routes(app)

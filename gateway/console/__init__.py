@@ -1,6 +1,7 @@
-"""The operator console: `/console` pages (`routes`, `views`), the operator JSON API additions
-(`api`), accounts and logins (`auth`) and the actions on storage (`service`).
+"""The operator console: `/console` pages (`routes`, `views`), accounts and logins (`auth`),
+the actions on storage (`service`, `rebuild`) and their refusals (`errors`).
 
-Nothing is imported here, so `gateway.api.operator` can use `gateway.console.auth` without a
-cycle; `gateway.app` registers `routes` and `api`.
+The operator JSON API under `/v1/operator` is `gateway.api.operator`; it uses this package,
+which never imports it back. Nothing is imported here, so `gateway.http` can use `auth` and
+`errors` without a cycle.
 """

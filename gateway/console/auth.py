@@ -23,15 +23,13 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from aiohttp import web
-from sqlalchemy import delete, select
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from gateway.http.auth import require_api_key
 from gateway.http.errors import Conflict, Forbidden, Unauthorized
 from gateway.keys import SESSIONS, SETTINGS
 from gateway.runtime.clock import utcnow
-from gateway.storage.models import Operator, OperatorSession
+from gateway.storage.repositories import operators
 
 COOKIE = "relaydesk_console"
 LOGIN_CSRF_COOKIE = "relaydesk_login_csrf"
@@ -99,58 +97,45 @@ async def create_operator(session: AsyncSession, username: str, password: str) -
     if len(password) < _MIN_PASSWORD:
         raise OperatorAccountError(f"a password has at least {_MIN_PASSWORD} characters")
     hashed = await asyncio.to_thread(hash_password, password)
-    row = Operator(username=username, password_hash=hashed)
     try:
-        async with session.begin_nested():
-            session.add(row)
-            await session.flush()
-    except IntegrityError as exc:
-        raise Conflict(f"operator {username!r} already exists") from exc
-    return row.id
+        return await operators.add_operator(session, username, hashed)
+    except operators.OperatorExists as exc:
+        raise Conflict(str(exc)) from exc
 
 
 async def log_in(session: AsyncSession, username: str, password: str) -> tuple[str, OperatorLogin]:
     """Check the password and open a login; returns (cookie token, login)."""
-    row = await session.scalar(select(Operator).where(Operator.username == username.strip()))
-    stored = row.password_hash if row is not None else _DUMMY_HASH
+    account = await operators.operator_by_username(session, username.strip())
+    stored = account.password_hash if account is not None else _DUMMY_HASH
     matches = await asyncio.to_thread(verify_password, password, stored)
-    if row is None or row.disabled or not matches:
+    if account is None or account.disabled or not matches:
         raise Unauthorized("unknown operator or wrong password")
     token = secrets.token_urlsafe(32)
+    csrf_token = secrets.token_urlsafe(32)
     now = utcnow()
-    login = OperatorSession(
+    expires_at = now + SESSION_TTL
+    await operators.open_login(
+        session,
         token_sha256=_token_hash(token),
-        operator_id=row.id,
-        csrf_token=secrets.token_urlsafe(32),
+        operator_id=account.id,
+        csrf_token=csrf_token,
         created_at=now,
-        expires_at=now + SESSION_TTL,
+        expires_at=expires_at,
     )
-    session.add(login)
     # Expired logins of anyone are dropped whenever someone logs in.
-    await session.execute(delete(OperatorSession).where(OperatorSession.expires_at < now))
-    await session.flush()
-    return token, OperatorLogin(row.id, row.username, login.csrf_token, login.expires_at)
+    await operators.drop_expired_logins(session, now)
+    return token, OperatorLogin(account.id, account.username, csrf_token, expires_at)
 
 
 async def find_login(session: AsyncSession, token: str) -> OperatorLogin | None:
-    found = await session.execute(
-        select(OperatorSession, Operator)
-        .join(Operator, Operator.id == OperatorSession.operator_id)
-        .where(OperatorSession.token_sha256 == _token_hash(token))
-    )
-    pair = found.first()
-    if pair is None:
+    stored = await operators.find_login(session, _token_hash(token))
+    if stored is None or stored.expires_at <= utcnow() or stored.disabled:
         return None
-    login, operator = pair
-    if login.expires_at <= utcnow() or operator.disabled:
-        return None
-    return OperatorLogin(operator.id, operator.username, login.csrf_token, login.expires_at)
+    return OperatorLogin(stored.operator_id, stored.username, stored.csrf_token, stored.expires_at)
 
 
 async def log_out(session: AsyncSession, token: str) -> None:
-    await session.execute(
-        delete(OperatorSession).where(OperatorSession.token_sha256 == _token_hash(token))
-    )
+    await operators.close_login(session, _token_hash(token))
 
 
 async def current_login(request: web.Request) -> OperatorLogin | None:

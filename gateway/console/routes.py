@@ -19,12 +19,13 @@ from aiohttp import web
 from multidict import MultiDictProxy
 
 from gateway.console import auth, service, views
+from gateway.console.errors import Invalid
 from gateway.console.html import Html
+from gateway.console.rebuild import rebuild_memory
 from gateway.customers import operator_actions as operator_store
 from gateway.http.errors import BadRequest, GatewayError
 from gateway.http.ids import storage_id
 from gateway.keys import COUNTER, INBOX_READY, MEMORY, SESSIONS, SETTINGS
-from gateway.memory.rebuild import rebuild_customer
 from gateway.storage.errors import RecordNotFound
 from gateway.storage.repositories import audit, customers, episodes, inbox, messages, summaries
 from identity import OwnershipConflict
@@ -83,6 +84,8 @@ def console(handler: ConsoleHandler) -> Callable[[web.Request], Awaitable[web.St
             return await handler(request, login)
         except GatewayError as exc:
             return html_response(views.error_page(login, exc.status, exc.detail), exc.status)
+        except Invalid as exc:
+            return html_response(views.error_page(login, 400, exc.detail), 400)
         except RecordNotFound as exc:
             return html_response(views.error_page(login, 404, str(exc)), 404)
         except OwnershipConflict as exc:
@@ -290,18 +293,9 @@ async def run_rebuild(
     request: web.Request, customer_id: str, *, actor: str, reason: str
 ) -> dict[str, int]:
     """Rebuild the customer's memory, then audit it with what was redone."""
-    service.check_reason(reason)
-    async with request.app[SESSIONS]() as session:
-        await customers.get_customer(session, customer_id)
-    report = await rebuild_customer(request.app[SESSIONS], request.app[MEMORY], customer_id)
-    result = {
-        "episodes": report.episodes,
-        "messages_compacted": report.messages_compacted,
-        "facts_written": report.facts_written,
-    }
-    async with request.app[SESSIONS].begin() as session:
-        await service.audit_rebuild(session, customer_id, actor=actor, reason=reason, result=result)
-    return result
+    return await rebuild_memory(
+        request.app[SESSIONS], request.app[MEMORY], customer_id, actor=actor, reason=reason
+    )
 
 
 @console

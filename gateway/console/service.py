@@ -10,22 +10,22 @@ keeps both. Operator notes are neither turns of a window nor input to compaction
 only user and assistant messages).
 
 Every action writes an audit entry with the operator's username and the reason.
+
+Refusals are `gateway.console.errors.Invalid` (with a code such as `reason_required`); rows
+that are not there, or not this customer's, raise the storage layer's `RecordNotFound`.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any, cast
 
-from sqlalchemy import or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from context import TokenCounter
+from gateway.console.errors import Invalid
 from gateway.customers.resolve import ResolvedIdentity, rules_for
-from gateway.http.errors import BadRequest
 from gateway.storage.errors import RecordNotFound
-from gateway.storage.models import ChannelIdentity, Customer, CustomerIdentifier, Episode, Fact
 from gateway.storage.records import (
     AuditRecord,
     ChannelIdentityRecord,
@@ -41,6 +41,7 @@ from gateway.storage.repositories import (
     facts,
     inbox,
     messages,
+    profiles,
     tenants,
 )
 from gateway.turns.window import AssembledContext, assemble_context
@@ -49,7 +50,6 @@ from identity import ChannelIdentityKey, LinkLevel
 CONSOLE_CHANNEL = "console"
 OPERATOR_ROLE = "operator"
 SEARCH_LIMIT = 50
-_DIGITS = re.compile(r"\D")
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,39 +64,7 @@ async def search_customers(session: AsyncSession, query: str) -> list[SearchHit]
 
     Phone numbers match on their digits, so "+55 11 99876-5432" finds "whatsapp:+5511998765432".
     """
-    text = query.strip()
-    if not text:
-        return []
-    like = f"%{text.lower()}%"
-    digits = _DIGITS.sub("", text)
-    identity_match = [ChannelIdentity.external_id.ilike(like)]
-    identifier_match = [CustomerIdentifier.value.ilike(like)]
-    if len(digits) >= 4:
-        identity_match.append(ChannelIdentity.external_id.like(f"%{digits}%"))
-        identifier_match.append(CustomerIdentifier.value.like(f"%{digits}%"))
-    by_identity = select(ChannelIdentity.customer_id).where(or_(*identity_match))
-    by_identifier = select(CustomerIdentifier.customer_id).where(or_(*identifier_match))
-    by_name_fact = select(Fact.customer_id).where(
-        Fact.key.in_(("name", "full_name", "preferred_name")),
-        Fact.value.ilike(like),
-        Fact.superseded_by.is_(None),
-        Fact.retracted.is_(False),
-    )
-    rows = await session.scalars(
-        select(Customer)
-        .where(
-            Customer.merged_into.is_(None),
-            or_(
-                Customer.id == text,
-                Customer.display_name.ilike(like),
-                Customer.id.in_(by_identity),
-                Customer.id.in_(by_identifier),
-                Customer.id.in_(by_name_fact),
-            ),
-        )
-        .order_by(Customer.created_at.desc(), Customer.id)
-        .limit(SEARCH_LIMIT)
-    )
+    rows = await profiles.search_customers(session, query, limit=SEARCH_LIMIT)
     hits: list[SearchHit] = []
     for row in rows:
         owned = await customers.list_identities(session, row.id)
@@ -106,26 +74,18 @@ async def search_customers(session: AsyncSession, query: str) -> list[SearchHit]
 
 async def all_facts(session: AsyncSession, customer_id: str) -> list[FactRecord]:
     """Every fact row of the customer, current and superseded, oldest first."""
-    rows = await session.scalars(
-        select(Fact).where(Fact.customer_id == customer_id).order_by(Fact.key, Fact.id)
-    )
-    return [facts.fact_record(row) for row in rows]
+    return await profiles.all_facts(session, customer_id)
 
 
 def _reason(reason: str) -> str:
     cleaned = reason.strip()
     if not cleaned:
-        raise BadRequest("a reason is required", code="reason_required")
+        raise Invalid("a reason is required", code="reason_required")
     return cleaned[:2000]
 
 
 async def console_episode(session: AsyncSession, customer_id: str) -> str:
-    found = await session.scalar(
-        select(Episode.id)
-        .where(Episode.customer_id == customer_id, Episode.channel == CONSOLE_CHANNEL)
-        .order_by(Episode.started_at)
-        .limit(1)
-    )
+    found = await profiles.first_episode_id(session, customer_id, CONSOLE_CHANNEL)
     if found is not None:
         return found
     opened = await episodes.open_episode(session, customer_id=customer_id, channel=CONSOLE_CHANNEL)
@@ -158,15 +118,6 @@ async def operator_note(
     )
 
 
-async def _fact(session: AsyncSession, customer_id: str, fact_id: int) -> FactRecord:
-    row = await session.scalar(
-        select(Fact).where(Fact.customer_id == customer_id, Fact.id == fact_id)
-    )
-    if row is None:
-        raise RecordNotFound(f"fact {fact_id} not found")
-    return facts.fact_record(row)
-
-
 async def correct_fact(
     session: AsyncSession,
     counter: TokenCounter,
@@ -181,12 +132,12 @@ async def correct_fact(
     why = _reason(reason)
     value = value.strip()
     if not value:
-        raise BadRequest("the corrected value is empty", code="value_required")
-    old = await _fact(session, customer_id, fact_id)
+        raise Invalid("the corrected value is empty", code="value_required")
+    old = await profiles.fact_by_id(session, customer_id, fact_id)
     if not old.is_current:
-        raise BadRequest("only a current fact can be corrected", code="fact_not_current")
+        raise Invalid("only a current fact can be corrected", code="fact_not_current")
     if value == old.value:
-        raise BadRequest("the corrected value equals the current one", code="value_unchanged")
+        raise Invalid("the corrected value equals the current one", code="value_unchanged")
     note = await operator_note(
         session,
         counter,
@@ -212,11 +163,8 @@ async def correct_fact(
         single_valued=False,
     )
     if new.id == old.id:  # cannot happen (values differ), kept as a guard
-        raise BadRequest("the corrected value equals the current one", code="value_unchanged")
-    row = await session.get(Fact, old.id)
-    if row is not None:
-        row.superseded_by = new.id
-        await session.flush()
+        raise Invalid("the corrected value equals the current one", code="value_unchanged")
+    await profiles.supersede_fact(session, old.id, new.id)
     entry = await audit.record_audit(
         session,
         actor=actor,
@@ -247,17 +195,17 @@ async def set_fact_state(
 ) -> tuple[FactRecord, AuditRecord]:
     """`change` is one of "pin", "unpin", "retract"."""
     why = _reason(reason)
-    old = await _fact(session, customer_id, fact_id)
+    old = await profiles.fact_by_id(session, customer_id, fact_id)
     if change == "pin":
         updated = await facts.set_pinned(session, customer_id, fact_id, True)
     elif change == "unpin":
         updated = await facts.set_pinned(session, customer_id, fact_id, False)
     elif change == "retract":
         if not old.is_current:
-            raise BadRequest("only a current fact can be retracted", code="fact_not_current")
+            raise Invalid("only a current fact can be retracted", code="fact_not_current")
         updated = await facts.retract_fact(session, customer_id, fact_id)
     else:
-        raise BadRequest(f"unknown fact change {change!r}")
+        raise Invalid(f"unknown fact change {change!r}")
     entry = await audit.record_audit(
         session,
         actor=actor,

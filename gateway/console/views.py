@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from gateway.console.profile import Profile
 from gateway.console.views_inbox import inbox_page
 from gateway.console.views_layout import (
     action_form,
@@ -14,12 +15,7 @@ from gateway.console.views_layout import (
     search_page,
 )
 from gateway.console.views_preview import budget_bar, preview_page
-from gateway.console.views_profile import (
-    Profile,
-    message_page,
-    message_text,
-    profile_page,
-)
+from gateway.console.views_profile import message_page, message_text, profile_page
 from gateway.console.views_traces import trace_diff
 
 __all__ = [

@@ -5,41 +5,23 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from channels.transcripts import DEFAULT_THRESHOLD
 from context.render import summary_tag
 from gateway.console.auth import OperatorLogin
 from gateway.console.html import Child, Html, el
+from gateway.console.profile import Profile
 from gateway.console.views_layout import action_form, page
 from gateway.console.views_traces import traces_section
 from gateway.memory.summaries import summary_item
 from gateway.storage.records import (
-    ChannelIdentityRecord,
-    CompactionTraceRecord,
-    CustomerRecord,
-    EpisodeRecord,
     FactRecord,
-    IdentifierRecord,
     MessageRecord,
-    PendingLinkRecord,
     SummaryRecord,
 )
 
 _MARKED = re.compile(r"(\[unclear:[^\]]*\]|\S+\?)")
 _PUNCT = re.compile(r"^[\W_]+|[\W_]+$")
-
-
-@dataclass(frozen=True, slots=True)
-class Profile:
-    customer: CustomerRecord
-    identities: tuple[ChannelIdentityRecord, ...]
-    identifiers: tuple[IdentifierRecord, ...]
-    pending: tuple[PendingLinkRecord, ...]
-    facts: tuple[FactRecord, ...]
-    episodes: tuple[tuple[EpisodeRecord, tuple[MessageRecord, ...]], ...]
-    summaries: tuple[SummaryRecord, ...]
-    traces: tuple[CompactionTraceRecord, ...]
 
 
 def _message_href(customer_id: str, message_id: int) -> str:

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from gateway.console.html import Html, el
+from gateway.console.profile import Profile
 from gateway.storage.records import CompactionTraceRecord
-
-if TYPE_CHECKING:
-    from gateway.console.views_profile import Profile
 
 
 def _fact_map(raw: dict[str, Any]) -> dict[str, str]:

@@ -182,6 +182,37 @@ async def test_the_json_api_accepts_the_console_login_with_the_csrf_header(stack
     assert emails[1]["pinned"] and emails[0]["superseded_by"] == emails[1]["id"]
 
 
+async def test_the_json_api_refusals_answer_400_with_their_codes(stack: Stack) -> None:
+    seeded = await seed(stack)
+    client = stack.client
+    base = f"/v1/operator/customers/{seeded.customer_id}"
+    fact = f"{base}/facts/{seeded.email_fact_id}"
+
+    async def refused(path: str, body: dict[str, str]) -> str:
+        response = await client.post(path, json=body, headers=AUTH)
+        assert response.status == 400, await response.text()
+        answer: dict[str, str] = await response.json()
+        assert set(answer) == {"error", "detail"}
+        return answer["error"]
+
+    assert await refused(f"{fact}/correct", {"value": "x@y.example", "reason": " "}) == (
+        "reason_required"
+    )
+    assert await refused(f"{fact}/correct", {"value": " ", "reason": "typo"}) == "value_required"
+    assert await refused(f"{fact}/correct", {"value": "ana@old.example", "reason": "typo"}) == (
+        "value_unchanged"
+    )
+    assert await refused(f"{base}/rebuild", {"reason": " "}) == "reason_required"
+    retracted = await client.post(f"{fact}/retract", json={"reason": "wrong"}, headers=AUTH)
+    assert retracted.status == 200
+    assert await refused(f"{fact}/retract", {"reason": "again"}) == "fact_not_current"
+    assert await refused(f"{fact}/correct", {"value": "z@y.example", "reason": "again"}) == (
+        "fact_not_current"
+    )
+    missing = await client.post(f"{base}/facts/999999/pin", json={"reason": "x"}, headers=AUTH)
+    assert missing.status == 404 and (await missing.json())["error"] == "not_found"
+
+
 async def test_search_finds_by_phone_email_name_and_id(stack: Stack) -> None:
     seeded = await seed(stack)
     client = stack.client

@@ -12,14 +12,14 @@ from typing import Any
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field
 
-from gateway.api.operator import Decision, audit_json
+from gateway.api.operator_bodies import Decision, audit_json
 from gateway.console import service
 from gateway.console.auth import operator_actor
-from gateway.console.routes import run_rebuild
+from gateway.console.rebuild import rebuild_memory
 from gateway.http.bodies import path_id, query_text, read_json
 from gateway.http.ids import MAX_STORAGE_ID, storage_id
 from gateway.http.openapi import document
-from gateway.keys import COUNTER, SESSIONS, SETTINGS
+from gateway.keys import COUNTER, MEMORY, SESSIONS, SETTINGS
 from gateway.storage.errors import RecordNotFound
 from gateway.storage.records import FactRecord
 from gateway.storage.repositories import customers
@@ -117,8 +117,12 @@ async def change(request: web.Request) -> web.Response:
 async def rebuild(request: web.Request) -> web.Response:
     who = await operator_actor(request)
     body = await read_json(request, Decision)
-    result = await run_rebuild(
-        request, path_id(request, "customer_id"), actor=who or body.actor, reason=body.reason
+    result = await rebuild_memory(
+        request.app[SESSIONS],
+        request.app[MEMORY],
+        path_id(request, "customer_id"),
+        actor=who or body.actor,
+        reason=body.reason,
     )
     return web.json_response(result)
 
@@ -212,6 +216,7 @@ document(
 
 
 def add_routes(app: web.Application) -> None:
+    """Only through `gateway.api.operator.add_routes`, which registers all of `/v1/operator`."""
     base = "/v1/operator/customers/{customer_id}"
     app.router.add_get("/v1/operator/customers", search)
     app.router.add_get(base + "/facts", fact_history)
