@@ -15,18 +15,18 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
-from urllib.parse import urlencode
 
 import httpx
 import jwt
 from aiohttp import web
-from twilio.request_validator import RequestValidator
 
 from gateway.app import create_app
 from gateway.config import Settings
 from gateway.keys import MEMORY, SCHEDULER, SESSIONS
 from gateway.memory.queue import CompactionJob
 from gateway.storage.repositories import episodes
+from tools.bench.harness import free_port
+from tools.twilio_webhook import WHATSAPP_PATH, inbound_text, signed_form
 
 PHONE = "+5511998765432"
 API_KEY = "demo-api-key"
@@ -52,24 +52,10 @@ def _identity_token(sub: str) -> str:
 
 
 def _signed_whatsapp(base_url: str, text: str) -> tuple[str, dict[str, str], bytes]:
-    url = f"{base_url}/webhooks/twilio/whatsapp"
-    params = {
-        "MessageSid": "SM" + uuid.uuid4().hex,
-        "AccountSid": "AC" + "0" * 32,
-        "From": f"whatsapp:{PHONE}",
-        "To": "whatsapp:+14155238886",
-        "Body": text,
-        "NumMedia": "0",
-        "ProfileName": "Ana",
-        "WaId": PHONE.lstrip("+"),
-        "MessageType": "text",
-    }
-    signature = RequestValidator(TWILIO_TOKEN).compute_signature(url, params)
-    headers = {
-        "X-Twilio-Signature": signature,
-        "Content-Type": "application/x-www-form-urlencoded",
-    }
-    return url, headers, urlencode(params).encode()
+    url = f"{base_url}{WHATSAPP_PATH}"
+    sid = "SM" + uuid.uuid4().hex
+    params = inbound_text(sid, PHONE, text, account="AC" + "0" * 32, profile_name="Ana")
+    return (url, *signed_form(url, params, TWILIO_TOKEN))
 
 
 async def run_demo(workdir: Path, out: TextIO) -> DemoResult:
@@ -78,7 +64,7 @@ async def run_demo(workdir: Path, out: TextIO) -> DemoResult:
     database.unlink(missing_ok=True)
     runner: web.AppRunner | None = None
     try:
-        site_port = _free_port()
+        site_port = free_port()
         base_url = f"http://127.0.0.1:{site_port}"
         settings = Settings(
             RELAYDESK_DATABASE_URL=f"sqlite+aiosqlite:///{database}",
@@ -243,14 +229,6 @@ def _printer(out: TextIO) -> Any:
         print(line, file=out, flush=True)
 
     return say
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def main(workdir: Path, out: TextIO) -> int:

@@ -7,7 +7,6 @@ RELAYDESK_TEST_REQUIRE_SERVICES=1 (CI), where that is a failure.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import uuid
 from dataclasses import dataclass
@@ -19,6 +18,7 @@ from sqlalchemy.pool import NullPool
 
 from gateway.storage.engine import make_engine
 from gateway.storage.migrate import upgrade
+from tools.bench import services
 
 POSTGRES_URL = os.environ.get(
     "RELAYDESK_TEST_POSTGRES_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
@@ -54,34 +54,24 @@ class DatabaseUnderTest:
 
 async def postgres_reachable(url: str = POSTGRES_URL) -> str | None:
     """None when reachable, else why not."""
-    engine = create_async_engine(url, poolclass=NullPool)
-    try:
-        async with asyncio.timeout(5):
-            async with engine.connect() as connection:
-                await connection.execute(text("SELECT 1"))
-        return None
-    except Exception as exc:
-        return f"{type(exc).__name__}: {exc}"[:200]
-    finally:
-        await engine.dispose()
+    return await services.postgres_unreachable(url)
 
 
 async def create_schema(url: str = POSTGRES_URL) -> str:
     schema = f"rd_test_{uuid.uuid4().hex[:12]}"
-    engine = create_async_engine(url, poolclass=NullPool)
-    try:
-        async with engine.begin() as connection:
-            await connection.execute(text(f'CREATE SCHEMA "{schema}"'))
-    finally:
-        await engine.dispose()
+    await _execute(url, f'CREATE SCHEMA "{schema}"')
     return schema
 
 
 async def drop_schema(schema: str, url: str = POSTGRES_URL) -> None:
+    await _execute(url, f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+async def _execute(url: str, statement: str) -> None:
     engine = create_async_engine(url, poolclass=NullPool)
     try:
         async with engine.begin() as connection:
-            await connection.execute(text(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'))
+            await connection.execute(text(statement))
     finally:
         await engine.dispose()
 
@@ -97,34 +87,13 @@ async def migrate(database: DatabaseUnderTest) -> None:
 async def create_database(url: str = POSTGRES_URL) -> str:
     """A fresh, empty PostgreSQL database for a whole app (its URL); drop it with
     `drop_database`."""
-    name = f"relaydesk_test_{uuid.uuid4().hex[:12]}"
-    engine = create_async_engine(url, poolclass=NullPool, isolation_level="AUTOCOMMIT")
-    try:
-        async with engine.connect() as connection:
-            await connection.execute(text(f'CREATE DATABASE "{name}"'))
-    finally:
-        await engine.dispose()
-    return url.rsplit("/", 1)[0] + "/" + name
+    return await services.create_database(url, "relaydesk_test_")
 
 
 async def drop_database(database_url: str, url: str = POSTGRES_URL) -> None:
-    name = database_url.rsplit("/", 1)[1]
-    engine = create_async_engine(url, poolclass=NullPool, isolation_level="AUTOCOMMIT")
-    try:
-        async with engine.connect() as connection:
-            await connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-    finally:
-        await engine.dispose()
+    await services.drop_database(url, database_url)
 
 
 async def redis_reachable(url: str = REDIS_URL) -> str | None:
-    from redis.asyncio import Redis
-
-    client = Redis.from_url(url, socket_connect_timeout=2)
-    try:
-        await client.ping()
-        return None
-    except Exception as exc:
-        return f"{type(exc).__name__}: {exc}"[:200]
-    finally:
-        await client.aclose()
+    """None when reachable, else why not."""
+    return await services.redis_unreachable(url)

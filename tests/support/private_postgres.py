@@ -25,7 +25,6 @@ import pwd
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 from pathlib import Path
@@ -33,6 +32,7 @@ from types import TracebackType
 from typing import Any
 
 from tests.support.databases import unavailable
+from tests.support.processes import free_port
 
 START_TIMEOUT_S = 30
 SERVICE_USER = "postgres"
@@ -52,13 +52,6 @@ def find_bindir() -> Path | None:
     if initdb is not None and shutil.which("pg_ctl") is not None:
         return Path(initdb).parent
     return None
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 class PrivatePostgres:
@@ -109,7 +102,7 @@ class PrivatePostgres:
                 "--encoding=UTF8",
                 "--no-sync",
             )
-            self.port = _free_port()
+            self.port = free_port()
             self.start()
         except BaseException:
             self._remove()

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import shutil
 import signal
-import socket
 import subprocess
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -15,12 +14,7 @@ from pathlib import Path
 from redis.asyncio import Redis
 
 from tests.support.databases import unavailable
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+from tests.support.processes import free_port
 
 
 class PrivateRedis:

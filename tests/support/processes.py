@@ -1,28 +1,15 @@
-"""Starting real `relaydesk` processes from tests: the command, a clean environment, a port."""
+"""Starting real `relaydesk` processes from tests: the command, a clean environment, a port
+(those of the benchmarks, `tools.bench.harness`)."""
 
 from __future__ import annotations
 
-import os
-import socket
-import sys
 from pathlib import Path
 
-SCRIPT = Path(sys.executable).with_name("relaydesk")
-COMMAND = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "gateway.cli"]
+from tools.bench.harness import clean_env, free_port, relaydesk_command
 
+COMMAND = relaydesk_command()
 
-def clean_env(**values: str) -> dict[str, str]:
-    """The environment with only the RELAYDESK_* settings given here (none of the shell's)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("RELAYDESK_")}
-    env.update(values)
-    return env
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
+__all__ = ["COMMAND", "clean_env", "free_port", "nice_of"]
 
 
 def nice_of(pid: int) -> int:

@@ -1,28 +1,20 @@
-"""Twilio WhatsApp webhooks as Twilio sends them: form-encoded, signed over the public URL."""
+"""Twilio WhatsApp webhooks as Twilio sends them: form-encoded, signed over the public URL
+(`tools.twilio_webhook`, where the benchmarks and the demo sign theirs)."""
 
 from __future__ import annotations
 
 import uuid
 from typing import Any
-from urllib.parse import urlencode
 
-from twilio.request_validator import RequestValidator
+from tools.twilio_webhook import BOT, WHATSAPP_PATH, inbound_text, signed_form
 
-PATH = "/webhooks/twilio/whatsapp"
-BOT = "whatsapp:+14155238886"
+PATH = WHATSAPP_PATH
+
+__all__ = ["BOT", "PATH", "inbound_params", "post_orders", "post_signed"]
 
 
 def inbound_params(sid: str, sender: str, text: str, *, account: str) -> dict[str, str]:
-    return {
-        "MessageSid": sid,
-        "AccountSid": account,
-        "From": sender,
-        "To": BOT,
-        "Body": text,
-        "NumMedia": "0",
-        "ProfileName": "Ana",
-        "MessageType": "text",
-    }
+    return inbound_text(sid, sender, text, account=account, profile_name="Ana")
 
 
 async def post_signed(
@@ -30,15 +22,8 @@ async def post_signed(
 ) -> Any:
     """POST `params` to `client` (an aiohttp test client), signed as Twilio would sign them for
     `public_url` + `path`; the response, its body read."""
-    signature = RequestValidator(token).compute_signature(public_url + path, params)
-    response = await client.post(
-        path,
-        data=urlencode(params).encode(),
-        headers={
-            "Content-Type": "application/x-www-form-urlencoded",
-            "X-Twilio-Signature": signature,
-        },
-    )
+    headers, body = signed_form(public_url + path, params, token)
+    response = await client.post(path, data=body, headers=headers)
     await response.read()
     return response
 

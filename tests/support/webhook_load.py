@@ -15,25 +15,24 @@ import time
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from urllib.parse import urlencode
 
 import httpx
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy.pool import NullPool
-from twilio.request_validator import RequestValidator
+
+from tools.twilio_webhook import WHATSAPP_PATH, inbound_text, signed_form
 
 TOKEN = "twilio-auth-token-for-fault-tests"
 PUBLIC_URL = "https://relay.example.org"
-PATH = "/webhooks/twilio/whatsapp"
+PATH = WHATSAPP_PATH
 ACCOUNT = "AC" + "f" * 32
-BOT = "whatsapp:+14155238886"
 
 
 @dataclass(frozen=True, slots=True)
 class Webhook:
     sid: str
-    signature: str
+    headers: dict[str, str]  # Content-Type and X-Twilio-Signature
     body: bytes
 
 
@@ -62,23 +61,17 @@ class Delivery:
 
 
 def signed_webhooks(run: str, count: int, senders: Sequence[str]) -> list[Webhook]:
-    validator = RequestValidator(TOKEN)
     webhooks = []
     for i in range(count):
-        sender = senders[i % len(senders)]
-        params = {
-            "MessageSid": f"SM{run}{i:06d}",
-            "AccountSid": ACCOUNT,
-            "From": f"whatsapp:{sender}",
-            "To": BOT,
-            "Body": f"mensagem {i} do teste de falhas",
-            "NumMedia": "0",
-            "ProfileName": "Falhas",
-            "WaId": sender.lstrip("+"),
-            "MessageType": "text",
-        }
-        signature = validator.compute_signature(PUBLIC_URL + PATH, params)
-        webhooks.append(Webhook(params["MessageSid"], signature, urlencode(params).encode()))
+        sid = f"SM{run}{i:06d}"
+        params = inbound_text(
+            sid,
+            senders[i % len(senders)],
+            f"mensagem {i} do teste de falhas",
+            account=ACCOUNT,
+            profile_name="Falhas",
+        )
+        webhooks.append(Webhook(sid, *signed_form(PUBLIC_URL + PATH, params, TOKEN)))
     return webhooks
 
 
@@ -100,13 +93,9 @@ async def deliver(
     url = base_url.rstrip("/") + PATH
 
     async def one(webhook: Webhook) -> Attempt:
-        headers = {
-            "X-Twilio-Signature": webhook.signature,
-            "Content-Type": "application/x-www-form-urlencoded",
-        }
         started = time.monotonic()
         try:
-            response = await client.post(url, content=webhook.body, headers=headers)
+            response = await client.post(url, content=webhook.body, headers=webhook.headers)
         except httpx.HTTPError as exc:
             return Attempt(webhook.sid, started, time.monotonic(), None, type(exc).__name__)
         finished = time.monotonic()

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from tools.bench.baselines import INSTALL_HINT, BaselineUnavailable
 from tools.bench.context_bench import (
-    DEFAULT_POSTGRES_URL,
     DEFAULT_REPEAT,
     DEFAULT_SIZES,
     BenchOptions,
     run_context_bench,
 )
 from tools.bench.report import BenchResult, SizeResult
+from tools.bench.services import DEFAULT_POSTGRES_URL
 
 __all__ = [
     "DEFAULT_POSTGRES_URL",

@@ -16,7 +16,6 @@ when the server cannot be reached.
 
 from __future__ import annotations
 
-import os
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -31,7 +30,7 @@ from gateway.storage.engine import make_engine, make_sessionmaker
 from gateway.storage.migrate import upgrade
 from gateway.tenants import TenantSettings
 from gateway.turns.window import budget_for
-from tools.bench import baselines, e2e, measure, phrases
+from tools.bench import baselines, e2e, measure, phrases, services
 from tools.bench.history import SyntheticHistory, count_tokens, make_history
 from tools.bench.populate import SeededCustomer, populate
 from tools.bench.report import BenchResult, SizeResult
@@ -42,8 +41,6 @@ DEFAULT_REPEAT = 15
 # on they repeat at most BASELINE_LARGE_REPEAT times (and skip the warm-up call).
 BASELINE_LARGE_SIZE = 50_000
 BASELINE_LARGE_REPEAT = 5
-POSTGRES_URL_ENV = "RELAYDESK_BENCH_POSTGRES_URL"
-DEFAULT_POSTGRES_URL = "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
 
 Progress = Callable[[str], None]
 
@@ -53,9 +50,7 @@ class BenchOptions:
     sizes: tuple[int, ...] = DEFAULT_SIZES
     repeat: int = DEFAULT_REPEAT
     # None: PostgreSQL is not measured (reported as skipped).
-    postgres_url: str | None = field(
-        default_factory=lambda: os.environ.get(POSTGRES_URL_ENV, DEFAULT_POSTGRES_URL)
-    )
+    postgres_url: str | None = field(default_factory=services.postgres_url_from_env)
 
     def __post_init__(self) -> None:
         if not self.sizes or any(size < 2 for size in self.sizes):
@@ -129,9 +124,9 @@ async def run_context_bench(options: BenchOptions, progress: Progress = _silent)
     if options.postgres_url is None:
         postgres_skipped = "not requested (empty --postgres-url)"
     else:
-        postgres_skipped = await e2e.postgres_unreachable(options.postgres_url)
+        postgres_skipped = await services.postgres_unreachable(options.postgres_url)
         if postgres_skipped is None:
-            async with e2e.temporary_database(options.postgres_url) as url:
+            async with services.temporary_database(options.postgres_url) as url:
                 await on_database("postgres", url)
     if postgres_skipped is not None:
         progress(f"postgres: skipped — {postgres_skipped}")

@@ -1,28 +1,19 @@
-"""End-to-end timing of ``POST /v1/context`` and the PostgreSQL database the benchmark uses.
+"""End-to-end timing of ``POST /v1/context``.
 
 The real app (`create_app`) listens on 127.0.0.1 on a free port; an httpx client on the same
 event loop sends the requests with the API key, so each sample is the whole request: HTTP,
 auth, body validation, tenant settings, identity resolution, storage reads and the build.
-
-PostgreSQL gets a temporary database (created through the given URL, dropped at the end), so
-the app's own engine sees the schema in ``public`` without any search_path setting.
+On PostgreSQL it runs on a temporary database (`tools.bench.services.temporary_database`).
 """
 
 from __future__ import annotations
 
-import asyncio
-import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 import httpx
 from aiohttp import web
-from sqlalchemy import text
-from sqlalchemy.engine import make_url
-from sqlalchemy.exc import DBAPIError
-from sqlalchemy.ext.asyncio import create_async_engine
-from sqlalchemy.pool import NullPool
 
 from gateway.app import create_app
 from gateway.config import Settings
@@ -94,37 +85,3 @@ def _window(response: httpx.Response) -> EndpointWindow:
         input_budget=int(report["input_budget"]),
         messages=len(body["messages"]),
     )
-
-
-async def postgres_unreachable(url: str) -> str | None:
-    """None when the server answers, else why not (for the skip message)."""
-    engine = create_async_engine(url, poolclass=NullPool)
-    try:
-        async with asyncio.timeout(5):
-            async with engine.connect() as connection:
-                await connection.execute(text("SELECT 1"))
-        return None
-    except Exception as exc:  # any failure means: skip PostgreSQL, say why
-        return f"{type(exc).__name__}: {exc}"[:200]
-    finally:
-        await engine.dispose()
-
-
-@asynccontextmanager
-async def temporary_database(admin_url: str) -> AsyncIterator[str]:
-    """Create ``relaydesk_bench_<random>`` next to ``admin_url``'s database; drop it on exit."""
-    name = f"relaydesk_bench_{uuid.uuid4().hex[:12]}"
-    admin = create_async_engine(admin_url, poolclass=NullPool, isolation_level="AUTOCOMMIT")
-    try:
-        async with admin.connect() as connection:
-            await connection.execute(text(f'CREATE DATABASE "{name}"'))
-        try:
-            yield make_url(admin_url).set(database=name).render_as_string(hide_password=False)
-        finally:
-            async with admin.connect() as connection:
-                try:
-                    await connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-                except DBAPIError:  # servers before 13 have no FORCE; ours closed everything
-                    await connection.execute(text(f'DROP DATABASE IF EXISTS "{name}"'))
-    finally:
-        await admin.dispose()

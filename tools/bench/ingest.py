@@ -27,48 +27,35 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from urllib.parse import urlencode
 
 import aiohttp
-import httpx
 from aiohttp import web
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy.pool import NullPool
-from twilio.request_validator import RequestValidator
 
-from tools.bench import e2e
-from tools.bench.context_bench import DEFAULT_POSTGRES_URL
-from tools.bench.twilio_api import created_message
+from tools.bench import harness, services
+from tools.bench.harness import TWILIO_TOKEN, clean_env, free_port, percentile
+from tools.local_twilio import LocalTwilio
+from tools.twilio_webhook import WHATSAPP_PATH, inbound_text, signed_form
 
-POSTGRES_URL_ENV = "RELAYDESK_BENCH_POSTGRES_URL"
-REDIS_URL_ENV = "RELAYDESK_BENCH_REDIS_URL"
-DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
 DEFAULT_RATES = (250, 1000, 1250, 2000)
 DEFAULT_SECONDS = 5.0
 WORKERS = 2
 CONNECTIONS = 64
 P99_TARGET_MS = 100.0
 REQUEST_TIMEOUT_S = 30.0
-START_TIMEOUT_S = 60.0
-STOP_GRACE_S = 15.0
 SETTLE_TIMEOUT_S = 300.0
-TWILIO_TOKEN = "relaydesk-bench-twilio-token"
 SENDERS = ("+5511990000001", "+5511990000002", "+5511990000003", "+5511990000004")
-WEBHOOK_PATH = "/webhooks/twilio/whatsapp"
 TWILIO_ACCOUNT = "AC" + "b" * 32
-TWILIO_FROM = "whatsapp:+14155238886"
 
 Progress = Callable[[str], None]
 
@@ -81,10 +68,8 @@ class IngestBenchError(RuntimeError):
 class IngestOptions:
     rates: tuple[int, ...] = DEFAULT_RATES
     seconds: float = DEFAULT_SECONDS
-    postgres_url: str = field(
-        default_factory=lambda: os.environ.get(POSTGRES_URL_ENV, DEFAULT_POSTGRES_URL)
-    )
-    redis_url: str = field(default_factory=lambda: os.environ.get(REDIS_URL_ENV, DEFAULT_REDIS_URL))
+    postgres_url: str = field(default_factory=services.postgres_url_from_env)
+    redis_url: str = field(default_factory=services.redis_url_from_env)
 
     def __post_init__(self) -> None:
         if not self.rates or any(rate < 1 for rate in self.rates):
@@ -204,52 +189,27 @@ class IngestResult:
         )
 
 
-def _command() -> list[str]:
-    script = Path(sys.executable).with_name("relaydesk")
-    return [str(script)] if script.exists() else [sys.executable, "-m", "gateway.cli"]
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
-def _percentile(sorted_ms: Sequence[float], fraction: float) -> float:
-    if not sorted_ms:
-        return 0.0
-    index = min(len(sorted_ms) - 1, max(0, round(fraction * len(sorted_ms)) - 1))
-    return sorted_ms[index]
-
-
-def signed_bodies(base_url: str, count: int, run: str) -> list[tuple[str, str, bytes]]:
-    """(MessageSid, signature, form body) for ``count`` distinct inbound messages."""
-    url = f"{base_url}{WEBHOOK_PATH}"
-    validator = RequestValidator(TWILIO_TOKEN)
+def signed_bodies(base_url: str, count: int, run: str) -> list[tuple[str, dict[str, str], bytes]]:
+    """(MessageSid, headers, form body) for ``count`` distinct inbound messages."""
+    url = f"{base_url}{WHATSAPP_PATH}"
     bodies = []
     for i in range(count):
-        sender = SENDERS[i % len(SENDERS)]
         sid = f"SM{run}{i:010d}"
-        params = {
-            "MessageSid": sid,
-            "AccountSid": "AC" + "0" * 32,
-            "From": f"whatsapp:{sender}",
-            "To": "whatsapp:+14155238886",
-            "Body": f"bench message {i}",
-            "NumMedia": "0",
-            "ProfileName": "Bench",
-            "WaId": sender.lstrip("+"),
-            "MessageType": "text",
-        }
-        bodies.append((sid, validator.compute_signature(url, params), urlencode(params).encode()))
+        params = inbound_text(
+            sid,
+            SENDERS[i % len(SENDERS)],
+            f"bench message {i}",
+            account="AC" + "0" * 32,
+            profile_name="Bench",
+        )
+        bodies.append((sid, *signed_form(url, params, TWILIO_TOKEN)))
     return bodies
 
 
 async def offer_load(
     client: aiohttp.ClientSession,
     url: str,
-    bodies: Sequence[tuple[str, str, bytes]],
+    bodies: Sequence[tuple[str, dict[str, str], bytes]],
     rate: int,
 ) -> tuple[RateResult, set[str]]:
     """Send ``bodies`` open loop at ``rate``/s; the result and the acknowledged sids."""
@@ -262,12 +222,8 @@ async def offer_load(
     # since latency runs from the due time.
     slots = asyncio.Semaphore(CONNECTIONS)
 
-    async def one(due: float, sid: str, signature: str, body: bytes) -> None:
+    async def one(due: float, sid: str, headers: dict[str, str], body: bytes) -> None:
         nonlocal errors, last_done
-        headers = {
-            "X-Twilio-Signature": signature,
-            "Content-Type": "application/x-www-form-urlencoded",
-        }
         try:
             async with slots:
                 async with client.post(url, data=body, headers=headers) as response:
@@ -287,12 +243,12 @@ async def offer_load(
     tasks: list[asyncio.Task[None]] = []
     cpu_before = _cpu_s()
     start = time.perf_counter()
-    for i, (sid, signature, body) in enumerate(bodies):
+    for i, (sid, headers, body) in enumerate(bodies):
         due = start + i / rate
         delay = due - time.perf_counter()
         if delay > 0:
             await asyncio.sleep(delay)
-        tasks.append(asyncio.create_task(one(due, sid, signature, body)))
+        tasks.append(asyncio.create_task(one(due, sid, headers, body)))
     await asyncio.gather(*tasks)
     generator_cpu = _cpu_s() - cpu_before
     # Acknowledged per second over the whole window: from the first due time to the last answer.
@@ -305,8 +261,8 @@ async def offer_load(
             acked=len(acked),
             errors=errors,
             elapsed_s=elapsed,
-            p50_ms=_percentile(ordered, 0.50),
-            p99_ms=_percentile(ordered, 0.99),
+            p50_ms=percentile(ordered, 0.50),
+            p99_ms=percentile(ordered, 0.99),
             generator_cpu_s=generator_cpu,
         ),
         acked,
@@ -316,81 +272,6 @@ async def offer_load(
 def _cpu_s() -> float:
     times = os.times()
     return times.user + times.system
-
-
-async def _redis_unreachable(url: str) -> str | None:
-    from redis.asyncio import Redis
-
-    client = Redis.from_url(url)
-    try:
-        async with asyncio.timeout(5):
-            await client.ping()
-        return None
-    except Exception as exc:  # any failure means: cannot run, say why
-        return f"{type(exc).__name__}: {exc}"[:200]
-    finally:
-        await client.aclose()
-
-
-def _env(**values: str) -> dict[str, str]:
-    # Only what the benchmark sets: no RELAYDESK_* of the surrounding shell.
-    env = {k: v for k, v in os.environ.items() if not k.startswith("RELAYDESK_")}
-    env.update(values)
-    return env
-
-
-async def _stop(process: subprocess.Popen[bytes]) -> None:
-    if process.poll() is not None:
-        return
-    process.send_signal(signal.SIGTERM)
-    try:
-        await asyncio.to_thread(process.wait, STOP_GRACE_S)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        await asyncio.to_thread(process.wait)
-
-
-async def _wait_healthy(
-    port: int, path: str, processes: Sequence[subprocess.Popen[bytes]], log: Path
-) -> None:
-    deadline = time.monotonic() + START_TIMEOUT_S
-    async with httpx.AsyncClient(timeout=2) as http:
-        while time.monotonic() < deadline:
-            if any(p.poll() is not None for p in processes):
-                raise IngestBenchError(f"server exited while starting:\n{log.read_text()[-2000:]}")
-            try:
-                if (await http.get(f"http://127.0.0.1:{port}{path}")).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            await asyncio.sleep(0.2)
-    raise IngestBenchError(f"server on port {port} not healthy after {START_TIMEOUT_S:g} s")
-
-
-@asynccontextmanager
-async def _processes(
-    commands: Sequence[Sequence[str]],
-    env: dict[str, str],
-    workdir: Path,
-    log_name: str,
-    port: int,
-    health_path: str,
-) -> AsyncIterator[None]:
-    log_path = workdir / log_name
-    started: list[subprocess.Popen[bytes]] = []
-    with log_path.open("wb") as log:
-        try:
-            for command in commands:
-                started.append(
-                    subprocess.Popen(
-                        list(command), env=env, cwd=workdir, stdout=log, stderr=subprocess.STDOUT
-                    )
-                )
-            await _wait_healthy(port, health_path, started, log_path)
-            yield
-        finally:
-            for process in started:
-                await _stop(process)
 
 
 async def _count(database_url: str, query: str) -> int:
@@ -488,29 +369,29 @@ async def _warm(client: aiohttp.ClientSession, url: str, run: str, base_url: str
 
 
 async def run_ingest_bench(options: IngestOptions, progress: Progress) -> IngestResult:
-    for what, why in (
-        ("PostgreSQL", await e2e.postgres_unreachable(options.postgres_url)),
-        ("Redis", await _redis_unreachable(options.redis_url)),
-    ):
-        if why is not None:
-            raise IngestBenchError(f"{what} is not reachable ({why})")
-    command = _command()
+    why = await services.services_unreachable(options.postgres_url, options.redis_url)
+    if why is not None:
+        raise IngestBenchError(why)
+    try:
+        return await _measure(options, progress)
+    except harness.ServerNotReady as exc:
+        raise IngestBenchError(str(exc)) from exc
+
+
+async def _measure(options: IngestOptions, progress: Progress) -> IngestResult:
+    command = harness.relaydesk_command()
     with tempfile.TemporaryDirectory(prefix="relaydesk-bench-ingest-") as tmp:
         workdir = Path(tmp)
-        async with e2e.temporary_database(options.postgres_url) as database_url:
-            port = _free_port()
+        async with services.temporary_database(options.postgres_url) as database_url:
+            port = free_port()
             base_url = f"http://127.0.0.1:{port}"
-            twilio_port = _free_port()
-            env = _env(
-                RELAYDESK_DATABASE_URL=database_url,
-                RELAYDESK_REDIS_URL=options.redis_url,
-                RELAYDESK_PUBLIC_URL=base_url,
-                RELAYDESK_LOG_LEVEL="WARNING",
-                RELAYDESK_MODEL="offline",
-                TWILIO_AUTH_TOKEN=TWILIO_TOKEN,
-                TWILIO_ACCOUNT_SID=TWILIO_ACCOUNT,
-                TWILIO_WHATSAPP_FROM=TWILIO_FROM,
-                TWILIO_API_BASE=f"http://127.0.0.1:{twilio_port}",
+            twilio_port = free_port()
+            env = harness.gateway_env(
+                database_url=database_url,
+                redis_url=options.redis_url,
+                port=port,
+                twilio_api=f"http://127.0.0.1:{twilio_port}",
+                twilio_account=TWILIO_ACCOUNT,
             )
             progress("migrating the temporary database")
             migrated = await asyncio.to_thread(
@@ -525,7 +406,7 @@ async def run_ingest_bench(options: IngestOptions, progress: Progress) -> Ingest
             if migrated.returncode != 0:
                 raise IngestBenchError(f"relaydesk migrate failed:\n{migrated.stderr[-2000:]}")
             run = uuid.uuid4().hex[:8]
-            url = f"{base_url}{WEBHOOK_PATH}"
+            url = f"{base_url}{WHATSAPP_PATH}"
             results: list[RateResult] = []
             acked_all: set[str] = set()
             sent_all: set[str] = set()
@@ -533,8 +414,8 @@ async def run_ingest_bench(options: IngestOptions, progress: Progress) -> Ingest
             serve = [*command, "serve", "--workers", str(WORKERS), "--port", str(port)]
             twilio = [sys.executable, "-m", "tools.bench.ingest", "--twilio", str(twilio_port)]
             async with (
-                _processes([twilio], _env(), workdir, "twilio.log", twilio_port, "/"),
-                _processes([serve], env, workdir, "serve.log", port, "/healthz"),
+                harness.serving([twilio], clean_env(), workdir, "twilio.log", twilio_port, "/"),
+                harness.serving([serve], env, workdir, "serve.log", port, "/healthz"),
             ):
                 async with _client() as client:
                     warm = await _warm(client, url, run, base_url)
@@ -566,16 +447,16 @@ async def run_ingest_bench(options: IngestOptions, progress: Progress) -> Ingest
             if unknown:
                 progress(f"{unknown} stored sids were never sent")
 
-            bare_port = _free_port()
+            bare_port = free_port()
             bare_base = f"http://127.0.0.1:{bare_port}"
             top = max(options.rates)
             bare_cmd = [sys.executable, "-m", "tools.bench.ingest", str(bare_port)]
             progress(f"bare aiohttp ceiling ({WORKERS} processes) at {top}/s")
-            async with _processes(
-                [bare_cmd] * WORKERS, _env(), workdir, "bare.log", bare_port, "/"
+            async with harness.serving(
+                [bare_cmd] * WORKERS, clean_env(), workdir, "bare.log", bare_port, "/"
             ):
                 async with _client() as client:
-                    bare_url = f"{bare_base}{WEBHOOK_PATH}"
+                    bare_url = f"{bare_base}{WHATSAPP_PATH}"
                     await _warm(client, bare_url, run, bare_base)
                     count = max(1, round(top * options.seconds))
                     bodies = signed_bodies(bare_base, count, f"{run}b")
@@ -605,21 +486,6 @@ def _bare_server(port: int) -> None:
     _run(app, port)
 
 
-def _fake_twilio(port: int) -> None:
-    """Twilio's Messages API as far as the gateway's sends use it: 201 with a message sid."""
-
-    async def create(request: web.Request) -> web.Response:
-        return created_message(request.match_info["sid"], await request.post())
-
-    async def alive(request: web.Request) -> web.Response:
-        return web.Response(text="ok")
-
-    app = web.Application()
-    app.router.add_post("/2010-04-01/Accounts/{sid}/Messages.json", create)
-    app.router.add_get("/", alive)
-    _run(app, port)
-
-
 def _run(app: web.Application, port: int) -> None:
     # The same event loop as the gateway processes, so the ceiling compares like with like.
     from gateway.supervisor import new_event_loop
@@ -638,6 +504,7 @@ def _run(app: web.Application, port: int) -> None:
 
 if __name__ == "__main__":
     if sys.argv[1] == "--twilio":
-        _fake_twilio(int(sys.argv[2]))
+        # The local Twilio API the gateways send their replies to, in a process of its own.
+        _run(LocalTwilio().app(), int(sys.argv[2]))
     else:
         _bare_server(int(sys.argv[1]))

@@ -1,9 +1,10 @@
 """Write a synthetic history into a migrated database, fast but with the ingest invariants.
 
-Messages go in with multi-row Core inserts and the token counts ingest would have stored;
-each episode's ``token_total`` is the sum of its messages' counts. The WhatsApp identity is
-created by the real identity step (so ``POST /v1/context`` resolves to the same customer);
-summaries and facts go through their repositories (facts supersede as they would live).
+Episodes and messages go in through `gateway.storage.repositories.bulk` (multi-row inserts with
+the token counts ingest would have stored; each episode's ``token_total`` is the sum of its
+messages' counts). The WhatsApp identity is created by the real identity step (so
+``POST /v1/context`` resolves to the same customer); summaries and facts go through their
+repositories (facts supersede as they would live).
 """
 
 from __future__ import annotations
@@ -12,19 +13,15 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import insert, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from context import TokenCounter
 from gateway.customers.resolve import ResolvedIdentity, resolve_identity
-from gateway.storage.models import Episode, Message, new_id
 from gateway.storage.records import NewFact
-from gateway.storage.repositories import customers, facts, summaries
+from gateway.storage.repositories import bulk, facts, summaries
 from gateway.tenants import TenantSettings
 from identity import WhatsAppSender, observe
 from tools.bench.history import SyntheticHistory, compaction_pointer
-
-INSERT_BATCH = 5_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,54 +53,34 @@ async def populate(
             "whatsapp": identity.identity_id,
             **await _other_identities(session, customer_id, history),
         }
-        episode_ids = [new_id() for _ in history.episodes]
-        await session.execute(
-            insert(Episode),
+        written = await bulk.write_episodes(
+            session,
+            customer_id,
             [
-                {
-                    "id": episode_ids[index],
-                    "customer_id": customer_id,
-                    "channel": episode.channel,
-                    "identity_id": identities[episode.channel],
-                    "status": "open" if episode.is_open else "closed",
-                    "transcript_confidence": episode.confidence,
-                    "token_total": sum(tokens[index]),
-                    "started_at": episode.started_at,
-                    "last_message_at": episode.last_message_at,
-                    "ended_at": None if episode.is_open else episode.last_message_at,
-                }
+                bulk.BulkEpisode(
+                    channel=episode.channel,
+                    identity_id=identities[episode.channel],
+                    started_at=episode.started_at,
+                    last_message_at=episode.last_message_at,
+                    messages=tuple(
+                        bulk.BulkMessage(
+                            role=message.role,
+                            text=message.text,
+                            token_count=tokens[index][position],
+                            created_at=message.created_at,
+                            provider_message_id=f"bench-{history.size}-{index}-{position}",
+                            transcript_confidence=message.confidence,
+                        )
+                        for position, message in enumerate(episode.messages)
+                    ),
+                    closed=not episode.is_open,
+                    transcript_confidence=episode.confidence,
+                )
                 for index, episode in enumerate(history.episodes)
             ],
         )
-        message_ids: list[list[int]] = []
-        for index, episode in enumerate(history.episodes):
-            rows = [
-                {
-                    "customer_id": customer_id,
-                    "episode_id": episode_ids[index],
-                    "identity_id": identities[episode.channel],
-                    "channel": episode.channel,
-                    "role": message.role,
-                    "text": message.text,
-                    "provider_message_id": f"bench-{history.size}-{index}-{position}",
-                    "token_count": tokens[index][position],
-                    "transcript_confidence": message.confidence,
-                    "redacted": False,
-                    "created_at": message.created_at,
-                }
-                for position, message in enumerate(episode.messages)
-            ]
-            for start in range(0, len(rows), INSERT_BATCH):
-                await session.execute(insert(Message), rows[start : start + INSERT_BATCH])
-            message_ids.append(
-                list(
-                    await session.scalars(
-                        select(Message.id)
-                        .where(Message.episode_id == episode_ids[index])
-                        .order_by(Message.id)
-                    )
-                )
-            )
+        episode_ids = [stored.episode.id for stored in written]
+        message_ids = [stored.message_ids for stored in written]
         await _summaries(
             session, customer_id, history, tokens, episode_ids, message_ids, settings, counter
         )
@@ -138,18 +115,10 @@ async def _other_identities(
         "webchat": (f"web:acct:{history.web_account}", "verified"),
         "phone": (f"phone:{history.phone}", "verified"),
     }
-    created: dict[str, str] = {}
-    for channel, (external_id, level) in keys.items():
-        record = await customers.create_identity(
-            session,
-            customer_id=customer_id,
-            channel=channel,
-            external_id=external_id,
-            link_level=level,
-            evidence={"description": "benchmark fixture", "level": level},
-        )
-        created[channel] = record.id
-    return created
+    created = await bulk.create_identities(
+        session, customer_id, keys, description="benchmark fixture"
+    )
+    return {channel: record.id for channel, record in created.items()}
 
 
 async def _summaries(

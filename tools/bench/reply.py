@@ -46,19 +46,8 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from context import TiktokenCounter, load_encoding
 from gateway.storage.engine import make_engine, make_sessionmaker
 from gateway.storage.migrate import upgrade
-from tools.bench import e2e
-from tools.bench.context_bench import DEFAULT_POSTGRES_URL
-from tools.bench.ingest import (
-    DEFAULT_REDIS_URL,
-    POSTGRES_URL_ENV,
-    REDIS_URL_ENV,
-    TWILIO_TOKEN,
-    WEBHOOK_PATH,
-    _env,
-    _free_port,
-    _percentile,
-    _redis_unreachable,
-)
+from tools.bench import services
+from tools.bench.harness import TWILIO_TOKEN, free_port, gateway_env, percentile
 from tools.bench.reply_jobs import (
     Stored,
     forget_keys,
@@ -70,13 +59,13 @@ from tools.bench.reply_seed import make_customers, seed, twins, unsummarized_tok
 from tools.bench.reply_stack import CONSUMERS, GATEWAY_PROCESSES, Gateway, gateways, worker
 from tools.bench.reply_talk import (
     ACCOUNT_SID,
-    BOT_NUMBER,
     Conversation,
     ReplyBenchError,
     Sample,
     TwilioInbox,
     talk,
 )
+from tools.twilio_webhook import WHATSAPP_PATH
 
 __all__ = ["ReplyBenchError", "ReplyOptions", "ReplyResult", "run_reply_bench"]
 
@@ -95,10 +84,8 @@ class ReplyOptions:
     customers: int = DEFAULT_CUSTOMERS
     messages: int = DEFAULT_MESSAGES
     think_s: float = THINK_S
-    postgres_url: str = field(
-        default_factory=lambda: os.environ.get(POSTGRES_URL_ENV, DEFAULT_POSTGRES_URL)
-    )
-    redis_url: str = field(default_factory=lambda: os.environ.get(REDIS_URL_ENV, DEFAULT_REDIS_URL))
+    postgres_url: str = field(default_factory=services.postgres_url_from_env)
+    redis_url: str = field(default_factory=services.redis_url_from_env)
 
     def __post_init__(self) -> None:
         if self.customers < 1:
@@ -120,15 +107,15 @@ class PhaseResult:
 
     @property
     def p50_ms(self) -> float:
-        return _percentile(self.latencies_ms, 0.50)
+        return percentile(self.latencies_ms, 0.50)
 
     @property
     def p99_ms(self) -> float:
-        return _percentile(self.latencies_ms, 0.99)
+        return percentile(self.latencies_ms, 0.99)
 
     @property
     def ack_p99_ms(self) -> float:
-        return _percentile(self.ack_ms, 0.99)
+        return percentile(self.ack_ms, 0.99)
 
     def figures(self) -> dict[str, float | int]:
         return {
@@ -275,29 +262,22 @@ async def _result(
 
 
 def _gateway(options: ReplyOptions, database_url: str, port: int, twilio_api: str) -> Gateway:
-    env = _env(
-        RELAYDESK_DATABASE_URL=database_url,
-        RELAYDESK_REDIS_URL=options.redis_url,
-        RELAYDESK_PUBLIC_URL=f"http://127.0.0.1:{port}",
-        RELAYDESK_LOG_LEVEL="WARNING",
-        RELAYDESK_MODEL="offline",
+    env = gateway_env(
+        database_url=database_url,
+        redis_url=options.redis_url,
+        port=port,
+        twilio_api=twilio_api,
+        twilio_account=ACCOUNT_SID,
         # The gateways never compact; only the worker does, while it runs.
         RELAYDESK_RUN_COMPACTION="false",
-        TWILIO_ACCOUNT_SID=ACCOUNT_SID,
-        TWILIO_AUTH_TOKEN=TWILIO_TOKEN,
-        TWILIO_WHATSAPP_FROM=BOT_NUMBER,
-        TWILIO_API_BASE=twilio_api,
     )
     return Gateway("reply", port, env)
 
 
 async def run_reply_bench(options: ReplyOptions, progress: Progress) -> ReplyResult:
-    for what, why in (
-        ("PostgreSQL", await e2e.postgres_unreachable(options.postgres_url)),
-        ("Redis", await _redis_unreachable(options.redis_url)),
-    ):
-        if why is not None:
-            raise ReplyBenchError(f"{what} is not reachable ({why})")
+    why = await services.services_unreachable(options.postgres_url, options.redis_url)
+    if why is not None:
+        raise ReplyBenchError(why)
     counter = TiktokenCounter(load_encoding())
     progress(f"building {options.customers} customer histories")
     originals = make_customers(options.customers, counter)
@@ -309,13 +289,13 @@ async def run_reply_bench(options: ReplyOptions, progress: Progress) -> ReplyRes
             inbox = TwilioInbox()
             twilio_api = await stack.enter_async_context(inbox.serving())
             database_url = await stack.enter_async_context(
-                e2e.temporary_database(options.postgres_url)
+                services.temporary_database(options.postgres_url)
             )
             engine = make_engine(database_url)
             stack.push_async_callback(engine.dispose)
             await upgrade(engine)
             sessions = make_sessionmaker(engine)
-            gateway = _gateway(options, database_url, _free_port(), twilio_api)
+            gateway = _gateway(options, database_url, free_port(), twilio_api)
             progress(f"seeding {options.customers} customers and their twins")
             sides = [("without", originals), ("with", twins(originals))]
             seeded_ids = [await seed(sessions, customers, counter) for _, customers in sides]
@@ -326,7 +306,7 @@ async def run_reply_bench(options: ReplyOptions, progress: Progress) -> ReplyRes
                     phones=[customer.phone for customer in customers],
                     conversation=Conversation(
                         gateway_url=f"http://127.0.0.1:{gateway.port}",
-                        webhook_path=WEBHOOK_PATH,
+                        webhook_path=WHATSAPP_PATH,
                         auth_token=TWILIO_TOKEN,
                         think_s=options.think_s,
                     ),

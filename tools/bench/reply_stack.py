@@ -14,12 +14,17 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from tools.bench.ingest import IngestBenchError, _command, _stop, _wait_healthy
+from tools.bench.harness import (
+    START_TIMEOUT_S,
+    ServerNotReady,
+    relaydesk_command,
+    serving,
+    stop,
+)
 from tools.bench.reply_talk import ReplyBenchError
 
 GATEWAY_PROCESSES = 2
 CONSUMERS = 2
-START_TIMEOUT_S = 60.0
 WORKER_READY = b"compaction consumer(s) running"
 
 
@@ -34,36 +39,26 @@ class Gateway:
 
 @contextlib.asynccontextmanager
 async def gateways(configs: Sequence[Gateway], workdir: Path) -> AsyncIterator[None]:
-    """Start the gateways (each ``serve --workers``) at once; yields once all of them answer
-    ``/healthz``, stops them all at the end."""
-    command = _command()
-    started: list[subprocess.Popen[bytes]] = []
-    with contextlib.ExitStack() as logs:
-        try:
-            waits = []
-            for config in configs:
-                log_path = workdir / f"serve-{config.name}.log"
-                log = logs.enter_context(log_path.open("wb"))
-                serve = [
-                    *command,
-                    "serve",
-                    "--workers",
-                    str(GATEWAY_PROCESSES),
-                    "--port",
-                    str(config.port),
-                ]
-                process = subprocess.Popen(
-                    serve, env=config.env, cwd=workdir, stdout=log, stderr=subprocess.STDOUT
-                )
-                started.append(process)
-                waits.append(_wait_healthy(config.port, "/healthz", [process], log_path))
+    """Start the gateways (each ``serve --workers``, one after the other); yields once all of
+    them answer ``/healthz``, stops them all at the end."""
+    command = relaydesk_command()
+    async with contextlib.AsyncExitStack() as started:
+        for config in configs:
+            serve = [*command, "serve", "--workers", str(GATEWAY_PROCESSES)]
             try:
-                await asyncio.gather(*waits)
-            except IngestBenchError as exc:
+                await started.enter_async_context(
+                    serving(
+                        [[*serve, "--port", str(config.port)]],
+                        config.env,
+                        workdir,
+                        f"serve-{config.name}.log",
+                        config.port,
+                        "/healthz",
+                    )
+                )
+            except ServerNotReady as exc:
                 raise ReplyBenchError(str(exc)) from exc
-            yield
-        finally:
-            await asyncio.gather(*(_stop(process) for process in started))
+        yield
 
 
 @contextlib.asynccontextmanager
@@ -72,7 +67,7 @@ async def worker(env: dict[str, str], workdir: Path) -> AsyncIterator[None]:
     log_path = workdir / "worker.log"
     with log_path.open("wb") as log:
         process = subprocess.Popen(
-            [*_command(), "worker", "--count", str(CONSUMERS)],
+            [*relaydesk_command(), "worker", "--count", str(CONSUMERS)],
             env=env,
             cwd=workdir,
             stdout=log,
@@ -90,4 +85,4 @@ async def worker(env: dict[str, str], workdir: Path) -> AsyncIterator[None]:
                 await asyncio.sleep(0.1)
             yield
         finally:
-            await _stop(process)
+            await stop(process)

@@ -2,7 +2,7 @@
 receives the replies, for ``relaydesk bench reply``.
 
 Reply latency is what the customer waits for: from the moment the signed inbound webhook is
-sent to the moment the gateway hands the reply to Twilio, i.e. the local Twilio API below
+sent to the moment the gateway hands the reply to Twilio, i.e. the local Twilio API (`TwilioInbox`)
 receives its ``Messages.json`` create. It covers the webhook's acknowledgement, the pending
 turn being picked up, the window, the (offline) model, storing the reply and the send.
 
@@ -18,20 +18,16 @@ import random
 import re
 import time
 import uuid
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
-from urllib.parse import urlencode
 
 import httpx
-from aiohttp import web
-from twilio.request_validator import RequestValidator
 
-from tools.bench.twilio_api import created_message
+from tools.local_twilio import LocalTwilio
+from tools.twilio_webhook import inbound_text, signed_form
 
 ACCOUNT_SID = "AC" + "0" * 32
-BOT_NUMBER = "whatsapp:+14155238886"
-MESSAGES_PATH = "/2010-04-01/Accounts/{sid}/Messages.json"
 REPLY_TIMEOUT_S = 60.0
 REQUEST_TIMEOUT_S = 30.0
 _REFERENCE = re.compile(r"\[(r[0-9a-f]+c\d+m\d+)\]")
@@ -71,39 +67,28 @@ class ReplyBenchError(RuntimeError):
 
 
 class TwilioInbox:
-    """The part of Twilio's API the gateway's sends reach; notes when each reply arrives."""
+    """The local Twilio API the gateway's sends reach (`LocalTwilio`); notes when the reply to
+    each expected message arrives."""
 
     def __init__(self) -> None:
         self._waiting: dict[str, asyncio.Future[float]] = {}
+        self._twilio = LocalTwilio(on_created=self._arrived)
 
     def expect(self, reference: str) -> asyncio.Future[float]:
         future: asyncio.Future[float] = asyncio.get_running_loop().create_future()
         self._waiting[reference] = future
         return future
 
-    async def _create(self, request: web.Request) -> web.Response:
-        arrived = time.perf_counter()  # the reply reached Twilio: the end of the wait
-        form = await request.post()
-        body = str(form.get("Body", ""))
-        found = _REFERENCE.search(body)
+    def _arrived(self, at: float, form: Mapping[str, str]) -> None:
+        # The reply reached Twilio: the end of the wait.
+        found = _REFERENCE.search(form.get("Body", ""))
         waiting = self._waiting.pop(found.group(1), None) if found else None
         if waiting is not None and not waiting.done():
-            waiting.set_result(arrived)
-        return created_message(request.match_info["sid"], form)
+            waiting.set_result(at)
 
-    @asynccontextmanager
-    async def serving(self) -> AsyncIterator[str]:
+    def serving(self) -> AbstractAsyncContextManager[str]:
         """Listen on a free loopback port; yields the API base URL."""
-        app = web.Application()
-        app.router.add_post(MESSAGES_PATH, self._create)
-        runner = web.AppRunner(app, access_log=None)
-        await runner.setup()
-        try:
-            site = web.TCPSite(runner, "127.0.0.1", 0)
-            await site.start()
-            yield f"http://127.0.0.1:{runner.addresses[0][1]}"
-        finally:
-            await runner.cleanup()
+        return self._twilio.serving()
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,24 +104,6 @@ class Conversation:
     run: str = field(default_factory=lambda: "r" + uuid.uuid4().hex[:8])
 
 
-def _signed(
-    conversation: Conversation, validator: RequestValidator, phone: str, reference: str, text: str
-) -> tuple[str, bytes]:
-    params = {
-        "MessageSid": f"SM{reference}",
-        "AccountSid": ACCOUNT_SID,
-        "From": f"whatsapp:{phone}",
-        "To": BOT_NUMBER,
-        "Body": text,
-        "NumMedia": "0",
-        "ProfileName": "Bench",
-        "WaId": phone.lstrip("+"),
-        "MessageType": "text",
-    }
-    url = f"{conversation.gateway_url}{conversation.webhook_path}"
-    return validator.compute_signature(url, params), urlencode(params).encode()
-
-
 async def _customer(
     client: httpx.AsyncClient,
     inbox: TwilioInbox,
@@ -146,7 +113,6 @@ async def _customer(
     numbers: range,
 ) -> list[Sample]:
     """One customer's messages ``numbers``, one at a time; the latencies of each."""
-    validator = RequestValidator(conversation.auth_token)
     url = f"{conversation.gateway_url}{conversation.webhook_path}"
     # Customers start out of step, as they would.
     start = random.Random(f"relaydesk-bench-reply:{index}:{numbers.start}")
@@ -157,19 +123,17 @@ async def _customer(
         rng = random.Random(f"relaydesk-bench-reply:{index}:{number}")
         reference = f"{conversation.run}c{index}m{number}"
         line = rng.choice(LINES).format(n=rng.randint(10_000, 99_999))
-        signature, body = _signed(
-            conversation, validator, phone, reference, f"[{reference}] {line}"
+        params = inbound_text(
+            f"SM{reference}",
+            phone,
+            f"[{reference}] {line}",
+            account=ACCOUNT_SID,
+            profile_name="Bench",
         )
+        headers, body = signed_form(url, params, conversation.auth_token)
         reply = inbox.expect(reference)
         sent = time.perf_counter()
-        response = await client.post(
-            url,
-            content=body,
-            headers={
-                "X-Twilio-Signature": signature,
-                "Content-Type": "application/x-www-form-urlencoded",
-            },
-        )
+        response = await client.post(url, content=body, headers=headers)
         acked = time.perf_counter()
         if response.status_code != 200:
             raise ReplyBenchError(

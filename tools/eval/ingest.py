@@ -27,7 +27,7 @@ from gateway.customers.resolve import ResolvedIdentity, resolve_identity
 from gateway.memory.queue import CompactionJob, InProcessQueue
 from gateway.memory.worker import MemoryWorker
 from gateway.storage.records import NewMessage
-from gateway.storage.repositories import customers, episodes, messages
+from gateway.storage.repositories import bulk, episodes, messages
 from identity import ChannelIdentityKey, LinkLevel, ScopePolicy, WhatsAppSender, observe
 from tools.eval.locomo import Conversation
 
@@ -58,22 +58,14 @@ async def _identities(
 ) -> dict[str, tuple[str, str]]:
     """(identity id, external id) per channel besides WhatsApp."""
     keys = {
-        "webchat": (f"web:acct:locomo-{tag}", LinkLevel.VERIFIED),
-        "telegram": (f"telegram:{900_000 + index}", LinkLevel.VERIFIED),
-        "phone": (f"phone:{_number(index)}", LinkLevel.INFERRED),
+        "webchat": (f"web:acct:locomo-{tag}", LinkLevel.VERIFIED.value),
+        "telegram": (f"telegram:{900_000 + index}", LinkLevel.VERIFIED.value),
+        "phone": (f"phone:{_number(index)}", LinkLevel.INFERRED.value),
     }
-    out: dict[str, tuple[str, str]] = {}
-    for channel, (external_id, level) in keys.items():
-        record = await customers.create_identity(
-            session,
-            customer_id=customer_id,
-            channel=channel,
-            external_id=external_id,
-            link_level=level.value,
-            evidence={"description": "evaluation fixture", "level": level.value},
-        )
-        out[channel] = (record.id, external_id)
-    return out
+    created = await bulk.create_identities(
+        session, customer_id, keys, description="evaluation fixture"
+    )
+    return {channel: (record.id, record.external_id) for channel, record in created.items()}
 
 
 async def ingest(

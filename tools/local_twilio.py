@@ -1,0 +1,90 @@
+"""Twilio's Messages API on a local server: the part the twilio SDK's ``messages.create`` uses,
+so a gateway whose ``TWILIO_API_BASE`` points here sends its WhatsApp replies over HTTP with the
+real SDK, as in production. The benchmarks and the tests use this one implementation."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+MESSAGES_PATH = "/2010-04-01/Accounts/{sid}/Messages.json"
+
+# Called with the time (`time.perf_counter`) the create arrived and its form fields.
+OnCreated = Callable[[float, Mapping[str, str]], None]
+
+
+def created_message(account: str, form: Mapping[str, Any]) -> web.Response:
+    """201 with the Message resource Twilio returns for ``POST …/Messages.json``."""
+    sid = "SM" + uuid.uuid4().hex
+    return web.json_response(
+        {
+            "sid": sid,
+            "account_sid": account,
+            "to": form.get("To"),
+            "from": form.get("From"),
+            "body": form.get("Body"),
+            "status": "queued",
+            "num_segments": "1",
+            "direction": "outbound-api",
+            "api_version": "2010-04-01",
+            "uri": f"/2010-04-01/Accounts/{account}/Messages/{sid}.json",
+        },
+        status=201,
+    )
+
+
+@dataclass
+class LocalTwilio:
+    """``created`` holds the form fields of every accepted create, in order; ``attempts``
+    counts every create request, refused ones included; ``fail_next`` lists HTTP statuses to
+    answer first, one per request (e.g. ``[429, 503]``); ``on_created`` is told of each
+    accepted create, with the time it arrived (before its body was read)."""
+
+    created: list[dict[str, str]] = field(default_factory=list)
+    attempts: int = 0
+    fail_next: list[int] = field(default_factory=list)
+    on_created: OnCreated | None = None
+
+    def app(self) -> web.Application:
+        """The Messages API, and ``GET /`` answering 200 (a health check)."""
+        app = web.Application()
+        app.router.add_post(MESSAGES_PATH, self._create)
+        app.router.add_get("/", _alive)
+        return app
+
+    @asynccontextmanager
+    async def serving(self) -> AsyncIterator[str]:
+        """`app` on a free loopback port; yields the API base URL (for ``TWILIO_API_BASE``)."""
+        runner = web.AppRunner(self.app(), access_log=None)
+        await runner.setup()
+        try:
+            await web.TCPSite(runner, "127.0.0.1", 0).start()
+            yield f"http://127.0.0.1:{runner.addresses[0][1]}"
+        finally:
+            await runner.cleanup()
+
+    async def _create(self, request: web.Request) -> web.Response:
+        arrived = time.perf_counter()  # a reply's latency ends when it reaches Twilio
+        self.attempts += 1
+        form = {
+            key: value for key, value in (await request.post()).items() if isinstance(value, str)
+        }
+        if self.fail_next:
+            status = self.fail_next.pop(0)
+            return web.json_response(
+                {"code": 20429, "message": "Too Many Requests", "status": status}, status=status
+            )
+        self.created.append(form)
+        if self.on_created is not None:
+            self.on_created(arrived, form)
+        return created_message(request.match_info["sid"], form)
+
+
+async def _alive(request: web.Request) -> web.Response:
+    return web.Response(text="ok")
