@@ -15,6 +15,16 @@ from channels.base import PayloadInvalid
 _T = TypeVar("_T")
 
 
+def first(raw: Mapping[str, Any], *keys: str) -> object:
+    """The value of the first of ``keys`` that is present and not null (None when none is):
+    vendors renamed fields between versions and send either spelling."""
+    for key in keys:
+        value = raw.get(key)
+        if value is not None:
+            return value
+    return None
+
+
 def mapping(value: object, where: str) -> Mapping[str, Any]:
     if not isinstance(value, Mapping):
         raise PayloadInvalid(f"{where} must be an object, got {_kind(value)}")

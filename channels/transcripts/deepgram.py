@@ -57,9 +57,7 @@ def parse(payload: Mapping[str, Any], *, customer_speaker: str | None = None) ->
 
 def _word(raw: object, where: str) -> TranscriptWord:
     word = _read.mapping(raw, where)
-    shown = word.get("punctuated_word")
-    if shown is None:
-        shown = word.get("word")
+    shown = _read.first(word, "punctuated_word", "word")
     start, end = _read.times(word, where)
     return TranscriptWord(
         text=_read.text(shown, f"{where}.word"),

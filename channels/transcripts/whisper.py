@@ -180,12 +180,8 @@ def _segment(segment: Mapping[str, Any], where: str) -> Turn:
 
 def _word(raw: object, where: str) -> TranscriptWord:
     word = _read.mapping(raw, where)
-    shown = word.get("word")
-    if shown is None:
-        shown = word.get("text")
-    probability = word.get("probability")
-    if probability is None:
-        probability = word.get("confidence")
+    shown = _read.first(word, "word", "text")
+    probability = _read.first(word, "probability", "confidence")
     start, end = _read.times(word, where)
     return TranscriptWord(
         text=_read.text(shown, f"{where}.word").strip(),
