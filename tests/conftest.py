@@ -19,6 +19,9 @@ from tests.support.databases import (
     unavailable,
 )
 
+# Fixtures shared by test modules in several folders (none of them autouse).
+pytest_plugins = ["tests.support.redis_fixture", "tests.support.telegram_bot"]
+
 
 @pytest.fixture(scope="session")
 def sqlite_database(tmp_path_factory: pytest.TempPathFactory) -> DatabaseUnderTest:

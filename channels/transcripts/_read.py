@@ -7,10 +7,22 @@ write `4.87`), so `number` accepts numeric strings; booleans are never numbers.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
 
 from channels.base import PayloadInvalid
+
+_T = TypeVar("_T")
+
+
+def first(raw: Mapping[str, Any], *keys: str) -> object:
+    """The value of the first of ``keys`` that is present and not null (None when none is):
+    vendors renamed fields between versions and send either spelling."""
+    for key in keys:
+        value = raw.get(key)
+        if value is not None:
+            return value
+    return None
 
 
 def mapping(value: object, where: str) -> Mapping[str, Any]:
@@ -28,6 +40,11 @@ def array(value: object, where: str) -> Sequence[Any]:
 def optional_array(value: object, where: str) -> Sequence[Any]:
     """An array, with a missing or null field read as empty."""
     return () if value is None else array(value, where)
+
+
+def each(value: object, where: str, read: Callable[[object, str], _T]) -> tuple[_T, ...]:
+    """An optional array read item by item with ``read``, item ``j`` named ``where[j]``."""
+    return tuple(read(item, f"{where}[{j}]") for j, item in enumerate(optional_array(value, where)))
 
 
 def text(value: object, where: str) -> str:
@@ -106,3 +123,13 @@ def ordered(start: float | None, end: float | None) -> tuple[float | None, float
     if start is not None and end is not None and end < start:
         end = start
     return start, end
+
+
+def times(
+    raw: Mapping[str, Any],
+    where: str,
+    read: Callable[[object, str], float | None] = optional_number,
+) -> tuple[float | None, float | None]:
+    """The ``start`` and ``end`` fields of ``raw`` in seconds (``read`` turns a vendor's value
+    into seconds, `seconds_from_ms` for milliseconds), made `ordered`."""
+    return ordered(read(raw.get("start"), f"{where}.start"), read(raw.get("end"), f"{where}.end"))

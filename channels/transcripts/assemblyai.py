@@ -64,10 +64,7 @@ def _label(raw: Mapping[str, Any], where: str) -> str | None:
 
 def _word(raw: object, where: str) -> TranscriptWord:
     word = _read.mapping(raw, where)
-    start, end = _read.ordered(
-        _read.seconds_from_ms(word.get("start"), f"{where}.start"),
-        _read.seconds_from_ms(word.get("end"), f"{where}.end"),
-    )
+    start, end = _read.times(word, where, _read.seconds_from_ms)
     return TranscriptWord(
         text=_read.text(word.get("text"), f"{where}.text"),
         confidence=_read.confidence(word.get("confidence"), f"{where}.confidence"),
@@ -77,16 +74,10 @@ def _word(raw: object, where: str) -> TranscriptWord:
 
 
 def _utterance(utterance: Mapping[str, Any], where: str) -> Turn:
-    words = tuple(
-        _word(w, f"{where}.words[{j}]")
-        for j, w in enumerate(_read.optional_array(utterance.get("words"), f"{where}.words"))
-    )
+    words = _read.each(utterance.get("words"), f"{where}.words", _word)
     text = _read.optional_text(utterance.get("text"), f"{where}.text")
     confidence = _read.confidence(utterance.get("confidence"), f"{where}.confidence")
-    start, end = _read.ordered(
-        _read.seconds_from_ms(utterance.get("start"), f"{where}.start"),
-        _read.seconds_from_ms(utterance.get("end"), f"{where}.end"),
-    )
+    start, end = _read.times(utterance, where, _read.seconds_from_ms)
     return Turn(
         label=_label(utterance, where),
         text=(text if text is not None else " ".join(w.text for w in words)).strip(),

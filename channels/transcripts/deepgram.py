@@ -57,13 +57,8 @@ def parse(payload: Mapping[str, Any], *, customer_speaker: str | None = None) ->
 
 def _word(raw: object, where: str) -> TranscriptWord:
     word = _read.mapping(raw, where)
-    shown = word.get("punctuated_word")
-    if shown is None:
-        shown = word.get("word")
-    start, end = _read.ordered(
-        _read.optional_number(word.get("start"), f"{where}.start"),
-        _read.optional_number(word.get("end"), f"{where}.end"),
-    )
+    shown = _read.first(word, "punctuated_word", "word")
+    start, end = _read.times(word, where)
     return TranscriptWord(
         text=_read.text(shown, f"{where}.word"),
         confidence=_read.confidence(word.get("confidence"), f"{where}.confidence"),
@@ -80,17 +75,11 @@ def _label(raw: Mapping[str, Any], multichannel: bool, where: str) -> str | None
 
 def _utterance(utterance: Mapping[str, Any], i: int, multichannel: bool) -> Turn:
     where = f"results.utterances[{i}]"
-    words = tuple(
-        _word(w, f"{where}.words[{j}]")
-        for j, w in enumerate(_read.optional_array(utterance.get("words"), f"{where}.words"))
-    )
+    words = _read.each(utterance.get("words"), f"{where}.words", _word)
     transcript = _read.optional_text(utterance.get("transcript"), f"{where}.transcript")
     text = transcript if transcript is not None else " ".join(w.text for w in words)
     confidence = _read.confidence(utterance.get("confidence"), f"{where}.confidence")
-    start, end = _read.ordered(
-        _read.optional_number(utterance.get("start"), f"{where}.start"),
-        _read.optional_number(utterance.get("end"), f"{where}.end"),
-    )
+    start, end = _read.times(utterance, where)
     return Turn(
         label=_label(utterance, multichannel, where),
         text=text.strip(),

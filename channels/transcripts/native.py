@@ -57,10 +57,7 @@ def _segment(raw: Mapping[str, Any], where: str) -> TranscriptSegment:
         _word(_read.mapping(w, f"{where}.words[{j}]"), f"{where}.words[{j}]")
         for j, w in enumerate(_read.optional_array(raw.get("words"), f"{where}.words"))
     )
-    flags = tuple(
-        _read.text(f, f"{where}.flags[{k}]")
-        for k, f in enumerate(_read.optional_array(raw.get("flags"), f"{where}.flags"))
-    )
+    flags = _read.each(raw.get("flags"), f"{where}.flags", _read.text)
     role: Speaker = "customer" if speaker == "customer" else "agent"
     return TranscriptSegment(
         speaker=role,

@@ -148,10 +148,7 @@ def parse(payload: Mapping[str, Any], *, customer_speaker: str | None = None) ->
 
 def _segment(segment: Mapping[str, Any], where: str) -> Turn:
     text = _read.text(segment.get("text"), f"{where}.text").strip()
-    words = tuple(
-        _word(w, f"{where}.words[{j}]")
-        for j, w in enumerate(_read.optional_array(segment.get("words"), f"{where}.words"))
-    )
+    words = _read.each(segment.get("words"), f"{where}.words", _word)
     avg_logprob = _read.optional_number(segment.get("avg_logprob"), f"{where}.avg_logprob")
     own = _read.confidence(segment.get("confidence"), f"{where}.confidence")
     if own is not None:
@@ -160,10 +157,7 @@ def _segment(segment: Mapping[str, Any], where: str) -> Turn:
         confidence = probability_from_logprob(avg_logprob)
     else:
         confidence = mean_confidence(words)
-    start, end = _read.ordered(
-        _read.optional_number(segment.get("start"), f"{where}.start"),
-        _read.optional_number(segment.get("end"), f"{where}.end"),
-    )
+    start, end = _read.times(segment, where)
     return Turn(
         label=_read.label(segment.get("speaker"), f"{where}.speaker"),
         text=text,
@@ -186,16 +180,9 @@ def _segment(segment: Mapping[str, Any], where: str) -> Turn:
 
 def _word(raw: object, where: str) -> TranscriptWord:
     word = _read.mapping(raw, where)
-    shown = word.get("word")
-    if shown is None:
-        shown = word.get("text")
-    probability = word.get("probability")
-    if probability is None:
-        probability = word.get("confidence")
-    start, end = _read.ordered(
-        _read.optional_number(word.get("start"), f"{where}.start"),
-        _read.optional_number(word.get("end"), f"{where}.end"),
-    )
+    shown = _read.first(word, "word", "text")
+    probability = _read.first(word, "probability", "confidence")
+    start, end = _read.times(word, where)
     return TranscriptWord(
         text=_read.text(shown, f"{where}.word").strip(),
         confidence=_read.confidence(probability, f"{where}.probability"),

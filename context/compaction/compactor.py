@@ -13,7 +13,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from context.compaction.extractors import find_facts
+from context.compaction.extractors import find_message_facts
 from context.compaction.facts import dedupe
 from context.compaction.guard import validate
 from context.compaction.identifiers import DEFAULT_REGION
@@ -107,18 +107,7 @@ def compact_offline(
     ids = [message.id for message in messages]
     if any(after <= before for before, after in zip(ids, ids[1:], strict=False)):
         raise ContextInputError("unordered_messages", "compacted messages must be oldest first")
-    found = [
-        item
-        for m in messages
-        for item in find_facts(
-            m.text,
-            message_id=m.id,
-            role=m.role,
-            confidence=m.confidence,
-            region=region,
-            rules=rules,
-        )
-    ]
+    found = [item for m in messages for item in find_message_facts(m, region=region, rules=rules)]
     accepted, refused = accept_facts([item.fact for item in found], frozenset(ids))
     kept = set(accepted)
     fact_spans: dict[int, list[tuple[int, int]]] = {}

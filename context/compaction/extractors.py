@@ -24,7 +24,7 @@ from context.compaction.rules import CUE_WINDOW, CUES, RULES, Rule
 from context.compaction.types import RULE_KEYS, ExtractedFact, SourceMessage
 from context.inputs import Role
 
-__all__ = ["Found", "extract_facts", "find_facts", "split_sentences"]
+__all__ = ["Found", "extract_facts", "find_facts", "find_message_facts", "split_sentences"]
 
 # A lowercase word after the mark continues the sentence: that is how a doubtful transcript
 # word reads ("o pedido 4471? ainda não chegou"), and how chat often goes on.
@@ -184,11 +184,11 @@ def find_facts(
     return tuple(found)
 
 
-def extract_facts(
+def find_message_facts(
     message: SourceMessage, *, region: str = DEFAULT_REGION, rules: Sequence[Rule] = RULES
-) -> tuple[ExtractedFact, ...]:
-    """The facts ``message`` states, each sourced to ``message.id``."""
-    found = find_facts(
+) -> tuple[Found, ...]:
+    """`find_facts` of ``message``'s text, with its id, role and confidence."""
+    return find_facts(
         message.text,
         message_id=message.id,
         role=message.role,
@@ -196,4 +196,10 @@ def extract_facts(
         region=region,
         rules=rules,
     )
-    return tuple(item.fact for item in found)
+
+
+def extract_facts(
+    message: SourceMessage, *, region: str = DEFAULT_REGION, rules: Sequence[Rule] = RULES
+) -> tuple[ExtractedFact, ...]:
+    """The facts ``message`` states, each sourced to ``message.id``."""
+    return tuple(item.fact for item in find_message_facts(message, region=region, rules=rules))

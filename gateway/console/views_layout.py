@@ -35,8 +35,9 @@ def page(
     return document(f"{title} · Relaydesk", join(nav, el("main", None, flash, *content)))
 
 
-def table(headers: Sequence[str], rows: Sequence[Html], *, class_: str = "audit") -> Html:
-    """A table with one header row of ``headers`` and the ``rows`` (``tr`` elements) below."""
+def table(headers: Sequence[str], rows: Sequence[Html], *, class_: str | None = "audit") -> Html:
+    """A table with one header row of ``headers`` and the ``rows`` (``tr`` elements) below;
+    ``class_`` None gives it no class."""
     return el(
         "table",
         {"class_": class_},

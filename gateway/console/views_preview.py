@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from context import Window
 from gateway.console.auth import OperatorLogin
 from gateway.console.html import Html, el
-from gateway.console.views_layout import page
+from gateway.console.views_layout import page, table
 from gateway.storage.records import (
     ChannelIdentityRecord,
 )
@@ -58,72 +58,41 @@ def preview_page(
     window: Window,
 ) -> Html:
     report = window.report
-    slices = el(
-        "table",
-        {"class_": "slices"},
-        el(
-            "thead",
-            None,
+    slices = table(
+        ("Slice", "Used / budget", "", "Received", "Granted", "Ceded"),
+        [
             el(
                 "tr",
-                None,
-                [
-                    el("th", None, h)
-                    for h in ("Slice", "Used / budget", "", "Received", "Granted", "Ceded")
-                ],
-            ),
-        ),
-        el(
-            "tbody",
-            None,
+                {"data_slice": s.name},
+                el("td", None, el("span", {"class_": f"swatch seg-{s.name}"}), s.name),
+                el("td", None, f"{s.used} / {s.budget}"),
+                el(
+                    "td",
+                    None,
+                    el("meter", {"min": 0, "max": max(s.budget, 1), "value": s.used}),
+                ),
+                el("td", None, s.received),
+                el("td", None, s.granted),
+                el("td", None, s.ceded),
+            )
+            for s in report.slices
+        ],
+        class_="slices",
+    )
+    dropped = (
+        table(
+            ("Kind", "Item", "Why"),
             [
                 el(
                     "tr",
-                    {"data_slice": s.name},
-                    el("td", None, el("span", {"class_": f"swatch seg-{s.name}"}), s.name),
-                    el("td", None, f"{s.used} / {s.budget}"),
-                    el(
-                        "td",
-                        None,
-                        el("meter", {"min": 0, "max": max(s.budget, 1), "value": s.used}),
-                    ),
-                    el("td", None, s.received),
-                    el("td", None, s.granted),
-                    el("td", None, s.ceded),
-                )
-                for s in report.slices
-            ],
-        ),
-    )
-    dropped = (
-        el(
-            "table",
-            {"class_": "dropped"},
-            el(
-                "thead",
-                None,
-                el(
-                    "tr",
                     None,
-                    el("th", None, "Kind"),
-                    el("th", None, "Item"),
-                    el("th", None, "Why"),
-                ),
-            ),
-            el(
-                "tbody",
-                None,
-                [
-                    el(
-                        "tr",
-                        None,
-                        el("td", None, d.kind),
-                        el("td", None, d.id),
-                        el("td", None, d.reason),
-                    )
-                    for d in report.dropped
-                ],
-            ),
+                    el("td", None, d.kind),
+                    el("td", None, d.id),
+                    el("td", None, d.reason),
+                )
+                for d in report.dropped
+            ],
+            class_="dropped",
         )
         if report.dropped
         else el("p", None, "Nothing was dropped.")

@@ -11,7 +11,7 @@ from context.render import summary_tag
 from gateway.console.auth import OperatorLogin
 from gateway.console.html import Child, Html, el
 from gateway.console.profile import Profile
-from gateway.console.views_layout import action_form, page
+from gateway.console.views_layout import action_form, page, table
 from gateway.console.views_traces import traces_section
 from gateway.memory.summaries import summary_item
 from gateway.storage.records import (
@@ -145,30 +145,10 @@ def _facts_section(login: OperatorLogin, customer_id: str, facts: Sequence[FactR
             "section",
             {"class_": "scope", "data_scope": scope},
             el("h3", None, f"Scope: {scope}"),
-            el(
-                "table",
-                None,
-                el(
-                    "thead",
-                    None,
-                    el(
-                        "tr",
-                        None,
-                        [
-                            el("th", None, h)
-                            for h in (
-                                "Key",
-                                "Value",
-                                "Confidence",
-                                "State",
-                                "Source",
-                                "History",
-                                "Actions",
-                            )
-                        ],
-                    ),
-                ),
-                el("tbody", None, [_fact_row(login, customer_id, f, by_key[f.key]) for f in rows]),
+            table(
+                ("Key", "Value", "Confidence", "State", "Source", "History", "Actions"),
+                [_fact_row(login, customer_id, f, by_key[f.key]) for f in rows],
+                class_=None,
             ),
         )
         for scope, rows in sorted(by_scope.items())
@@ -248,22 +228,7 @@ def _identities_section(login: OperatorLogin, profile: Profile) -> Html:
         "section",
         {"id": "identities"},
         el("h2", None, "Identities"),
-        el(
-            "table",
-            None,
-            el(
-                "thead",
-                None,
-                el(
-                    "tr",
-                    None,
-                    el("th", None, "Identity"),
-                    el("th", None, "Link level"),
-                    el("th", None, "Evidence"),
-                ),
-            ),
-            el("tbody", None, rows),
-        ),
+        table(("Identity", "Link level", "Evidence"), rows, class_=None),
         el("p", {"class_": "muted"}, "Identifiers: ", identifiers or "—"),
         el("h3", None, "Pending links"),
         el("ul", {"class_": "pending-links"}, pending) if pending else el("p", None, "None."),

@@ -47,6 +47,18 @@ class CompactionJob:
 Handler = Callable[[CompactionJob], Awaitable[None]]
 
 
+async def _run_job(handler: Handler, job: CompactionJob) -> bool:
+    """Whether ``handler`` finished ``job``; a failure is logged, not raised (cancellation is)."""
+    try:
+        await handler(job)
+    except asyncio.CancelledError:
+        raise
+    except Exception:
+        log.exception("compaction failed", extra={"fields": {"episode": job.episode_id}})
+        return False
+    return True
+
+
 class CompactionQueue(Protocol):
     async def enqueue(self, job: CompactionJob) -> None:
         """Queue the job; never raises because the queue is unavailable."""
@@ -77,11 +89,7 @@ class InProcessQueue:
             self._queued.discard(job.episode_id)
             self._busy += 1
             try:
-                await handler(job)
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.exception("compaction failed", extra={"fields": {"episode": job.episode_id}})
+                await _run_job(handler, job)
             finally:
                 self._busy -= 1
                 self._queue.task_done()
@@ -208,15 +216,9 @@ class RedisStreamQueue:
             return value.decode() if isinstance(value, bytes) else str(value)
 
         job = CompactionJob(text("customer_id"), text("episode_id"), text("reason") or "threshold")
-        try:
-            await handler(job)
-        except asyncio.CancelledError:
-            raise
-        except Exception:
-            # Left pending: another consumer (or this one) reclaims it later.
-            log.exception("compaction failed", extra={"fields": {"episode": job.episode_id}})
-            return
-        await self._redis.xack(self._stream, self._group, entry_id)
+        # A failed job is left pending: another consumer (or this one) reclaims it later.
+        if await _run_job(handler, job):
+            await self._redis.xack(self._stream, self._group, entry_id)
 
     async def pending(self) -> int:
         info = await self._redis.xpending(self._stream, self._group)

@@ -20,8 +20,9 @@ from typing import ClassVar, Final
 import httpx
 
 from context import ChatMessage
-from gateway.providers.base import Completion, ProviderError, Usage
-from gateway.providers.retry import DEFAULT_RETRY, JsonReply, RetryPolicy, post_json
+from gateway.providers.base import Completion, Usage
+from gateway.providers.endpoint import call, completion
+from gateway.providers.retry import DEFAULT_RETRY, JsonReply, RetryPolicy
 
 __all__ = [
     "ANTHROPIC_BASE_URL",
@@ -90,31 +91,20 @@ def parse_anthropic_reply(reply: JsonReply, *, requested_model: str) -> Completi
                 text = item.get("text")
                 if isinstance(text, str):
                     parts.append(text)
-    text = "".join(parts)
-    stop = reply.field("stop_reason")
-    if not text.strip():
-        raise ProviderError(
-            provider=AnthropicProvider.name,
-            model=requested_model,
-            reason="invalid_response",
-            attempts=reply.attempts,
-            status=200,
-            detail=f"no text in the reply (stop_reason={stop!r})",
-        )
     cache_read = reply.tokens("usage", "cache_read_input_tokens")
     cache_write = reply.tokens("usage", "cache_creation_input_tokens")
-    answered_by = reply.field("model")
-    return Completion(
-        text=text,
-        model=answered_by if isinstance(answered_by, str) and answered_by else requested_model,
+    return completion(
+        reply,
         provider=AnthropicProvider.name,
+        requested_model=requested_model,
+        text="".join(parts),
         usage=Usage(
             prompt_tokens=reply.tokens("usage", "input_tokens") + cache_read + cache_write,
             completion_tokens=reply.tokens("usage", "output_tokens"),
             cached_tokens=cache_read,
         ),
-        attempts=reply.attempts,
-        finish_reason=stop if isinstance(stop, str) else None,
+        stop_field="stop_reason",
+        stop=reply.field("stop_reason"),
     )
 
 
@@ -148,15 +138,5 @@ class AnthropicProvider:
         return headers
 
     async def complete(self, messages: Sequence[ChatMessage], *, max_tokens: int) -> Completion:
-        payload = anthropic_payload(self.model, messages, max_tokens=max_tokens)
-        reply = await post_json(
-            self.http,
-            self.url,
-            payload=payload,
-            headers=self.headers(),
-            timeout_s=self.timeout_s,
-            policy=self.retry,
-            provider=self.name,
-            model=self.model,
-        )
+        reply = await call(self, anthropic_payload(self.model, messages, max_tokens=max_tokens))
         return parse_anthropic_reply(reply, requested_model=self.model)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Final, Literal
+from typing import Final, Literal, TypedDict
 
 import httpx
 
@@ -55,6 +55,17 @@ def parse_spec(spec: str) -> ProviderSpec:
     )
 
 
+class _HttpSettings(TypedDict):
+    """What every HTTP provider is built with."""
+
+    http: httpx.AsyncClient
+    model: str
+    base_url: str
+    api_key: str | None
+    timeout_s: float
+    retry: RetryPolicy
+
+
 def _base_url(given: str | None, default: str) -> str:
     if given is None or not given.strip():
         return default
@@ -88,28 +99,14 @@ def make_provider(
     if not timeout_s > 0:
         raise ProviderConfigError(f"model timeout must be positive, got {timeout_s!r}")
     key = api_key or None
-    if parsed.kind == "openai":
-        url = _base_url(base_url, OPENAI_BASE_URL)
-        _require_key(url, key)
-        return OpenAICompatProvider(
-            http=http,
-            model=parsed.model,
-            base_url=url,
-            api_key=key,
-            timeout_s=timeout_s,
-            retry=retry,
-            token_field=token_field_for(url),
-        )
-    url = _base_url(base_url, ANTHROPIC_BASE_URL)
+    url = _base_url(base_url, OPENAI_BASE_URL if parsed.kind == "openai" else ANTHROPIC_BASE_URL)
     _require_key(url, key)
-    return AnthropicProvider(
-        http=http,
-        model=parsed.model,
-        base_url=url,
-        api_key=key,
-        timeout_s=timeout_s,
-        retry=retry,
+    settings = _HttpSettings(
+        http=http, model=parsed.model, base_url=url, api_key=key, timeout_s=timeout_s, retry=retry
     )
+    if parsed.kind == "openai":
+        return OpenAICompatProvider(**settings, token_field=token_field_for(url))
+    return AnthropicProvider(**settings)
 
 
 def _require_key(url: str, key: str | None) -> None:

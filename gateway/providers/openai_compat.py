@@ -16,8 +16,9 @@ from typing import ClassVar, Final, Literal
 import httpx
 
 from context import ChatMessage
-from gateway.providers.base import Completion, ProviderError, Usage
-from gateway.providers.retry import DEFAULT_RETRY, JsonReply, RetryPolicy, post_json
+from gateway.providers.base import Completion, Usage
+from gateway.providers.endpoint import call, completion
+from gateway.providers.retry import DEFAULT_RETRY, JsonReply, RetryPolicy
 
 __all__ = [
     "OPENAI_BASE_URL",
@@ -57,30 +58,18 @@ def openai_payload(
 
 def parse_openai_reply(reply: JsonReply, *, requested_model: str) -> Completion:
     """The first choice's text and the usage block; a reply without text is a failure."""
-    text = reply.field("choices", 0, "message", "content")
-    if not isinstance(text, str) or not text.strip():
-        finish = reply.field("choices", 0, "finish_reason")
-        raise ProviderError(
-            provider=OpenAICompatProvider.name,
-            model=requested_model,
-            reason="invalid_response",
-            attempts=reply.attempts,
-            status=200,
-            detail=f"no text in the reply (finish_reason={finish!r})",
-        )
-    answered_by = reply.field("model")
-    finish_reason = reply.field("choices", 0, "finish_reason")
-    return Completion(
-        text=text,
-        model=answered_by if isinstance(answered_by, str) and answered_by else requested_model,
+    return completion(
+        reply,
         provider=OpenAICompatProvider.name,
+        requested_model=requested_model,
+        text=reply.field("choices", 0, "message", "content"),
         usage=Usage(
             prompt_tokens=reply.tokens("usage", "prompt_tokens"),
             completion_tokens=reply.tokens("usage", "completion_tokens"),
             cached_tokens=reply.tokens("usage", "prompt_tokens_details", "cached_tokens"),
         ),
-        attempts=reply.attempts,
-        finish_reason=finish_reason if isinstance(finish_reason, str) else None,
+        stop_field="finish_reason",
+        stop=reply.field("choices", 0, "finish_reason"),
     )
 
 
@@ -115,14 +104,4 @@ class OpenAICompatProvider:
         payload = openai_payload(
             self.model, messages, max_tokens=max_tokens, token_field=self.token_field
         )
-        reply = await post_json(
-            self.http,
-            self.url,
-            payload=payload,
-            headers=self.headers(),
-            timeout_s=self.timeout_s,
-            policy=self.retry,
-            provider=self.name,
-            model=self.model,
-        )
-        return parse_openai_reply(reply, requested_model=self.model)
+        return parse_openai_reply(await call(self, payload), requested_model=self.model)

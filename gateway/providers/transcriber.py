@@ -9,7 +9,7 @@ words and hallucination flags are handled the same way.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 import httpx
@@ -88,19 +88,7 @@ class OpenAITranscriber:
         for segment in segments:
             cleaned = redact_words(segment.words).words if segment.words else ()
             texts.append(
-                rendered_text(segment)
-                if not cleaned
-                else rendered_text(
-                    type(segment)(
-                        speaker=segment.speaker,
-                        text=segment.text,
-                        start=segment.start,
-                        end=segment.end,
-                        confidence=segment.confidence,
-                        words=tuple(cleaned),
-                        flags=segment.flags,
-                    )
-                )
+                rendered_text(segment if not cleaned else replace(segment, words=tuple(cleaned)))
             )
             words.extend(
                 {"text": w.text, "confidence": w.confidence, "start": w.start, "end": w.end}

@@ -6,12 +6,10 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from aiohttp.test_utils import TestServer
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from telegram.warnings import PTBDeprecationWarning
@@ -23,6 +21,8 @@ from tests.support.telegram_server import FakeBotApi
 NOW = datetime(2026, 11, 29, tzinfo=UTC)
 SECRET = "s3cret_token-for-tests"
 TOKEN = "123456:TEST-token_abcdefghijklmnop"
+
+pytestmark = pytest.mark.usefixtures("timedelta_periods")
 
 
 def channel(secret: str | None = SECRET, **options: Any) -> TelegramChannel:
@@ -109,22 +109,6 @@ def test_splitting_keeps_every_character_within_the_limit(text: str, limit: int)
 
 
 # Sends through python-telegram-bot to a local Bot API.
-
-
-@pytest.fixture(autouse=True)
-def timedelta_periods(monkeypatch: pytest.MonkeyPatch) -> None:
-    """python-telegram-bot's opt-in to `timedelta` time periods: without it, building a
-    `RetryAfter` warns about the coming change (an error here, silent in production)."""
-    monkeypatch.setenv("PTB_TIMEDELTA", "true")
-
-
-@pytest.fixture
-async def bot_api() -> AsyncIterator[tuple[FakeBotApi, str]]:
-    api = FakeBotApi()
-    server = TestServer(api.app())
-    await server.start_server()
-    yield api, str(server.make_url("")).rstrip("/")
-    await server.close()
 
 
 async def _send(sender: TelegramChannel, text: str, recipient: str = "555001") -> list[str]:

@@ -271,6 +271,14 @@ def try_build(request: ContextRequest, budget: Budget, counter: TiktokenCounter)
         return None
 
 
+def built(request: ContextRequest, budget: Budget, counter: TiktokenCounter) -> Window:
+    """`try_build`, discarding the example when the budget refuses it."""
+    window = try_build(request, budget, counter)
+    assume(window is not None)
+    assert window is not None
+    return window
+
+
 def recount(window: Window, counter: TiktokenCounter) -> int:
     return sum(counter.count_message(m.role, m.content) for m in window.messages) + 3
 
@@ -279,9 +287,7 @@ def recount(window: Window, counter: TiktokenCounter) -> int:
 @given(spec=specs)
 def test_window_never_exceeds_the_input_budget(spec: Spec, counter: TiktokenCounter) -> None:
     budget = spec.budget
-    window = try_build(build_request(spec, counter), budget, counter)
-    assume(window is not None)
-    assert window is not None
+    window = built(build_request(spec, counter), budget, counter)
     limit = budget.window - budget.output_reserve - budget.protocol_margin
     assert window.report.estimated_tokens <= limit
     assert recount(window, counter) == window.report.estimated_tokens
@@ -291,9 +297,7 @@ def test_window_never_exceeds_the_input_budget(spec: Spec, counter: TiktokenCoun
 @given(spec=specs)
 def test_no_slice_takes_from_an_earlier_one(spec: Spec, counter: TiktokenCounter) -> None:
     budget = spec.budget
-    window = try_build(build_request(spec, counter), budget, counter)
-    assume(window is not None)
-    assert window is not None
+    window = built(build_request(spec, counter), budget, counter)
     slices = window.report.slices[:5]
     previous_ceded = 0
     for item in slices:
@@ -335,9 +339,7 @@ def test_a_heavier_episode_takes_nothing_from_earlier_slices(
 @given(spec=specs)
 def test_layout_and_last_turns(spec: Spec, counter: TiktokenCounter) -> None:
     request = build_request(spec, counter)
-    window = try_build(request, spec.budget, counter)
-    assume(window is not None)
-    assert window is not None
+    window = built(request, spec.budget, counter)
     messages = window.messages
     assert messages[0].role == "system"
     assert all(m.role != "system" for m in messages[1:])
@@ -378,9 +380,7 @@ def test_other_channels_enter_only_as_summaries(
             )
         assert caught.value.code == "foreign_channel_turn"
         return
-    window = try_build(request, spec.budget, counter)
-    assume(window is not None)
-    assert window is not None
+    window = built(request, spec.budget, counter)
     assert not any("RAWCALL" in m.content for m in window.messages)
 
 

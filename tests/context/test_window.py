@@ -29,6 +29,7 @@ from context import (
     build_window,
     load_encoding,
 )
+from tests.support.report_fields import REPORT_FIELDS
 
 T0 = datetime(2026, 11, 1, 9, 0, tzinfo=UTC)
 SCOPES = ("public", "profile", "account", "payment")
@@ -474,18 +475,7 @@ def test_report_dict_is_the_http_contract(counter: TiktokenCounter) -> None:
         request(counter, turns=conversation(counter, 300)), Budget.default(), counter
     )
     body = window.report.to_dict()
-    assert set(body) == {
-        "window",
-        "output_reserve",
-        "protocol_margin",
-        "input_budget",
-        "estimated_tokens",
-        "full_history_tokens",
-        "savings",
-        "slices",
-        "dropped",
-        "prefix_sha256",
-    }
+    assert set(body) == REPORT_FIELDS
     assert (body["window"], body["output_reserve"], body["protocol_margin"]) == (8192, 800, 192)
     assert body["input_budget"] == 7200
     assert json.loads(json.dumps(body)) == body

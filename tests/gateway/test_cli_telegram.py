@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from aiohttp.test_utils import TestServer
 
 from gateway.cli import build_parser
 from gateway.config import Settings
@@ -16,15 +14,6 @@ from tests.support.telegram_server import FakeBotApi
 
 TOKEN = "123456:TEST-token_abcdefghijklmnop"
 SECRET = "webhook-secret_for-tests"
-
-
-@pytest.fixture
-async def bot_api() -> AsyncIterator[tuple[FakeBotApi, str]]:
-    api = FakeBotApi()
-    server = TestServer(api.app())
-    await server.start_server()
-    yield api, str(server.make_url("")).rstrip("/")
-    await server.close()
 
 
 async def run(argv: list[str], **settings: Any) -> int:

@@ -6,23 +6,11 @@ from __future__ import annotations
 import asyncio
 import uuid
 
-import pytest
 from redis.asyncio import Redis
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from gateway.coordination.locks import InProcessLocks, RedisLocks
 from gateway.storage.repositories import turns
-from tests.support.databases import REDIS_URL, redis_reachable, unavailable
-
-
-@pytest.fixture
-async def redis():  # type: ignore[no-untyped-def]
-    why = await redis_reachable()
-    if why is not None:
-        unavailable("Redis", why)
-    client = Redis.from_url(REDIS_URL)
-    yield client
-    await client.aclose()
 
 
 async def test_in_process_lock_serializes_one_conversation_only() -> None:

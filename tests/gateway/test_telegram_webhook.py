@@ -8,7 +8,6 @@ import asyncio
 import logging
 import random
 import re
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -33,21 +32,7 @@ TWILIO_TOKEN = "twilio-auth-token-for-tests"
 PHONE = "+5511998765432"
 AUTH = {"Authorization": f"Bearer {API_KEY}"}
 
-
-@pytest.fixture(autouse=True)
-def timedelta_periods(monkeypatch: pytest.MonkeyPatch) -> None:
-    """python-telegram-bot's opt-in to `timedelta` time periods: without it, building a
-    `RetryAfter` warns about the coming change (an error here, silent in production)."""
-    monkeypatch.setenv("PTB_TIMEDELTA", "true")
-
-
-@pytest.fixture
-async def bot_api() -> AsyncIterator[tuple[FakeBotApi, str]]:
-    api = FakeBotApi()
-    server = TestServer(api.app())
-    await server.start_server()
-    yield api, str(server.make_url("")).rstrip("/")
-    await server.close()
+pytestmark = pytest.mark.usefixtures("timedelta_periods")
 
 
 def telegram_settings(base: str, **more: object) -> dict[str, object]:

@@ -5,9 +5,11 @@ from __future__ import annotations
 from aiohttp.test_utils import TestClient
 
 from gateway.keys import SESSIONS
-from gateway.storage.records import NewFact, NewMessage
-from gateway.storage.repositories import customers, episodes, facts, messages, tenants
+from gateway.storage.records import NewFact
+from gateway.storage.repositories import facts, tenants
 from tests.gateway.conftest import AUTH
+from tests.support.context_api import post_context, whatsapp_user_message
+from tests.support.report_fields import REPORT_FIELDS
 
 NUMBER = "+5511998765432"
 SECRET_FACTS = {
@@ -19,10 +21,7 @@ SECRET_FACTS = {
 
 
 async def _context(api: TestClient, **body: object) -> dict[str, object]:  # type: ignore[type-arg]
-    response = await api.post("/v1/context", json=body, headers=AUTH)
-    assert response.status == 200, await response.text()
-    result: dict[str, object] = await response.json()
-    return result
+    return await post_context(api, AUTH, **body)
 
 
 async def test_requires_the_api_key(api: TestClient) -> None:  # type: ignore[type-arg]
@@ -65,18 +64,7 @@ async def test_contract_fields(api: TestClient) -> None:  # type: ignore[type-ar
     assert messages[-1] == {"role": "user", "content": "Meu pedido atrasou"}
     report = body["report"]
     assert isinstance(report, dict)
-    assert set(report) >= {
-        "window",
-        "output_reserve",
-        "protocol_margin",
-        "input_budget",
-        "estimated_tokens",
-        "full_history_tokens",
-        "savings",
-        "slices",
-        "dropped",
-        "prefix_sha256",
-    }
+    assert set(report) >= REPORT_FIELDS
     assert report["window"] == 8192
     assert report["estimated_tokens"] <= report["input_budget"]
     assert {s["name"] for s in report["slices"]} >= {"instruction", "facts", "current_episode"}
@@ -106,15 +94,7 @@ async def _seed_customer(api: TestClient) -> str:  # type: ignore[type-arg]
     body = await _context(api, channel="whatsapp", external_id=NUMBER, message="oi")
     customer_id = str(body["customer_id"])
     async with api.app[SESSIONS].begin() as session:
-        identity = await customers.find_identity(session, "whatsapp", f"whatsapp:{NUMBER}")
-        assert identity is not None
-        episode = await episodes.open_episode(
-            session, customer_id=customer_id, channel="whatsapp", identity_id=identity.id
-        )
-        source = await messages.append_message(
-            session,
-            NewMessage(customer_id, episode.id, "whatsapp", "user", "dados", 2, identity.id),
-        )
+        _, source = await whatsapp_user_message(session, customer_id, NUMBER, "dados", 2)
         for scope, (key, value) in SECRET_FACTS.items():
             await facts.record_fact(
                 session, customer_id, NewFact(key, value, scope, source.id, confirmed=True)

@@ -11,8 +11,9 @@ import pytest
 from aiohttp.test_utils import TestClient
 
 from gateway.console.auth import create_operator
-from gateway.storage.records import NewFact, NewMessage
-from gateway.storage.repositories import customers, episodes, facts, messages
+from gateway.storage.records import NewFact
+from gateway.storage.repositories import facts
+from tests.support.context_api import post_context, whatsapp_user_message
 from tests.support.stack import API_KEY, Stack, running_stack
 
 USERNAME = "ana.ops"
@@ -61,10 +62,7 @@ async def log_in(client: TestClient) -> str:  # type: ignore[type-arg]
 
 
 async def _context(client: TestClient, **body: object) -> dict[str, object]:  # type: ignore[type-arg]
-    response = await client.post("/v1/context", json=body, headers=AUTH)
-    assert response.status == 200, await response.text()
-    result: dict[str, object] = await response.json()
-    return result
+    return await post_context(client, AUTH, **body)
 
 
 async def seed(stack: Stack) -> Seeded:
@@ -73,22 +71,8 @@ async def seed(stack: Stack) -> Seeded:
     verified = await _context(client, channel="whatsapp", external_id=NUMBER, message="oi")
     customer_id = str(verified["customer_id"])
     async with stack.sessions().begin() as session:
-        identity = await customers.find_identity(session, "whatsapp", f"whatsapp:{NUMBER}")
-        assert identity is not None
-        episode = await episodes.open_episode(
-            session, customer_id=customer_id, channel="whatsapp", identity_id=identity.id
-        )
-        source = await messages.append_message(
-            session,
-            NewMessage(
-                customer_id,
-                episode.id,
-                "whatsapp",
-                "user",
-                "meu e-mail é ana@old.example",
-                8,
-                identity.id,
-            ),
+        identity, source = await whatsapp_user_message(
+            session, customer_id, NUMBER, "meu e-mail é ana@old.example", 8
         )
         email = await facts.record_fact(
             session, customer_id, NewFact("email", "ana@old.example", "profile", source.id)

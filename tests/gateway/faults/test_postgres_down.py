@@ -8,7 +8,8 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import httpx
@@ -16,7 +17,7 @@ import pytest
 
 from gateway.storage.engine import CONNECT_TIMEOUT_S
 from tests.support.private_postgres import PrivatePostgres
-from tests.support.stack import running_stack
+from tests.support.stack import Stack, running_stack
 from tests.support.webhook_load import (
     PUBLIC_URL,
     TOKEN,
@@ -42,6 +43,23 @@ async def _until(condition: Callable[[], bool], deadline_s: float) -> None:
         await asyncio.sleep(0.01)
 
 
+@asynccontextmanager
+async def _gateway(
+    postgres: PrivatePostgres, backend: str, tmp_path: Path, **settings: object
+) -> AsyncIterator[tuple[Stack, str]]:
+    """The gateway on the private cluster, taking the load's signed Twilio webhooks; yields it
+    and its base URL."""
+    async with running_stack(
+        backend,
+        tmp_path,
+        database=postgres.url,
+        TWILIO_AUTH_TOKEN=TOKEN,
+        RELAYDESK_PUBLIC_URL=PUBLIC_URL,
+        **settings,
+    ) as stack:
+        yield stack, str(stack.client.make_url("")).rstrip("/")
+
+
 async def _healthz(http: httpx.AsyncClient, base: str) -> tuple[int, dict[str, object]]:
     response = await http.get(base + "/healthz")
     return response.status_code, response.json()
@@ -55,16 +73,9 @@ async def test_postgres_down_mid_load_answers_503_and_every_retry_lands_once(
     sids = {webhook.sid for webhook in webhooks}
     delivery = Delivery()
     with PrivatePostgres() as postgres:
-        async with running_stack(
-            backend,
-            tmp_path,
-            database=postgres.url,
-            TWILIO_AUTH_TOKEN=TOKEN,
-            RELAYDESK_PUBLIC_URL=PUBLIC_URL,
-            # No compaction consumer on the shared Redis stream: it is not what is tested.
-            RELAYDESK_RUN_COMPACTION=False,
-        ) as stack:
-            base = str(stack.client.make_url("")).rstrip("/")
+        # No compaction consumer on the shared Redis stream: it is not what is tested.
+        gateway = _gateway(postgres, backend, tmp_path, RELAYDESK_RUN_COMPACTION=False)
+        async with gateway as (stack, base):
             async with httpx.AsyncClient(timeout=15) as http:
                 assert (await _healthz(http, base))[0] == 200
                 # The first half is on its way when the server stops; the second half starts
@@ -127,14 +138,7 @@ async def test_a_restarted_or_recovering_database_is_200_or_503_never_500(tmp_pa
     first, second, third = signed_webhooks(uuid.uuid4().hex[:10], 3, SENDERS)
     delivery = Delivery()
     with PrivatePostgres() as postgres:
-        async with running_stack(
-            "embedded",
-            tmp_path,
-            database=postgres.url,
-            TWILIO_AUTH_TOKEN=TOKEN,
-            RELAYDESK_PUBLIC_URL=PUBLIC_URL,
-        ) as stack:
-            base = str(stack.client.make_url("")).rstrip("/")
+        async with _gateway(postgres, "embedded", tmp_path) as (stack, base):
 
             async def once(webhook: Webhook) -> Attempt:
                 await deliver(http, base, [webhook], delivery, concurrency=1, retry=False)
@@ -174,14 +178,7 @@ async def test_a_database_that_does_not_answer_is_a_503_within_the_connect_timeo
     first, second = signed_webhooks(uuid.uuid4().hex[:10], 2, SENDERS)
     delivery = Delivery()
     with PrivatePostgres() as postgres:
-        async with running_stack(
-            "embedded",
-            tmp_path,
-            database=postgres.url,
-            TWILIO_AUTH_TOKEN=TOKEN,
-            RELAYDESK_PUBLIC_URL=PUBLIC_URL,
-        ) as stack:
-            base = str(stack.client.make_url("")).rstrip("/")
+        async with _gateway(postgres, "embedded", tmp_path) as (stack, base):
             async with httpx.AsyncClient(timeout=60) as http:
                 await deliver(http, base, [first], delivery, concurrency=1, retry=False)
                 # Cut the pooled connections, so the next request has to connect anew.

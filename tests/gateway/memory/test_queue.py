@@ -6,21 +6,9 @@ from __future__ import annotations
 import asyncio
 import uuid
 
-import pytest
 from redis.asyncio import Redis
 
 from gateway.memory.queue import CompactionJob, InProcessQueue, RedisStreamQueue
-from tests.support.databases import REDIS_URL, redis_reachable, unavailable
-
-
-@pytest.fixture
-async def redis():  # type: ignore[no-untyped-def]
-    why = await redis_reachable()
-    if why is not None:
-        unavailable("Redis", why)
-    client = Redis.from_url(REDIS_URL)
-    yield client
-    await client.aclose()
 
 
 async def test_in_process_queue_coalesces_a_burst_per_episode() -> None:

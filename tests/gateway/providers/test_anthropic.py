@@ -12,14 +12,13 @@ from gateway.providers import (
     ProviderError,
     RetryPolicy,
     Usage,
-    make_provider,
 )
 from gateway.providers.anthropic import LEADING_USER_TEXT, anthropic_payload
 from tests.gateway.providers.conftest import SHARED_HEADER, StartVendor
 from tests.gateway.providers.vendor import Step, anthropic_error, anthropic_reply
+from tests.support.providers import FAST, made_provider
 
 PATH = "/v1/messages"
-FAST = RetryPolicy(attempts=4, base_delay_s=0.01, max_delay_s=0.05)
 MODEL = "claude-sonnet-4-5"
 
 
@@ -30,16 +29,15 @@ def provider(
     retry: RetryPolicy = FAST,
     timeout_s: float = 5.0,
 ) -> AnthropicProvider:
-    made = make_provider(
+    return made_provider(
         f"anthropic:{MODEL}",
-        http=http,
-        base_url=base_url,
+        AnthropicProvider,
+        http,
+        base_url,
         api_key="sk-ant-test",
-        timeout_s=timeout_s,
         retry=retry,
+        timeout_s=timeout_s,
     )
-    assert isinstance(made, AnthropicProvider)
-    return made
 
 
 async def test_system_prefix_is_a_cached_block_and_turns_follow(

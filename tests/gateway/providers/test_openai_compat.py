@@ -20,9 +20,9 @@ from gateway.providers import (
 from gateway.providers.openai_compat import openai_payload, token_field_for
 from tests.gateway.providers.conftest import SHARED_HEADER, StartVendor
 from tests.gateway.providers.vendor import Step, openai_error, openai_reply
+from tests.support.providers import FAST, made_provider
 
 PATH = "/v1/chat/completions"
-FAST = RetryPolicy(attempts=4, base_delay_s=0.01, max_delay_s=0.05)
 
 
 def provider(
@@ -33,16 +33,15 @@ def provider(
     timeout_s: float = 5.0,
     model: str = "gpt-4o-mini",
 ) -> OpenAICompatProvider:
-    made = make_provider(
+    return made_provider(
         f"openai:{model}",
-        http=http,
-        base_url=base_url,
+        OpenAICompatProvider,
+        http,
+        base_url,
         api_key="sk-test-key",
-        timeout_s=timeout_s,
         retry=retry,
+        timeout_s=timeout_s,
     )
-    assert isinstance(made, OpenAICompatProvider)
-    return made
 
 
 async def test_request_carries_the_window_unchanged(

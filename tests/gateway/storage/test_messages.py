@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from sqlalchemy import select
@@ -17,6 +18,20 @@ async def _episode(session: AsyncSession) -> tuple[str, str]:
     customer = await customers.create_customer(session, display_name="Ana")
     episode = await episodes.open_episode(session, customer_id=customer.id, channel="webchat")
     return customer.id, episode.id
+
+
+def _oi(customer_id: str, episode_id: str, provider_message_id: str, **more: Any) -> NewMessage:
+    """A customer's "oi" on WhatsApp, with the provider's id and any ``more`` fields."""
+    return NewMessage(
+        customer_id=customer_id,
+        episode_id=episode_id,
+        channel="whatsapp",
+        role="user",
+        text="oi",
+        token_count=1,
+        provider_message_id=provider_message_id,
+        **more,
+    )
 
 
 async def test_append_and_read_back_keeps_every_field(session: AsyncSession) -> None:
@@ -43,15 +58,7 @@ async def test_append_and_read_back_keeps_every_field(session: AsyncSession) -> 
 
 async def test_same_provider_id_on_same_channel_is_a_duplicate(session: AsyncSession) -> None:
     customer_id, episode_id = await _episode(session)
-    new = NewMessage(
-        customer_id=customer_id,
-        episode_id=episode_id,
-        channel="whatsapp",
-        role="user",
-        text="oi",
-        token_count=1,
-        provider_message_id="SM123",
-    )
+    new = _oi(customer_id, episode_id, "SM123")
     await messages.append_message(session, new)
     with pytest.raises(DuplicateMessage):
         await messages.append_message(session, new)
@@ -149,17 +156,7 @@ async def test_the_sender_snapshot_reads_back_typed(session: AsyncSession) -> No
     )
     stored = await messages.append_message(
         session,
-        NewMessage(
-            customer_id=customer_id,
-            episode_id=episode_id,
-            channel="whatsapp",
-            role="user",
-            text="oi",
-            token_count=1,
-            provider_message_id="m-sender",
-            extra={"kind": "text"},
-            sender=sender,
-        ),
+        _oi(customer_id, episode_id, "m-sender", extra={"kind": "text"}, sender=sender),
     )
     again = await messages.get_message(session, customer_id, stored.id)
     assert again.sender == sender == stored.sender
