@@ -7,17 +7,14 @@ channel identity (with its level and evidence), identifiers and pending links.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import cast
 
-from sqlalchemy import bindparam, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from gateway.storage.errors import IdentityRace
-from gateway.storage.models import ChannelIdentity, Customer, CustomerIdentifier
-from gateway.storage.models import PendingLink as PendingLinkRow
 from gateway.storage.records import ChannelIdentityRecord
-from gateway.storage.repositories import customers
+from gateway.storage.repositories import customers, pending_links
 from gateway.tenants import TenantSettings
 from identity import (
     DEFAULT_BLOCKED,
@@ -41,19 +38,6 @@ from identity import (
 from identity.stated import stated_values
 
 DEFAULT_POLICY = ScopePolicy.default()
-
-_VERIFIED_COUNTS = (
-    select(
-        CustomerIdentifier.customer_id,
-        CustomerIdentifier.kind,
-        func.count(func.distinct(CustomerIdentifier.value)),
-    )
-    .where(
-        CustomerIdentifier.customer_id.in_(bindparam("customers", expanding=True)),
-        CustomerIdentifier.link_level == LinkLevel.VERIFIED.value,
-    )
-    .group_by(CustomerIdentifier.customer_id, CustomerIdentifier.kind)
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,7 +102,7 @@ async def snapshot_for(
             holding_rows.append((identifier, owner.customer_id, LinkLevel.parse(owner.link_level)))
     mentioned = {customer for _, customer, _ in identity_rows}
     mentioned |= {customer for _, customer, _ in holding_rows}
-    existing = await _existing_customers(session, lookups.customer_ids)
+    existing = await customers.unmerged_customers(session, lookups.customer_ids)
     mentioned |= existing
     return GraphSnapshot.from_rows(
         identities=identity_rows,
@@ -128,23 +112,13 @@ async def snapshot_for(
     )
 
 
-async def _existing_customers(session: AsyncSession, ids: Iterable[str]) -> set[str]:
-    wanted = [i for i in ids if i]
-    if not wanted:
-        return set()
-    rows = await session.scalars(
-        select(Customer.id).where(Customer.id.in_(wanted), Customer.merged_into.is_(None))
-    )
-    return set(rows)
-
-
 async def _verified_counts(
     session: AsyncSession, customer_ids: set[str]
 ) -> list[tuple[str, IdentifierKind, int]]:
-    if not customer_ids:
-        return []
-    rows = await session.execute(_VERIFIED_COUNTS, {"customers": sorted(customer_ids)})
-    return [(customer, kind, int(count)) for customer, kind, count in rows]  # type: ignore[misc]
+    counts = await customers.identifier_counts(
+        session, customer_ids, link_level=LinkLevel.VERIFIED.value
+    )
+    return [(customer, cast(IdentifierKind, kind), count) for customer, kind, count in counts]
 
 
 async def resolve_identity(
@@ -245,32 +219,17 @@ async def apply_resolution(
 
 
 async def _propose(session: AsyncSession, identity_id: str, pending: PendingLink) -> None:
-    target = pending.candidate_customer
-    kind, value = pending.via.kind, pending.via.value
-    already = await session.scalar(
-        select(PendingLinkRow.id).where(
-            PendingLinkRow.identity_id == identity_id,
-            PendingLinkRow.target_customer_id == target,
-            PendingLinkRow.identifier_kind == kind,
-            PendingLinkRow.identifier_value == value,
-            PendingLinkRow.status == "pending",
-        )
+    await pending_links.propose_link(
+        session,
+        identity_id=identity_id,
+        target_customer_id=pending.candidate_customer,
+        identifier_kind=pending.via.kind,
+        identifier_value=pending.via.value,
+        claimed_level=pending.level.value,
+        reason=pending.reason,
     )
-    if already is not None:
-        return
-    session.add(
-        PendingLinkRow(
-            identity_id=identity_id,
-            target_customer_id=target,
-            identifier_kind=kind,
-            identifier_value=value,
-            claimed_level=pending.level.value,
-            reason=pending.reason,
-        )
-    )
-    await session.flush()
 
 
 async def identity_key_of(session: AsyncSession, identity_id: str) -> ChannelIdentityKey | None:
-    row = await session.get(ChannelIdentity, identity_id)
-    return ChannelIdentityKey.parse(row.external_id) if row else None
+    identity = await customers.find_identity_by_id(session, identity_id)
+    return ChannelIdentityKey.parse(identity.external_id) if identity else None

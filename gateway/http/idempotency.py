@@ -23,12 +23,9 @@ import logging
 import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, cast
 
 from aiohttp import hdrs, web
 from aiohttp.typedefs import Handler
-from sqlalchemy import CursorResult, and_, delete, or_, select, update
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from channels.base import unstorable
@@ -37,7 +34,9 @@ from gateway.http.auth import require_api_key
 from gateway.http.errors import BadRequest, Conflict, NotFound, Unprocessable
 from gateway.keys import SESSIONS
 from gateway.runtime.clock import utcnow
-from gateway.storage.models import IdempotencyKey
+from gateway.storage.errors import DuplicateKey
+from gateway.storage.repositories import idempotency as keys
+from gateway.storage.repositories.idempotency import IN_PROGRESS
 
 log = logging.getLogger("relaydesk.idempotency")
 
@@ -46,8 +45,6 @@ REPLAYED_HEADER = "Idempotent-Replayed"
 KEY_TTL = timedelta(hours=24)
 # How long a claim holds the key while its handler runs; past it the holder is presumed dead.
 LOCK_TTL = timedelta(minutes=5)
-IN_PROGRESS = "in_progress"
-DONE = "done"
 # Attempts at claiming when the row keeps changing under us (released or taken over).
 CLAIM_ATTEMPTS = 3
 
@@ -104,27 +101,21 @@ async def claim(
     for _ in range(CLAIM_ATTEMPTS):
         try:
             async with sessions.begin() as session:
-                row = IdempotencyKey(
+                row_id = await keys.add_claim(
+                    session,
                     key=scope.key,
                     method=scope.method,
                     path=scope.path,
                     fingerprint=digest,
-                    status=IN_PROGRESS,
                     created_at=now,
                     locked_until=locked_until,
                 )
-                session.add(row)
-                await session.flush()
-                return Claim(row.id, locked_until)
-        except IntegrityError:
+                return Claim(row_id, locked_until)
+        except DuplicateKey:
             pass
         async with sessions() as session:
-            existing = await session.scalar(
-                select(IdempotencyKey).where(
-                    IdempotencyKey.key == scope.key,
-                    IdempotencyKey.method == scope.method,
-                    IdempotencyKey.path == scope.path,
-                )
+            existing = await keys.find_key(
+                session, key=scope.key, method=scope.method, path=scope.path
             )
         if existing is None:
             continue  # released between our insert and our read
@@ -159,61 +150,34 @@ async def _take_over(
     now: datetime,
     locked_until: datetime,
 ) -> bool:
-    # The staleness test is repeated in SQL so that of two requests racing for a stale row
-    # exactly one wins: the winner's update makes the row fresh for the other.
     async with sessions.begin() as session:
-        result = await session.execute(
-            update(IdempotencyKey)
-            .where(
-                IdempotencyKey.id == row_id,
-                or_(
-                    IdempotencyKey.created_at <= now - KEY_TTL,
-                    and_(
-                        IdempotencyKey.status == IN_PROGRESS,
-                        IdempotencyKey.locked_until <= now,
-                    ),
-                ),
-            )
-            .values(
-                fingerprint=digest,
-                status=IN_PROGRESS,
-                response_status=None,
-                response_body=None,
-                content_type=None,
-                created_at=now,
-                locked_until=locked_until,
-            )
+        return await keys.take_over(
+            session,
+            row_id,
+            fingerprint=digest,
+            now=now,
+            expired_at=now - KEY_TTL,
+            locked_until=locked_until,
         )
-    return bool(cast(CursorResult[Any], result).rowcount)
-
-
-def _ours(held: Claim) -> Any:
-    return and_(
-        IdempotencyKey.id == held.row_id,
-        IdempotencyKey.status == IN_PROGRESS,
-        IdempotencyKey.locked_until == held.locked_until,
-    )
 
 
 async def store(
     sessions: async_sessionmaker[AsyncSession], held: Claim, response: StoredResponse
 ) -> None:
     async with sessions.begin() as session:
-        await session.execute(
-            update(IdempotencyKey)
-            .where(_ours(held))
-            .values(
-                status=DONE,
-                response_status=response.status,
-                response_body=response.body,
-                content_type=response.content_type,
-            )
+        await keys.store_response(
+            session,
+            held.row_id,
+            held.locked_until,
+            status=response.status,
+            body=response.body,
+            content_type=response.content_type,
         )
 
 
 async def release(sessions: async_sessionmaker[AsyncSession], held: Claim) -> None:
     async with sessions.begin() as session:
-        await session.execute(delete(IdempotencyKey).where(_ours(held)))
+        await keys.release_claim(session, held.row_id, held.locked_until)
 
 
 def storable(response: web.StreamResponse) -> StoredResponse | None:

@@ -16,12 +16,11 @@ import logging
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
-from sqlalchemy import and_, exists, func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from gateway.memory.queue import CompactionJob, CompactionQueue
 from gateway.runtime.clock import utcnow
-from gateway.storage.models import Episode, EpisodeSummary, Message
+from gateway.storage.repositories import summaries
 
 log = logging.getLogger("relaydesk.memory")
 
@@ -35,22 +34,7 @@ async def owed_final_summary(
 ) -> list[tuple[str, str]]:
     """(customer id, episode id) of episodes closed since `since` with spoken messages past
     their summary pointer, oldest closure first."""
-    pointer = func.coalesce(EpisodeSummary.last_message_id, 0)
-    unsummarized = exists().where(
-        and_(
-            Message.episode_id == Episode.id,
-            Message.role.in_(("user", "assistant")),
-            Message.id > pointer,
-        )
-    )
-    rows = await session.execute(
-        select(Episode.customer_id, Episode.id)
-        .outerjoin(EpisodeSummary, EpisodeSummary.episode_id == Episode.id)
-        .where(Episode.status == "closed", Episode.ended_at >= since, unsummarized)
-        .order_by(Episode.ended_at)
-        .limit(limit)
-    )
-    return [(customer_id, episode_id) for customer_id, episode_id in rows.all()]
+    return await summaries.owed_final_summary(session, since=since, limit=limit)
 
 
 async def queue_owed_summaries(

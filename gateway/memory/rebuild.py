@@ -9,14 +9,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlalchemy import delete, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from gateway.memory.queue import CompactionJob
 from gateway.memory.worker import MemoryWorker
 from gateway.storage.errors import require_customer
-from gateway.storage.models import EpisodeSummary, Fact
-from gateway.storage.repositories import episodes
+from gateway.storage.repositories import episodes, facts, summaries
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,19 +29,8 @@ async def rebuild_customer(
 ) -> RebuildReport:
     require_customer(customer_id)
     async with sessions.begin() as session:
-        await session.execute(
-            delete(EpisodeSummary).where(EpisodeSummary.customer_id == customer_id)
-        )
-        await session.execute(
-            update(Fact)
-            .where(
-                Fact.customer_id == customer_id,
-                Fact.pinned.is_(False),
-                Fact.retracted.is_(False),
-                Fact.superseded_by.is_(None),
-            )
-            .values(retracted=True)
-        )
+        await summaries.drop_customer_summaries(session, customer_id)
+        await facts.retract_unpinned(session, customer_id)
         found = await episodes.list_episodes(session, customer_id)
     compacted = written = 0
     for episode in found:

@@ -22,17 +22,14 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Final
 
-from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from context import SummaryItem, TokenCounter
 from context.compaction.types import FACT_SCOPES
 from context.recall import RecallCandidate, RecallEpisode, recall
 from context.recall_index import RecallIndex, build_index
-from gateway.storage.errors import require_customer
-from gateway.storage.models import Message
 from gateway.storage.records import EpisodeRecord, SummaryRecord
-from gateway.storage.repositories import episodes, summaries
+from gateway.storage.repositories import episodes, messages, summaries
 
 __all__ = [
     "MAX_SUMMARIES",
@@ -87,40 +84,28 @@ def _episode(record: EpisodeRecord) -> RecallEpisode:
 async def _turns(
     session: AsyncSession, scope: RecallScope, exclude_episode: str | None
 ) -> list[RecallCandidate]:
-    # Only the columns recall reads: whole rows carry words, media and provider extras.
-    query = select(
-        Message.id,
-        Message.episode_id,
-        Message.role,
-        Message.text,
-        Message.created_at,
-        Message.supersedes_id,
-        Message.extra["speaker"].as_string(),
-    ).where(
-        Message.customer_id == require_customer(scope.customer_id),
-        Message.channel.not_in(sorted(TRANSCRIPT_CHANNELS)),
-        Message.role.in_(("user", "assistant")),
-        Message.transcript_confidence.is_(None),
+    if not scope.all_raw_turns and scope.identity_id is None:
+        return []
+    lines = await messages.typed_turns(
+        session,
+        scope.customer_id,
+        skip_channels=TRANSCRIPT_CHANNELS,
+        exclude_episode=exclude_episode,
+        identity_id=None if scope.all_raw_turns else scope.identity_id,
+        limit=MAX_TURNS,
     )
-    if exclude_episode is not None:
-        query = query.where(Message.episode_id != exclude_episode)
-    if not scope.all_raw_turns:
-        if scope.identity_id is None:
-            return []
-        query = query.where(Message.identity_id == scope.identity_id)
-    rows = list(await session.execute(query.order_by(Message.id.desc()).limit(MAX_TURNS)))
-    replaced = {row[5] for row in rows if row[5] is not None}
+    replaced = {line.supersedes_id for line in lines if line.supersedes_id is not None}
     return [
         RecallCandidate(
-            episode_id=episode_id,
-            source_message_id=message_id,
+            episode_id=line.episode_id,
+            source_message_id=line.id,
             kind="turn",
-            speaker=speaker or ("Customer" if role == "user" else "Assistant"),
-            text=text,
-            at=created_at,
+            speaker=line.speaker or ("Customer" if line.role == "user" else "Assistant"),
+            text=line.text,
+            at=line.created_at,
         )
-        for message_id, episode_id, role, text, created_at, _, speaker in reversed(rows)
-        if message_id not in replaced and text.strip()
+        for line in reversed(lines)
+        if line.id not in replaced and line.text.strip()
     ]
 
 

@@ -14,7 +14,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from context import TokenCounter
@@ -29,9 +28,8 @@ from context.compaction import (
 from gateway.memory.llm_compactor import CompactionFailed, LLMCompactor, describe
 from gateway.memory.queue import CompactionJob
 from gateway.providers import ProviderError
-from gateway.storage.models import Episode, EpisodeSummary
 from gateway.storage.records import FactRecord, MessageRecord, NewFact
-from gateway.storage.repositories import facts, messages, summaries
+from gateway.storage.repositories import episodes, facts, messages, summaries
 from gateway.tenants import TenantSettings
 from gateway.turns.calls import current_turn, speech
 
@@ -103,15 +101,6 @@ def _fact_json(record: FactRecord) -> dict[str, Any]:
     }
 
 
-async def _lock_episode(session: AsyncSession, episode_id: str) -> Episode | None:
-    """Serialize compactions of one episode (a row lock on PostgreSQL; SQLite transactions
-    are already exclusive)."""
-    query = select(Episode).where(Episode.id == episode_id)
-    if session.bind is not None and session.bind.dialect.name == "postgresql":
-        query = query.with_for_update()
-    return await session.scalar(query)
-
-
 @dataclass(frozen=True, slots=True)
 class _Batch:
     """What one run compacts, read under the episode lock."""
@@ -169,12 +158,9 @@ async def compact_episode(
         return batch
     run = await _with_model(compactor, batch, counter)
     async with sessions.begin() as session:
-        episode = await _lock_episode(session, job.episode_id)
-        pointer = await session.scalar(
-            select(EpisodeSummary.last_message_id).where(
-                EpisodeSummary.episode_id == job.episode_id
-            )
-        )
+        # Compactions of one episode run one at a time (`lock_episode`).
+        episode = await episodes.lock_episode(session, job.episode_id)
+        pointer = await summaries.summary_pointer(session, job.episode_id)
         if episode is None or episode.version != batch.version or pointer != batch.pointer:
             return CompactionOutcome(0, 0, pointer)
         return await _apply(session, job, batch, run, counter, started)
@@ -183,13 +169,11 @@ async def compact_episode(
 async def _load(
     session: AsyncSession, job: CompactionJob, settings: TenantSettings
 ) -> _Batch | CompactionOutcome:
-    episode = await _lock_episode(session, job.episode_id)
+    episode = await episodes.lock_episode(session, job.episode_id)
     if episode is None or episode.customer_id != job.customer_id:
         return CompactionOutcome(0, 0, None)
-    row = await session.scalar(
-        select(EpisodeSummary).where(EpisodeSummary.episode_id == episode.id)
-    )
-    pointer = row.last_message_id if row else None
+    summary = await summaries.summary_of_locked_episode(session, episode.id)
+    pointer = summary.last_message_id if summary else None
     pending = await messages.recent_messages(
         session,
         job.customer_id,
@@ -218,8 +202,8 @@ async def _load(
         version=episode.version,
         transcript_confidence=episode.transcript_confidence,
         pointer=pointer,
-        previous_summary=row.summary if row else None,
-        previous_sentences=sentences_from(row.sentences if row else None),
+        previous_summary=summary.summary if summary else None,
+        previous_sentences=sentences_from(list(summary.sentences) if summary else None),
         pending=list(pending),
         chosen=[s for s in sources if s.id in compact_ids],
         compact_ids=compact_ids,

@@ -3,6 +3,7 @@
 StorageError
 ├── CustomerScopeRequired   a read of customer data without a customer id (a leak risk)
 ├── DuplicateMessage        (channel, provider message id) already stored
+├── DuplicateKey            an Idempotency-Key already stored for its route
 ├── InvalidFactSource       a fact whose source message is not this customer's
 ├── IdentityRace            the identity appeared after it was resolved as new: resolve again
 └── RecordNotFound
@@ -24,6 +25,10 @@ class DuplicateMessage(StorageError):
         super().__init__(f"message {provider_message_id!r} on {channel} is already stored")
         self.channel = channel
         self.provider_message_id = provider_message_id
+
+
+class DuplicateKey(StorageError):
+    """The (key, method, path) of an `Idempotency-Key` is stored already."""
 
 
 class InvalidFactSource(StorageError, ValueError):

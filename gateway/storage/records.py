@@ -53,6 +53,16 @@ class PendingLinkRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class SourcedRecord:
+    """A record a customer owns (`kind`: identity, identifier, episode, message or fact) and
+    the channel identity it came from; an identity is its own source."""
+
+    kind: str
+    record_id: str
+    source_identity_id: str
+
+
+@dataclass(frozen=True, slots=True)
 class EpisodeRecord:
     id: str
     customer_id: str
@@ -99,6 +109,19 @@ class MessageRecord:
     extra: dict[str, Any] | None = None
     thread_key: str | None = None
     sender: SenderSnapshot | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TurnLine:
+    """The columns of a stored turn that recall reads (no words, media or provider extras)."""
+
+    id: int
+    episode_id: str
+    role: str
+    text: str
+    created_at: datetime
+    supersedes_id: int | None
+    speaker: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -230,6 +253,23 @@ class AuditRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class IdempotencyRecord:
+    """A client's `Idempotency-Key` on one route: in progress, or done with its response."""
+
+    id: int
+    key: str
+    method: str
+    path: str
+    fingerprint: str
+    status: str
+    response_status: int | None
+    response_body: str | None
+    content_type: str | None
+    created_at: datetime
+    locked_until: datetime
+
+
+@dataclass(frozen=True, slots=True)
 class TurnRecord:
     id: int
     inbound_message_id: int
@@ -248,6 +288,20 @@ class TurnRecord:
     error: str | None
     delivery_status: str | None
     delivery_attempts: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class OutboundRecord:
+    """One message a provider accepted from us, and the delivery status last reported."""
+
+    id: int
+    channel: str
+    provider_message_id: str
+    turn_id: int | None
+    reply_message_id: int | None
+    part: int
+    status: str
+    error_code: str | None
 
 
 @dataclass(frozen=True, slots=True)

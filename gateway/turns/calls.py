@@ -15,16 +15,14 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from channels.redaction import redact, redact_words
 from channels.transcripts import Transcript, TranscriptSegment, rendered_text, to_native
 from context import TokenCounter
 from gateway.customers.resolve import ResolvedIdentity
-from gateway.storage.models import Episode, EpisodeSummary, Message
 from gateway.storage.records import NewMessage
-from gateway.storage.repositories import episodes, messages
+from gateway.storage.repositories import episodes, messages, summaries
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,19 +77,18 @@ async def store_call(
 ) -> StoredCall:
     digest = transcript_digest(transcript)
     ref = f"call:{call_id}"
-    row = await session.scalar(select(Episode).where(Episode.external_ref == ref))
-    if row is not None:
-        latest = await session.scalar(
-            select(Message).where(Message.episode_id == row.id).order_by(Message.id.desc()).limit(1)
-        )
+    known = await episodes.episode_by_external_ref(session, ref)
+    if known is not None:
+        latest = await messages.latest_in_episode(session, known.id)
         if latest is not None and (latest.extra or {}).get("transcript_sha256") == digest:
-            count = await _count(session, row.id, row.version)
-            return StoredCall(row.id, count, row.version, True)
-        row.version += 1
-        row.transcript_confidence = transcript.customer_confidence
+            count = await _count(session, known.id, known.version)
+            return StoredCall(known.id, count, known.version, True)
+        version = await episodes.new_transcript_version(
+            session, known.id, transcript_confidence=transcript.customer_confidence
+        )
         # The summary described the old version; compaction writes a new one.
-        await session.execute(delete(EpisodeSummary).where(EpisodeSummary.episode_id == row.id))
-        episode_id, version = row.id, row.version
+        await summaries.drop_episode_summary(session, known.id)
+        episode_id = known.id
     else:
         episode = await episodes.open_episode(
             session,
@@ -146,8 +143,8 @@ async def store_call(
 
 
 async def _count(session: AsyncSession, episode_id: str, version: int) -> int:
-    rows = await session.scalars(select(Message.extra).where(Message.episode_id == episode_id))
-    return sum(1 for extra in rows if (extra or {}).get("transcript_version") == version)
+    extras = await messages.extras_of_episode(session, episode_id)
+    return sum(1 for extra in extras if (extra or {}).get("transcript_version") == version)
 
 
 NOT_SPEECH = frozenset({"probable_hallucination", "no_speech"})

@@ -9,11 +9,9 @@ our own write) is kept and joined to the send when that is recorded.
 
 from __future__ import annotations
 
-from sqlalchemy import select
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from gateway.storage.models import OutboundMessage
+from gateway.storage.repositories import outbound
 
 PROGRESS = {
     "accepted": 0,
@@ -48,8 +46,10 @@ async def record_sent(
 ) -> None:
     for part, provider_id in enumerate(provider_ids):
         # The row may exist already when a status callback got in before this write.
-        row, _ = await _row_or_insert(session, channel, provider_id)
-        row.turn_id, row.reply_message_id, row.part = turn_id, reply_message_id, part
+        row, _ = await outbound.find_or_add_outbound(session, channel, provider_id)
+        await outbound.attach_to_send(
+            session, row.id, turn_id=turn_id, reply_message_id=reply_message_id, part=part
+        )
 
 
 async def apply_status(
@@ -57,51 +57,18 @@ async def apply_status(
 ) -> bool:
     """Apply one status callback; True when it changed the stored status."""
     status = status.lower()
-    row, created = await _row_or_insert(session, channel, provider_id, status=status)
+    row, created = await outbound.find_or_add_outbound(session, channel, provider_id, status=status)
     if created:
-        row.error_code = error_code
+        await outbound.set_delivery_status(session, row.id, error_code=error_code)
         return True
     if not advances(row.status, status):
         return False
-    row.status = status
-    if error_code:
-        row.error_code = error_code
+    # An empty error code keeps the stored one.
+    await outbound.set_delivery_status(
+        session, row.id, status=status, error_code=error_code or None
+    )
     return True
 
 
-async def _row_or_insert(
-    session: AsyncSession, channel: str, provider_id: str, *, status: str = "queued"
-) -> tuple[OutboundMessage, bool]:
-    """The message's row, inserted when missing; concurrent inserts of the same message are
-    resolved by the unique constraint."""
-    row = await _row(session, channel, provider_id)
-    if row is not None:
-        return row, False
-    try:
-        async with session.begin_nested():
-            row = OutboundMessage(channel=channel, provider_message_id=provider_id, status=status)
-            session.add(row)
-        return row, True
-    except IntegrityError:
-        existing = await _row(session, channel, provider_id)
-        if existing is None:
-            raise
-        return existing, False
-
-
-async def _row(session: AsyncSession, channel: str, provider_id: str) -> OutboundMessage | None:
-    return await session.scalar(
-        select(OutboundMessage).where(
-            OutboundMessage.channel == channel,
-            OutboundMessage.provider_message_id == provider_id,
-        )
-    )
-
-
 async def statuses(session: AsyncSession, turn_id: int) -> list[tuple[int, str]]:
-    rows = await session.scalars(
-        select(OutboundMessage)
-        .where(OutboundMessage.turn_id == turn_id)
-        .order_by(OutboundMessage.part)
-    )
-    return [(row.part, row.status) for row in rows]
+    return [(row.part, row.status) for row in await outbound.sent_for_turn(session, turn_id)]

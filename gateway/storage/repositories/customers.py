@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
-from sqlalchemy import bindparam, select
+from sqlalchemy import bindparam, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from gateway.runtime.clock import utcnow
@@ -23,6 +24,18 @@ _OWNERS = (
         CustomerIdentifier.value == bindparam("value"),
     )
     .order_by(CustomerIdentifier.id)
+)
+_IDENTIFIER_COUNTS = (
+    select(
+        CustomerIdentifier.customer_id,
+        CustomerIdentifier.kind,
+        func.count(func.distinct(CustomerIdentifier.value)),
+    )
+    .where(
+        CustomerIdentifier.customer_id.in_(bindparam("customers", expanding=True)),
+        CustomerIdentifier.link_level == bindparam("link_level"),
+    )
+    .group_by(CustomerIdentifier.customer_id, CustomerIdentifier.kind)
 )
 
 
@@ -82,6 +95,25 @@ async def rename_customer(session: AsyncSession, customer_id: str, display_name:
     row.display_name = display_name
 
 
+async def mark_merged(session: AsyncSession, customer_id: str, into: str) -> None:
+    """Mark the customer merged into `into`: it owns nothing any more and is never linked to."""
+    row = await session.get(Customer, require_customer(customer_id))
+    if row is None:
+        raise RecordNotFound(f"customer {customer_id} not found")
+    row.merged_into = into
+
+
+async def unmerged_customers(session: AsyncSession, customer_ids: Iterable[str]) -> set[str]:
+    """Those of `customer_ids` that exist and were not merged away."""
+    wanted = [i for i in customer_ids if i]
+    if not wanted:
+        return set()
+    rows = await session.scalars(
+        select(Customer.id).where(Customer.id.in_(wanted), Customer.merged_into.is_(None))
+    )
+    return set(rows)
+
+
 async def find_identity(
     session: AsyncSession, channel: str, external_id: str
 ) -> ChannelIdentityRecord | None:
@@ -137,6 +169,13 @@ async def identity_by_id(session: AsyncSession, identity_id: str) -> ChannelIden
     if row is None:
         raise RecordNotFound(f"identity {identity_id} not found")
     return identity_record(row)
+
+
+async def find_identity_by_id(
+    session: AsyncSession, identity_id: str
+) -> ChannelIdentityRecord | None:
+    row = await session.get(ChannelIdentity, identity_id)
+    return identity_record(row) if row else None
 
 
 async def list_identities(session: AsyncSession, customer_id: str) -> list[ChannelIdentityRecord]:
@@ -199,3 +238,32 @@ async def owners_of_identifier(
     """Who already holds this identifier (across customers): the input to linking."""
     rows = await session.scalars(_OWNERS, {"kind": kind, "value": value})
     return [identifier_record(row) for row in rows]
+
+
+async def identifier_counts(
+    session: AsyncSession, customer_ids: Iterable[str], *, link_level: str
+) -> list[tuple[str, str, int]]:
+    """(customer, kind, distinct values) of the identifiers these customers hold at
+    `link_level`; kinds a customer holds none of are left out."""
+    wanted = sorted(set(customer_ids))
+    if not wanted:
+        return []
+    rows = await session.execute(
+        _IDENTIFIER_COUNTS, {"customers": wanted, "link_level": link_level}
+    )
+    return [(customer, kind, int(count)) for customer, kind, count in rows]
+
+
+async def set_identifier_level(
+    session: AsyncSession, *, customer_id: str, kind: str, value: str, link_level: str
+) -> None:
+    """Set the level of every row of this identifier the customer holds (from any source)."""
+    await session.execute(
+        update(CustomerIdentifier)
+        .where(
+            CustomerIdentifier.customer_id == require_customer(customer_id),
+            CustomerIdentifier.kind == kind,
+            CustomerIdentifier.value == value,
+        )
+        .values(link_level=link_level)
+    )

@@ -92,6 +92,35 @@ async def get_episode(session: AsyncSession, customer_id: str, episode_id: str) 
     return episode_record(row)
 
 
+async def episode_by_external_ref(session: AsyncSession, external_ref: str) -> EpisodeRecord | None:
+    """The episode of an outside conversation (a call: `call:<call id>`), whoever's it is."""
+    row = await session.scalar(select(Episode).where(Episode.external_ref == external_ref))
+    return episode_record(row) if row else None
+
+
+async def lock_episode(session: AsyncSession, episode_id: str) -> EpisodeRecord | None:
+    """Read the episode and, on PostgreSQL, lock its row until the commit, so that work on one
+    episode (its compactions) runs one at a time; SQLite transactions are already exclusive."""
+    query = select(Episode).where(Episode.id == episode_id)
+    if session.bind is not None and session.bind.dialect.name == "postgresql":
+        query = query.with_for_update()
+    row = await session.scalar(query)
+    return episode_record(row) if row else None
+
+
+async def new_transcript_version(
+    session: AsyncSession, episode_id: str, *, transcript_confidence: float | None
+) -> int:
+    """Start the episode's next transcript version (a call posted again with another
+    transcript) with its confidence; returns the new version number."""
+    row = await session.get(Episode, episode_id)
+    if row is None:
+        raise RecordNotFound(f"episode {episode_id} not found")
+    row.version += 1
+    row.transcript_confidence = transcript_confidence
+    return row.version
+
+
 async def latest_open_episode(
     session: AsyncSession, customer_id: str, channel: str, identity_id: str | None = None
 ) -> EpisodeRecord | None:

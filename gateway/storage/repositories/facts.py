@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from sqlalchemy import bindparam, select
+from sqlalchemy import bindparam, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from gateway.runtime.clock import utcnow
@@ -176,3 +176,18 @@ async def retract_fact(session: AsyncSession, customer_id: str, fact_id: int) ->
     row.retracted = True
     await session.flush()
     return fact_record(row)
+
+
+async def retract_unpinned(session: AsyncSession, customer_id: str) -> None:
+    """Retract every fact in force of the customer except the pinned ones (an operator's
+    decision); the rows stay as history."""
+    await session.execute(
+        update(Fact)
+        .where(
+            Fact.customer_id == require_customer(customer_id),
+            Fact.pinned.is_(False),
+            Fact.retracted.is_(False),
+            Fact.superseded_by.is_(None),
+        )
+        .values(retracted=True)
+    )

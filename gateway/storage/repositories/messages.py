@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 from sqlalchemy import bindparam, func, select
@@ -12,7 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from gateway.runtime.clock import utcnow
 from gateway.storage.errors import DuplicateMessage, RecordNotFound, require_customer
 from gateway.storage.models import Episode, Message
-from gateway.storage.records import MessageRecord, NewMessage, SenderSnapshot
+from gateway.storage.records import MessageRecord, NewMessage, SenderSnapshot, TurnLine
 from gateway.storage.repositories.tables import EPISODES, MESSAGES
 
 # A repeated (channel, provider id) inserts nothing and returns no id.
@@ -254,3 +255,63 @@ async def thread_messages(
         query = query.where(Message.id > after_id)
     rows = await session.scalars(query.order_by(Message.id).limit(limit))
     return [message_record(row) for row in rows]
+
+
+async def latest_in_episode(session: AsyncSession, episode_id: str) -> MessageRecord | None:
+    """The episode's newest message (by id), whoever's it is."""
+    row = await session.scalar(
+        select(Message).where(Message.episode_id == episode_id).order_by(Message.id.desc()).limit(1)
+    )
+    return message_record(row) if row else None
+
+
+async def extras_of_episode(session: AsyncSession, episode_id: str) -> list[dict[str, Any] | None]:
+    """The `extra` of every message of the episode (a call's turns carry their transcript
+    version there)."""
+    rows = await session.scalars(select(Message.extra).where(Message.episode_id == episode_id))
+    return list(rows)
+
+
+async def typed_turns(
+    session: AsyncSession,
+    customer_id: str,
+    *,
+    limit: int,
+    skip_channels: Collection[str] = (),
+    exclude_episode: str | None = None,
+    identity_id: str | None = None,
+) -> list[TurnLine]:
+    """The customer's newest `limit` user and assistant turns that were typed (not on
+    `skip_channels`, no transcript confidence), newest first, outside `exclude_episode` and,
+    with `identity_id`, of that identity only. Only the columns recall reads are fetched."""
+    query = select(
+        Message.id,
+        Message.episode_id,
+        Message.role,
+        Message.text,
+        Message.created_at,
+        Message.supersedes_id,
+        Message.extra["speaker"].as_string(),
+    ).where(
+        Message.customer_id == require_customer(customer_id),
+        Message.channel.not_in(sorted(skip_channels)),
+        Message.role.in_(("user", "assistant")),
+        Message.transcript_confidence.is_(None),
+    )
+    if exclude_episode is not None:
+        query = query.where(Message.episode_id != exclude_episode)
+    if identity_id is not None:
+        query = query.where(Message.identity_id == identity_id)
+    rows = await session.execute(query.order_by(Message.id.desc()).limit(limit))
+    return [
+        TurnLine(
+            id=message_id,
+            episode_id=episode_id,
+            role=role,
+            text=text,
+            created_at=created_at,
+            supersedes_id=supersedes_id,
+            speaker=speaker,
+        )
+        for message_id, episode_id, role, text, created_at, supersedes_id, speaker in rows
+    ]

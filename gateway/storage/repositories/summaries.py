@@ -2,18 +2,25 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
-from sqlalchemy import bindparam, select
+from sqlalchemy import and_, bindparam, delete, exists, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from gateway.storage.errors import require_customer
-from gateway.storage.models import CompactionTrace, Episode, EpisodeSummary
+from gateway.storage.models import CompactionTrace, Episode, EpisodeSummary, Message
 from gateway.storage.records import CompactionTraceRecord, SummaryRecord
 
 _OF_EPISODE = select(EpisodeSummary).where(
     EpisodeSummary.customer_id == bindparam("customer_id"),
     EpisodeSummary.episode_id == bindparam("episode_id"),
+)
+_OF_EPISODE_ONLY = select(EpisodeSummary).where(
+    EpisodeSummary.episode_id == bindparam("episode_id")
+)
+_POINTER = select(EpisodeSummary.last_message_id).where(
+    EpisodeSummary.episode_id == bindparam("episode_id")
 )
 
 
@@ -99,6 +106,53 @@ async def customer_summaries(
         query.order_by(Episode.last_message_at.desc(), Episode.id).limit(limit)
     )
     return [summary_record(summary, episode) for summary, episode in rows]
+
+
+async def drop_episode_summary(session: AsyncSession, episode_id: str) -> None:
+    """Delete the episode's summary (it described what the episode no longer is)."""
+    await session.execute(delete(EpisodeSummary).where(EpisodeSummary.episode_id == episode_id))
+
+
+async def drop_customer_summaries(session: AsyncSession, customer_id: str) -> None:
+    """Delete every summary of the customer (a rebuild computes them again)."""
+    await session.execute(
+        delete(EpisodeSummary).where(EpisodeSummary.customer_id == require_customer(customer_id))
+    )
+
+
+async def owed_final_summary(
+    session: AsyncSession, *, since: datetime, limit: int
+) -> list[tuple[str, str]]:
+    """(customer id, episode id) of episodes closed since `since` with spoken (user or
+    assistant) messages past their summary pointer, oldest closure first."""
+    pointer = func.coalesce(EpisodeSummary.last_message_id, 0)
+    unsummarized = exists().where(
+        and_(
+            Message.episode_id == Episode.id,
+            Message.role.in_(("user", "assistant")),
+            Message.id > pointer,
+        )
+    )
+    rows = await session.execute(
+        select(Episode.customer_id, Episode.id)
+        .outerjoin(EpisodeSummary, EpisodeSummary.episode_id == Episode.id)
+        .where(Episode.status == "closed", Episode.ended_at >= since, unsummarized)
+        .order_by(Episode.ended_at)
+        .limit(limit)
+    )
+    return [(customer_id, episode_id) for customer_id, episode_id in rows.all()]
+
+
+async def summary_of_locked_episode(session: AsyncSession, episode_id: str) -> SummaryRecord | None:
+    """The summary of an episode the caller read (and locked) in this transaction, found by
+    the episode alone: the episode row is the scope (compaction works per episode)."""
+    row = await session.scalar(_OF_EPISODE_ONLY, {"episode_id": episode_id})
+    return summary_record(row) if row else None
+
+
+async def summary_pointer(session: AsyncSession, episode_id: str) -> int | None:
+    """The last message the episode's summary covers; None before its first summary."""
+    return await session.scalar(_POINTER, {"episode_id": episode_id})
 
 
 def trace_record(row: CompactionTrace) -> CompactionTraceRecord:
