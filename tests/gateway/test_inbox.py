@@ -225,8 +225,9 @@ async def test_a_row_that_keeps_failing_is_kept_aside_and_frees_its_sender(
 
 
 async def test_a_failed_commit_fails_every_waiting_webhook(tmp_path: Path) -> None:
-    missing = tmp_path / "no-such-directory" / "relaydesk.db"
-    engine = make_engine(f"sqlite+aiosqlite:///{missing}")
+    # A database without the schema: every write fails. (A database that cannot be opened would
+    # leave aiosqlite's failed connection thread to report into a closed event loop later.)
+    engine = make_engine(f"sqlite+aiosqlite:///{tmp_path / 'unmigrated.db'}")
     writer = InboxWriter(make_sessionmaker(engine))
     from channels.base import InboundMessage
 
