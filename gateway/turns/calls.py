@@ -83,8 +83,9 @@ async def store_call(
         if latest is not None and (latest.extra or {}).get("transcript_sha256") == digest:
             count = await _count(session, known.id, known.version)
             return StoredCall(known.id, count, known.version, True)
-        version = await episodes.new_transcript_version(
-            session, known.id, transcript_confidence=transcript.customer_confidence
+        version = known.version + 1
+        await episodes.set_transcript_version(
+            session, known.id, version, transcript_confidence=transcript.customer_confidence
         )
         # The summary described the old version; compaction writes a new one.
         await summaries.drop_episode_summary(session, known.id)

@@ -46,9 +46,13 @@ async def record_sent(
 ) -> None:
     for part, provider_id in enumerate(provider_ids):
         # The row may exist already when a status callback got in before this write.
-        row, _ = await outbound.find_or_add_outbound(session, channel, provider_id)
-        await outbound.attach_to_send(
-            session, row.id, turn_id=turn_id, reply_message_id=reply_message_id, part=part
+        await outbound.record_part(
+            session,
+            channel,
+            provider_id,
+            turn_id=turn_id,
+            reply_message_id=reply_message_id,
+            part=part,
         )
 
 
@@ -57,9 +61,10 @@ async def apply_status(
 ) -> bool:
     """Apply one status callback; True when it changed the stored status."""
     status = status.lower()
-    row, created = await outbound.find_or_add_outbound(session, channel, provider_id, status=status)
+    row, created = await outbound.find_or_add_outbound(
+        session, channel, provider_id, status=status, error_code=error_code
+    )
     if created:
-        await outbound.set_delivery_status(session, row.id, error_code=error_code)
         return True
     if not advances(row.status, status):
         return False

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import bindparam, func, select, update
+from sqlalchemy import CursorResult, bindparam, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from gateway.runtime.clock import utcnow
@@ -97,10 +97,13 @@ async def rename_customer(session: AsyncSession, customer_id: str, display_name:
 
 async def mark_merged(session: AsyncSession, customer_id: str, into: str) -> None:
     """Mark the customer merged into `into`: it owns nothing any more and is never linked to."""
-    row = await session.get(Customer, require_customer(customer_id))
-    if row is None:
+    result = await session.execute(
+        update(Customer)
+        .where(Customer.id == require_customer(customer_id))
+        .values(merged_into=into)
+    )
+    if not cast(CursorResult[Any], result).rowcount:
         raise RecordNotFound(f"customer {customer_id} not found")
-    row.merged_into = into
 
 
 async def unmerged_customers(session: AsyncSession, customer_ids: Iterable[str]) -> set[str]:

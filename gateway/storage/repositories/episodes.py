@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import bindparam, case, select
+from sqlalchemy import bindparam, case, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from gateway.runtime.clock import utcnow
@@ -108,17 +108,16 @@ async def lock_episode(session: AsyncSession, episode_id: str) -> EpisodeRecord 
     return episode_record(row) if row else None
 
 
-async def new_transcript_version(
-    session: AsyncSession, episode_id: str, *, transcript_confidence: float | None
-) -> int:
-    """Start the episode's next transcript version (a call posted again with another
-    transcript) with its confidence; returns the new version number."""
-    row = await session.get(Episode, episode_id)
-    if row is None:
-        raise RecordNotFound(f"episode {episode_id} not found")
-    row.version += 1
-    row.transcript_confidence = transcript_confidence
-    return row.version
+async def set_transcript_version(
+    session: AsyncSession, episode_id: str, version: int, *, transcript_confidence: float | None
+) -> None:
+    """Move the episode to another transcript version (a call posted again with another
+    transcript), with that transcript's confidence."""
+    await session.execute(
+        update(Episode)
+        .where(Episode.id == episode_id)
+        .values(version=version, transcript_confidence=transcript_confidence)
+    )
 
 
 async def latest_open_episode(

@@ -1,16 +1,11 @@
-"""Outbound messages a provider accepted from us, and the delivery status its callbacks report.
-
-Changes to a row are made on the row this session loaded (`find_or_add_outbound`) and written
-with the session's next flush, as one UPDATE of the changed columns.
-"""
+"""Outbound messages a provider accepted from us, and the delivery status its callbacks report."""
 
 from __future__ import annotations
 
-from sqlalchemy import bindparam, select
+from sqlalchemy import bindparam, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from gateway.storage.errors import RecordNotFound
 from gateway.storage.models import OutboundMessage
 from gateway.storage.records import OutboundRecord
 
@@ -37,61 +32,76 @@ async def _find(session: AsyncSession, channel: str, provider_id: str) -> Outbou
     return await session.scalar(_FIND, {"channel": channel, "provider_id": provider_id})
 
 
-async def find_or_add_outbound(
-    session: AsyncSession, channel: str, provider_id: str, *, status: str = "queued"
-) -> tuple[OutboundRecord, bool]:
-    """The message's row, inserted with `status` when missing (True when this call inserted
-    it). Concurrent inserts of one message are resolved by the unique constraint: the insert
-    runs in a savepoint, and the one that loses reads the winner's row."""
+async def _find_or_add(
+    session: AsyncSession,
+    channel: str,
+    provider_id: str,
+    *,
+    status: str,
+    error_code: str | None = None,
+) -> tuple[OutboundMessage, bool]:
     row = await _find(session, channel, provider_id)
     if row is not None:
-        return outbound_record(row), False
+        return row, False
     try:
         async with session.begin_nested():
-            row = OutboundMessage(channel=channel, provider_message_id=provider_id, status=status)
+            row = OutboundMessage(
+                channel=channel,
+                provider_message_id=provider_id,
+                status=status,
+                error_code=error_code,
+            )
             session.add(row)
-        return outbound_record(row), True
+        return row, True
     except IntegrityError:
         existing = await _find(session, channel, provider_id)
         if existing is None:
             raise
-        return outbound_record(existing), False
+        return existing, False
 
 
-async def _loaded(session: AsyncSession, outbound_id: int) -> OutboundMessage:
-    # The row `find_or_add_outbound` loaded: taken from the session, no query.
-    row = await session.get(OutboundMessage, outbound_id)
-    if row is None:
-        raise RecordNotFound(f"outbound message {outbound_id} not found")
-    return row
-
-
-async def attach_to_send(
+async def find_or_add_outbound(
     session: AsyncSession,
-    outbound_id: int,
+    channel: str,
+    provider_id: str,
+    *,
+    status: str = "queued",
+    error_code: str | None = None,
+) -> tuple[OutboundRecord, bool]:
+    """The message's row, inserted with `status` and `error_code` when missing (True when this
+    call inserted it). Concurrent inserts of one message are resolved by the unique
+    constraint: the insert runs in a savepoint, and the one that loses reads the winner's row."""
+    row, created = await _find_or_add(
+        session, channel, provider_id, status=status, error_code=error_code
+    )
+    return outbound_record(row), created
+
+
+async def record_part(
+    session: AsyncSession,
+    channel: str,
+    provider_id: str,
     *,
     turn_id: int | None,
     reply_message_id: int | None,
     part: int,
 ) -> None:
-    """Join the row to the turn and reply it was sent for (and its part of a long reply)."""
-    row = await _loaded(session, outbound_id)
+    """Join the message's row (inserted as queued unless a status callback got in first) to
+    the turn and reply it was sent for, and its part of a long reply."""
+    row, _ = await _find_or_add(session, channel, provider_id, status="queued")
     row.turn_id, row.reply_message_id, row.part = turn_id, reply_message_id, part
 
 
 async def set_delivery_status(
-    session: AsyncSession,
-    outbound_id: int,
-    *,
-    status: str | None = None,
-    error_code: str | None = None,
+    session: AsyncSession, outbound_id: int, *, status: str, error_code: str | None = None
 ) -> None:
-    """Set the status and/or the error code (each left as it is when None)."""
-    row = await _loaded(session, outbound_id)
-    if status is not None:
-        row.status = status
+    """Set the row's status, and its error code unless that is None."""
+    values: dict[str, str] = {"status": status}
     if error_code is not None:
-        row.error_code = error_code
+        values["error_code"] = error_code
+    await session.execute(
+        update(OutboundMessage).where(OutboundMessage.id == outbound_id).values(**values)
+    )
 
 
 async def sent_for_turn(session: AsyncSession, turn_id: int) -> list[OutboundRecord]:

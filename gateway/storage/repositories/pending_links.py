@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from sqlalchemy import select, update
+from typing import Any, cast
+
+from sqlalchemy import CursorResult, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from gateway.runtime.clock import utcnow
@@ -92,12 +94,13 @@ async def get_pending(session: AsyncSession, link_id: str) -> PendingLinkRecord:
 
 async def decide(session: AsyncSession, link_id: str, *, status: str, actor: str) -> None:
     """Record the decision on a proposal (confirmed, rejected…), by whom and when."""
-    row = await session.get(PendingLink, link_id)
-    if row is None:
+    result = await session.execute(
+        update(PendingLink)
+        .where(PendingLink.id == link_id)
+        .values(status=status, decided_at=utcnow(), decided_by=actor)
+    )
+    if not cast(CursorResult[Any], result).rowcount:
         raise RecordNotFound(f"pending link {link_id} not found")
-    row.status = status
-    row.decided_at = utcnow()
-    row.decided_by = actor
 
 
 async def retarget_pending(session: AsyncSession, source: str, target: str) -> None:

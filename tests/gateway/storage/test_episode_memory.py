@@ -39,9 +39,7 @@ async def test_a_call_episode_is_found_by_its_reference_and_versioned(
         {"transcript_version": 1},
         {"transcript_version": 2},
     ]
-    assert (
-        await episodes.new_transcript_version(session, episode.id, transcript_confidence=0.5) == 2
-    )
+    await episodes.set_transcript_version(session, episode.id, 2, transcript_confidence=0.5)
     locked = await episodes.lock_episode(session, episode.id)
     assert locked is not None and (locked.version, locked.transcript_confidence) == (2, 0.5)
     assert await episodes.lock_episode(session, "missing") is None

@@ -30,24 +30,23 @@ async def test_an_outbound_row_is_added_once_then_found(session: AsyncSession) -
     assert again == first and first.status == "queued" and first.part == 0
 
 
-async def test_outbound_changes_are_written_and_parts_read_in_order(
-    session: AsyncSession,
-) -> None:
+async def test_a_send_joins_rows_a_callback_added_first(session: AsyncSession) -> None:
     turn_id, reply_id = await _answered_turn(session)
-    second, _ = await outbound.find_or_add_outbound(session, "whatsapp", "SM-b")
-    first, _ = await outbound.find_or_add_outbound(session, "whatsapp", "SM-a", status="sent")
-    await outbound.attach_to_send(
-        session, second.id, turn_id=turn_id, reply_message_id=reply_id, part=1
+    early, created = await outbound.find_or_add_outbound(
+        session, "whatsapp", "SM-b", status="sent", error_code="63016"
     )
-    await outbound.attach_to_send(
-        session, first.id, turn_id=turn_id, reply_message_id=reply_id, part=0
-    )
-    await outbound.set_delivery_status(session, second.id, status="failed", error_code="63016")
-    await outbound.set_delivery_status(session, first.id, error_code=None)
+    assert created and (early.status, early.error_code, early.turn_id) == ("sent", "63016", None)
+    for part, provider_id in enumerate(("SM-a", "SM-b")):
+        await outbound.record_part(
+            session, "whatsapp", provider_id, turn_id=turn_id, reply_message_id=reply_id, part=part
+        )
+    first, _ = await outbound.find_or_add_outbound(session, "whatsapp", "SM-a")
+    await outbound.set_delivery_status(session, first.id, status="delivered")
+    await outbound.set_delivery_status(session, early.id, status="failed", error_code="30008")
     parts = await outbound.sent_for_turn(session, turn_id)
     assert [(p.provider_message_id, p.part, p.status, p.error_code) for p in parts] == [
-        ("SM-a", 0, "sent", None),
-        ("SM-b", 1, "failed", "63016"),
+        ("SM-a", 0, "delivered", None),
+        ("SM-b", 1, "failed", "30008"),
     ]
     assert {p.reply_message_id for p in parts} == {reply_id}
 
