@@ -181,3 +181,23 @@ class StatusCallbacks(Protocol):
         """(provider message id, status, error code) of a verified status callback; raise
         `PayloadInvalid`."""
         ...
+
+
+@runtime_checkable
+class TypingSignals(Protocol):
+    """An adapter that can show the customer a reply is being written."""
+
+    typing_repeat_s: float  # how long one signal shows: send it again after this
+
+    async def typing(self, recipient: str, reply_to: str | None) -> None:
+        """Show the customer that a reply is being written; raise `SendFailed`."""
+        ...
+
+
+@runtime_checkable
+class ReplyPreviews(Protocol):
+    """An adapter that can show a reply while it is being written (streamed)."""
+
+    async def preview(self, recipient: str, reply_to: str | None, text: str) -> None:
+        """Show the reply as written so far (not stored; the final send follows)."""
+        ...

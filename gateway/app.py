@@ -51,6 +51,7 @@ from gateway.memory.queue import CompactionQueue, InProcessQueue
 from gateway.memory.recall import RecallCache
 from gateway.memory.worker import MemoryWorker
 from gateway.providers import ModelProvider, make_provider
+from gateway.providers.limits import CallLimits, ModelGate
 from gateway.providers.pool import ProviderPool
 from gateway.providers.transcriber import OpenAITranscriber
 from gateway.registry import (
@@ -173,6 +174,12 @@ async def flow_ctx(app: web.Application) -> AsyncIterator[None]:
         memory=queue,
     )
     deliver = Deliverer(sessions=sessions, adapters=adapters)
+    gate = ModelGate(
+        process_limit=settings.model_concurrency,
+        provider_limits=CallLimits(
+            in_flight=settings.model_max_in_flight, per_minute=settings.model_requests_per_minute
+        ),
+    )
     answer = Answerer(
         sessions=sessions,
         counter=app[COUNTER],
@@ -185,6 +192,7 @@ async def flow_ctx(app: web.Application) -> AsyncIterator[None]:
         adapters=adapters,
         memory=queue,
         transcriber=transcriber_for(settings, http),
+        gate=gate,
     )
     # A gateway process that only acknowledges (settings make sure it has Redis) wakes the
     # background process instead of storing and answering itself.
@@ -194,6 +202,7 @@ async def flow_ctx(app: web.Application) -> AsyncIterator[None]:
         answer.drain,
         answer.pending_conversations,
         redeliver=deliver.retry_deliveries,
+        max_active=settings.model_concurrency,
         hand_off=hand_off.turn if hand_off is not None else None,
     )
 
@@ -238,6 +247,7 @@ async def flow_ctx(app: web.Application) -> AsyncIterator[None]:
         await wakeups.close()
     await processor.close()
     await scheduler.close()
+    await deliver.close()
     await memory.close()
     if fanout is not None:
         await fanout.close()

@@ -22,14 +22,14 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
 
     host = args.host or settings.host
     port = args.port or settings.port
-    if args.workers > 1:
+    if args.workers > 1 or args.background > 1:
         from gateway.supervisor import refusal, serve_workers
 
-        why = refusal(settings, args.workers)
+        why = refusal(settings, args.workers, args.background)
         if why is not None:
             print(f"relaydesk: {why}", file=sys.stderr)
             return 2
-        return serve_workers(settings, host, port, args.workers)
+        return serve_workers(settings, host, port, args.workers, args.background)
     logging.getLogger("relaydesk").info(
         "relaydesk listening", extra={"fields": {"url": f"http://{host}:{port}"}}
     )
@@ -377,6 +377,13 @@ def build_parser() -> argparse.ArgumentParser:
         type=_positive,
         default=1,
         help="gateway processes sharing the port (more than 1 needs PostgreSQL and Redis)",
+    )
+    serve.add_argument(
+        "--background",
+        type=_positive,
+        default=1,
+        help="background processes storing the inbox and answering turns beside the gateway "
+        "processes (default 1; more than 1 needs PostgreSQL and Redis)",
     )
     serve.set_defaults(run=_serve)
 

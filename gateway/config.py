@@ -48,6 +48,13 @@ class Settings(BaseSettings):
     model: str = Field("offline", alias="RELAYDESK_MODEL")
     model_base_url: str | None = Field(None, alias="RELAYDESK_MODEL_BASE_URL")
     model_api_key: SecretStr | None = Field(None, alias="RELAYDESK_MODEL_API_KEY")
+    # Model calls waiting at once in one process (they are I/O: hundreds cost little), and each
+    # provider's limits per process (its concurrency and requests-per-minute quotas).
+    model_concurrency: int = Field(256, alias="RELAYDESK_MODEL_CONCURRENCY", ge=1)
+    model_max_in_flight: int | None = Field(None, alias="RELAYDESK_MODEL_MAX_IN_FLIGHT", ge=1)
+    model_requests_per_minute: int | None = Field(
+        None, alias="RELAYDESK_MODEL_REQUESTS_PER_MINUTE", ge=1
+    )
     transcriber_model: str | None = Field(None, alias="RELAYDESK_TRANSCRIBER_MODEL")
     transcriber_base_url: str | None = Field(None, alias="RELAYDESK_TRANSCRIBER_BASE_URL")
     transcriber_api_key: SecretStr | None = Field(None, alias="RELAYDESK_TRANSCRIBER_API_KEY")

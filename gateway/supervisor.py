@@ -1,5 +1,5 @@
-"""`relaydesk serve --workers N`: N gateway processes sharing one port on one machine, and one
-background process beside them.
+"""`relaydesk serve --workers N --background M`: N gateway processes sharing one port on one
+machine, and M background processes beside them (one by default).
 
 Each child is a fresh interpreter (multiprocessing "spawn", no fork of a running event loop)
 running the ordinary app. The gateway processes listen with `reuse_port=True`, so the kernel
@@ -7,7 +7,10 @@ spreads new connections over them, and only acknowledge: a webhook's 200 waits f
 commit alone. The background process listens on no port; at a lower CPU priority (nice
 `BACKGROUND_NICE`) it stores the inbox's messages, answers turns, retries deliveries and compacts
 memory, woken over Redis by the gateway processes. Under a burst the kernel gives the
-acknowledgements the CPU first; the durable work after them catches up when it ends.
+acknowledgements the CPU first; the durable work after them catches up when it ends. Several
+background processes (here, or `relaydesk background` on other machines) share the work
+safely: inbox rows are claimed under leases, a conversation is answered by whichever process
+takes its lock, and the fencing token refuses a reply written by a holder whose lock expired.
 
 The parent only supervises: SIGTERM or SIGINT stops every child gracefully; a child that dies
 on its own is logged and the parent stops the others and exits non-zero, leaving the
@@ -52,13 +55,16 @@ def _shared_services_missing(settings: Settings) -> list[str]:
     return missing
 
 
-def refusal(settings: Settings, workers: int) -> str | None:
-    """Why `workers` processes cannot run on these settings, or None."""
-    missing = _shared_services_missing(settings) if workers >= 2 else []
+def refusal(settings: Settings, workers: int, background: int = 1) -> str | None:
+    """Why `workers` gateway and `background` background processes cannot run on these
+    settings, or None."""
+    several = workers >= 2 or background >= 2
+    missing = _shared_services_missing(settings) if several else []
     if not missing:
         return None
+    asked = f"--workers {workers}" if workers >= 2 else f"--background {background}"
     return (
-        f"--workers {workers} needs PostgreSQL and Redis: the embedded SQLite database and the "
+        f"{asked} needs PostgreSQL and Redis: the embedded SQLite database and the "
         "in-process locks, dedupe and queue belong to one process. Set "
         + " and ".join(missing)
         + " (run `relaydesk migrate` first), or serve with one worker."
@@ -175,8 +181,11 @@ async def _run_background(app: web.Application) -> None:
         await runner.cleanup()
 
 
-def serve_workers(settings: Settings, host: str, port: int, workers: int) -> int:
-    """Run `workers` gateway processes on host:port until a signal (0) or a crash (1)."""
+def serve_workers(
+    settings: Settings, host: str, port: int, workers: int, background: int = 1
+) -> int:
+    """Run `workers` gateway processes on host:port and `background` background processes
+    until a signal (0) or a crash (1)."""
     if settings.should_auto_migrate:
         _migrate_once(settings)
     context = multiprocessing.get_context("spawn")
@@ -191,13 +200,14 @@ def serve_workers(settings: Settings, host: str, port: int, workers: int) -> int
     children: list[BaseProcess] = []
     acknowledging = settings.model_copy(update={"run_background": False})
     try:
-        background: BaseProcess = context.Process(
-            target=run_background_child,
-            args=(settings, os.getpid()),
-            name="relaydesk-background",
-        )
-        background.start()
-        children.append(background)
+        for index in range(background):
+            worker: BaseProcess = context.Process(
+                target=run_background_child,
+                args=(settings, os.getpid()),
+                name=f"relaydesk-background-{index + 1}",
+            )
+            worker.start()
+            children.append(worker)
         for index in range(workers):
             child: BaseProcess = context.Process(
                 target=run_child,
@@ -212,8 +222,8 @@ def serve_workers(settings: Settings, host: str, port: int, workers: int) -> int
                 "fields": {
                     "url": f"http://{host}:{port}",
                     "workers": workers,
-                    "pids": [child.pid for child in children[1:]],
-                    "background_pid": background.pid,
+                    "pids": [child.pid for child in children[background:]],
+                    "background_pids": [child.pid for child in children[:background]],
                 }
             },
         )

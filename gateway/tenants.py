@@ -59,6 +59,10 @@ class TenantSettings(BaseModel):
     summary_provider: str | None = None
     model_tiers: list[ModelTierSettings] | None = None
     fallback_message: str | None = None
+    # This tenant's model calls waiting at once and started per minute, in each process
+    # (None: only the process's and the provider's limits apply).
+    model_max_in_flight: int | None = Field(None, ge=1)
+    model_requests_per_minute: int | None = Field(None, ge=1)
     scope_policy: dict[str, Any] | None = None
     link_limits: dict[str, int] | None = None
     blocked_values: dict[str, Any] | None = None

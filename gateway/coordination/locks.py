@@ -38,6 +38,12 @@ class ConversationLocks(Protocol):
         """Hold the conversation's lock; `floor` is the last fence the database saw."""
         ...
 
+    def try_hold(
+        self, key: str, *, floor: int = 0
+    ) -> contextlib.AbstractAsyncContextManager[Held | None]:
+        """Hold the lock if nobody holds it now, else None at once (the holder sees the work)."""
+        ...
+
 
 class InProcessLocks:
     def __init__(self) -> None:
@@ -56,6 +62,15 @@ class InProcessLocks:
             if self._users[key] == 0:  # forget idle conversations
                 del self._users[key]
                 self._locks.pop(key, None)
+
+    @contextlib.asynccontextmanager
+    async def try_hold(self, key: str, *, floor: int = 0) -> AsyncIterator[Held | None]:
+        lock = self._locks.get(key)
+        if lock is not None and lock.locked():
+            yield None
+            return
+        async with self.hold(key, floor=floor) as held:
+            yield held
 
 
 # Take the lock, or find it ours already: an acquire retried after its reply was lost (a dropped
@@ -106,6 +121,24 @@ class RedisLocks:
         lock_key = f"{self._prefix}:lock:{key}"
         owner = secrets.token_hex(16)
         await self._acquire(lock_key, owner)
+        async with self._holding(key, lock_key, owner, floor) as held:
+            yield held
+
+    @contextlib.asynccontextmanager
+    async def try_hold(self, key: str, *, floor: int = 0) -> AsyncIterator[Held | None]:
+        lock_key = f"{self._prefix}:lock:{key}"
+        owner = secrets.token_hex(16)
+        if not await self._redis.eval(_ACQUIRE, 1, lock_key, owner, self._ttl_ms):
+            yield None
+            return
+        async with self._holding(key, lock_key, owner, floor) as held:
+            yield held
+
+    @contextlib.asynccontextmanager
+    async def _holding(
+        self, key: str, lock_key: str, owner: str, floor: int
+    ) -> AsyncIterator[Held]:
+        """The lock just taken by `owner`: its fencing token, renewal, and release."""
         try:
             fence = int(
                 await self._redis.eval(_NEXT_FENCE, 1, f"{self._prefix}:fence:{key}", floor)

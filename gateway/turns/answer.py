@@ -5,23 +5,37 @@ for the sender's identity as it was when the message arrived, the model called (
 fallback text when it fails), the reply stored with its usage and budget report — refused if a
 newer lock holder wrote — and handed to the deliver step; compaction queued once the episode
 passes its high-water mark.
+
+A model call is a wait, not work: many conversations answer at once, their model calls admitted
+by the `ModelGate` (process, provider and tenant limits), while the steps that use the CPU and
+the database (reading the turn, assembling the window, storing the reply) take one of a few
+`work_slots`. The customer sees a typing signal while the model works, and a channel that can
+show a reply as it is written (web chat) gets it streamed; only the finished reply is stored.
+The reply is sent in the background, in order, while the next turn is answered.
+
+Several processes may answer: a drain takes the conversation's lock only if it is free (the
+holder answers what is pending) and looks once more after letting it go, so a turn stored while
+it held the lock is never left waiting for the sweep.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from channels.base import Channel
-from context import TokenCounter
+from context import ChatMessage, TokenCounter
 from gateway.coordination.locks import ConversationLocks, Held
 from gateway.customers.resolve import ResolvedIdentity
 from gateway.memory.queue import CompactionJob, CompactionQueue
 from gateway.memory.recall import RecallCache
 from gateway.providers import FALLBACK_MESSAGE, ProviderError
+from gateway.providers.base import Completion, ModelProvider
+from gateway.providers.limits import CallLimits, ModelGate
 from gateway.providers.pool import ProviderPool
 from gateway.providers.transcriber import Transcriber
 from gateway.runtime.clock import utcnow
@@ -30,11 +44,16 @@ from gateway.storage.repositories import customers, episodes, messages, summarie
 from gateway.tenants import TenantSettings
 from gateway.turns.backpressure import Backpressure
 from gateway.turns.deliver import DELIVERY_LEASE, Deliverer
+from gateway.turns.preview import Preview
+from gateway.turns.typing import Typing
 from gateway.turns.voice_notes import voice_text
 from gateway.turns.window import assemble_context, budget_for
 from identity import ChannelIdentityKey, LinkLevel
 
 log = logging.getLogger("relaydesk.answer")
+
+# Steps that use the CPU and the database at once in a process (a model wait holds none).
+WORK_SLOTS = 4
 
 
 class StaleWriter(Exception):
@@ -56,6 +75,8 @@ class Answerer:
         adapters: Mapping[str, Channel],
         memory: CompactionQueue | None = None,
         transcriber: Transcriber | None = None,
+        gate: ModelGate | None = None,
+        work_slots: int = WORK_SLOTS,
     ) -> None:
         self.sessions = sessions
         self.counter = counter
@@ -68,21 +89,31 @@ class Answerer:
         self.adapters = adapters
         self.memory = memory
         self.transcriber = transcriber
+        self.gate = gate or ModelGate()
+        self.work = asyncio.Semaphore(work_slots)
 
     async def drain(self, key: str) -> int:
         """Answer the conversation's pending turns in order; returns how many were answered.
 
-        The lock is taken only when a turn is waiting (a kick for a turn another process
-        already answered costs one query) and held until none is left."""
-        async with self.sessions() as session:
-            floor = await turns.current_fence(session, key)
-            if await turns.next_pending(session, key) is None:
-                return 0
+        The lock is taken only when a turn is waiting (a kick for a turn already answered costs
+        one query) and nobody holds it; after letting it go the drain looks again."""
         answered = 0
-        async with self.locks.hold(key, floor=floor) as held:
+        while True:
+            async with self.work, self.sessions() as session:
+                floor = await turns.current_fence(session, key)
+                if await turns.next_pending(session, key) is None:
+                    return answered
+            async with self.locks.try_hold(key, floor=floor) as held:
+                if held is None:
+                    return answered  # another drain holds it and answers what is pending
+                answered += await self._drain_held(key, held)
+
+    async def _drain_held(self, key: str, held: Held) -> int:
+        answered = 0
+        try:
             while True:
                 await self.backpressure.yield_to_ingest()
-                async with self.sessions() as session:
+                async with self.work, self.sessions() as session:
                     turn = await turns.next_pending(session, key)
                     if turn is None:
                         return answered
@@ -91,6 +122,9 @@ class Answerer:
                     )
                 await self._answer(turn, inbound, held)
                 answered += 1
+        finally:
+            # The replies leave before the lock does: a next holder never overtakes them.
+            await self.deliverer.flush(key)
 
     async def pending_conversations(self) -> list[str]:
         async with self.sessions() as session:
@@ -98,7 +132,7 @@ class Answerer:
 
     async def _answer(self, turn: TurnRecord, inbound: MessageRecord, held: Held) -> None:
         text_in = await self._voice_text(inbound)
-        async with self.sessions() as session:
+        async with self.work, self.sessions() as session:
             tenant = await self.tenant_cache.get(session, channel=inbound.channel)
             identity = await _identity_of(session, inbound)
             assembled = await assemble_context(
@@ -115,8 +149,15 @@ class Answerer:
         budget = budget_for(tenant)
         provider = self.providers.for_window(tenant, window.report.estimated_tokens)
         fields: dict[str, Any] = {"report": window.report.to_dict(), "provider": provider.name}
+        adapter = self.adapters.get(inbound.channel)
+        recipient = inbound.sender.sender if inbound.sender is not None else ""
+        typing = Typing(adapter, recipient, inbound.provider_message_id)
+        typing.start()
+        preview = Preview.of(adapter, recipient, inbound.provider_message_id)
         try:
-            completion = await provider.complete(window.messages, max_tokens=budget.output_reserve)
+            completion = await self._call_model(
+                provider, tenant, window.messages, budget.output_reserve, preview
+            )
             text = completion.text
             fields.update(
                 status="done",
@@ -131,18 +172,46 @@ class Answerer:
             text = tenant.fallback_message or FALLBACK_MESSAGE
             fields.update(status="failed", model=provider.model, error=str(exc)[:2000])
             fields["attempts"] = exc.attempts
+        except BaseException:
+            typing.stop()
+            raise
+        finally:
+            if preview is not None:
+                await preview.close()
         # The reply is stored with its delivery lease taken, so sending needs no claim of its own.
         fields.update(delivery_status="sending", delivery_lease_until=utcnow() + DELIVERY_LEASE)
-        reply = await self._store_reply(turn, held, inbound, text, fields)
-        await self.deliverer.send(turn, inbound, reply, claimed=True)
+        try:
+            async with self.work:
+                reply = await self._store_reply(turn, held, inbound, text, fields)
+        except BaseException:
+            typing.stop()
+            raise
+        self.deliverer.send_in_order(turn.conversation_key, turn, inbound, reply, after=typing.stop)
         await self._maybe_compact(turn, tenant)
+
+    async def _call_model(
+        self,
+        provider: ModelProvider,
+        tenant: TenantSettings,
+        window: Sequence[ChatMessage],
+        max_tokens: int,
+        preview: Preview | None,
+    ) -> Completion:
+        limits = CallLimits(
+            in_flight=tenant.model_max_in_flight, per_minute=tenant.model_requests_per_minute
+        )
+        provider_key = f"{provider.name}:{provider.model}"
+        async with self.gate.admit(provider_key, tenants.DEFAULT_DOMAIN, limits):
+            if preview is None:
+                return await provider.complete(window, max_tokens=max_tokens)
+            return await provider.complete(window, max_tokens=max_tokens, on_text=preview.on_text)
 
     async def _maybe_compact(self, turn: TurnRecord, tenant: TenantSettings) -> None:
         """Enqueue compaction once the episode's unsummarized tokens pass the high-water
         mark; the worker compacts down to the low-water mark (hysteresis)."""
         if self.memory is None:
             return
-        async with self.sessions() as session:
+        async with self.work, self.sessions() as session:
             summary = await summaries.episode_summary(session, turn.customer_id, turn.episode_id)
             pending = await messages.unsummarized_tokens(
                 session,

@@ -4,18 +4,27 @@ A reply is stored with its lease already taken (by the answer step), so a first 
 claim of its own; a retry claims the lease first, so two processes never send one reply twice.
 A retryable failure is tried again by `retry_deliveries`, up to `MAX_DELIVERY_ATTEMPTS`; the
 provider ids of what was sent are recorded so status callbacks can move it forward.
+
+`send_in_order` lets the answer step go on to the conversation's next turn while a reply is
+being sent: each conversation's replies leave one after the other, in the order they were
+stored, and `flush` waits for them (the answer step does before it lets go of the conversation,
+so another process never overtakes them). A send interrupted by a shutdown keeps its lease and
+is sent again by `retry_deliveries` once the lease runs out.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import timedelta
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from channels.base import Channel, OutboundMessage, SendFailed
+from gateway.runtime.tasks import cancel_and_wait
 from gateway.storage.records import MessageRecord, TurnRecord
 from gateway.storage.repositories import messages, turns
 from gateway.turns import delivery
@@ -32,6 +41,64 @@ class Deliverer:
     ) -> None:
         self.sessions = sessions
         self.adapters = adapters
+        self._last: dict[str, asyncio.Task[None]] = {}  # per conversation, its latest send
+
+    def send_in_order(
+        self,
+        key: str,
+        turn: TurnRecord,
+        inbound: MessageRecord,
+        reply: MessageRecord,
+        *,
+        after: Callable[[], None] | None = None,
+    ) -> None:
+        """Send the reply (its lease taken when stored) once the conversation's earlier replies
+        are sent, without waiting here; `after` is called when this send is over."""
+        previous = self._last.get(key)
+        task = asyncio.create_task(
+            self._send_after(previous, turn, inbound, reply, after), name=f"send:{turn.id}"
+        )
+        self._last[key] = task
+
+        def forget(done: asyncio.Task[None]) -> None:
+            if self._last.get(key) is done:
+                del self._last[key]
+
+        task.add_done_callback(forget)
+
+    async def _send_after(
+        self,
+        previous: asyncio.Task[None] | None,
+        turn: TurnRecord,
+        inbound: MessageRecord,
+        reply: MessageRecord,
+        after: Callable[[], None] | None,
+    ) -> None:
+        try:
+            if previous is not None:
+                with contextlib.suppress(Exception):
+                    await asyncio.shield(previous)
+            await self.send(turn, inbound, reply, claimed=True)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            # The reply keeps its lease; `retry_deliveries` sends it once the lease runs out.
+            log.exception("reply send failed", extra={"fields": {"turn": turn.id}})
+        finally:
+            if after is not None:
+                after()
+
+    async def flush(self, key: str) -> None:
+        """Wait until the conversation's replies handed to `send_in_order` are sent."""
+        while (task := self._last.get(key)) is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.shield(task)
+            if self._last.get(key) is task:  # done, but its callback has not run yet
+                del self._last[key]
+
+    async def close(self) -> None:
+        await cancel_and_wait(list(self._last.values()))
+        self._last.clear()
 
     async def send(
         self,

@@ -5,10 +5,11 @@ drain look again before it stops. A periodic sweep resumes conversations whose t
 still pending (after a crash, a restart, or a failed attempt), so an accepted message is
 always answered eventually.
 
-At most `max_active` conversations drain at once in a process; the others wait their turn.
-Answering shares the event loop and the CPU with accepting, so under a burst of webhooks an
-unbounded number of drains would take the time the acknowledgements need; bounded, the
-replies still all come, later.
+At most `max_active` conversations drain at once in a process; the others wait their turn. A
+drain spends most of its time waiting on the model, so the bound is high (the model
+concurrency, `RELAYDESK_MODEL_CONCURRENCY`); the steps of a drain that use the CPU are bounded
+separately by the answer step's work slots, so answering many conversations at once never
+takes the time the acknowledgements need.
 """
 
 from __future__ import annotations
@@ -18,12 +19,13 @@ import logging
 from collections.abc import Awaitable, Callable
 
 from gateway.coordination.locks import LockTimeout
+from gateway.providers.limits import DEFAULT_MODEL_CONCURRENCY
 from gateway.runtime.outages import is_storage_down
 from gateway.runtime.tasks import cancel_and_wait
 
 log = logging.getLogger("relaydesk.scheduler")
 
-MAX_ACTIVE = 4
+MAX_ACTIVE = DEFAULT_MODEL_CONCURRENCY
 
 
 class TurnScheduler:

@@ -90,3 +90,29 @@ async def test_a_stale_holder_cannot_write(redis: Redis, session: AsyncSession) 
     await asyncio.wait_for(asyncio.gather(stale(), fresh()), 10)
     assert outcome == {"fresh": True, "stale": False}
     assert await turns.current_fence(session, key) > 0
+
+
+async def test_in_process_try_hold_gives_way_to_the_holder() -> None:
+    locks = InProcessLocks()
+    async with locks.hold("a"):
+        async with locks.try_hold("a") as other:
+            assert other is None
+        async with locks.try_hold("b") as elsewhere:
+            assert elsewhere is not None
+    async with locks.try_hold("a") as free:
+        assert free is not None and free.fence is None
+
+
+async def test_redis_try_hold_gives_way_to_another_holder_and_fences_the_next(
+    redis: Redis,
+) -> None:
+    first, second = RedisLocks(redis, ttl_ms=5_000), RedisLocks(redis, ttl_ms=5_000)
+    key = f"conv-{uuid.uuid4().hex}"
+    async with first.try_hold(key) as held:
+        assert held is not None and held.fence is not None
+        async with second.try_hold(key) as refused:
+            assert refused is None  # at once: no waiting for the holder
+        fence = held.fence
+    async with second.try_hold(key) as later:
+        assert later is not None and later.fence is not None and later.fence > fence
+    await redis.delete(f"relaydesk:fence:{key}")
