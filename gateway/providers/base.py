@@ -51,10 +51,10 @@ FALLBACK_MESSAGE: Final = (
 """Default text sent to the customer when the model call fails for good (tenants may override)."""
 
 FailureReason = Literal[
-    "timeout",  # no answer within the per-call timeout
+    "timeout",  # no answer within the per-attempt timeout (streamed: no next event within it)
     "connect_error",  # the endpoint could not be reached
-    "rate_limited",  # 429 on the last attempt
-    "server_error",  # 5xx on the last attempt
+    "rate_limited",  # 429 on the last attempt (or a rate-limit error event in its stream)
+    "server_error",  # 5xx on the last attempt (or an overload/server error event in its stream)
     "client_error",  # any other 4xx: the request or the key is wrong; never retried
     "invalid_response",  # 2xx whose body is not a usable completion, or an unexpected status
     "transport_error",  # the connection failed mid-exchange
