@@ -6,7 +6,8 @@
 returns a `Completion` with the usage to store for the turn, or raises `ProviderError` after
 the retries of its `RetryPolicy`; the caller then answers with ``FALLBACK_MESSAGE`` (or the
 tenant's own text), records ``ProviderError.to_dict()`` and keeps the inbound message —
-``answer_or_fallback`` does the first part and returns a `ModelOutcome` to store.
+``answer_or_fallback`` does the first part and returns a `ModelOutcome` to store. Passing
+``on_text=`` (an `OnText`: awaited with the reply text so far) to either streams the reply.
 ``choose_tier`` picks a tenant's model by the size of the assembled window.
 """
 
@@ -19,6 +20,7 @@ from gateway.providers.base import (
     FailureReason,
     ModelOutcome,
     ModelProvider,
+    OnText,
     ProviderConfigError,
     ProviderError,
     Usage,
@@ -45,6 +47,7 @@ __all__ = [
     "ModelProvider",
     "ModelTier",
     "OfflineProvider",
+    "OnText",
     "OpenAICompatProvider",
     "ProviderConfigError",
     "ProviderError",

@@ -9,26 +9,35 @@ message gets a short user message before it.
 
 Anthropic's ``input_tokens`` excludes cached input; `Usage.prompt_tokens` adds the cache reads
 and cache writes back so that it is the whole prompt, as for OpenAI.
+
+Streamed (``on_text`` given): the same body plus ``"stream": true``. ``message_start`` carries
+the model and the input usage, ``content_block_delta`` events of type ``text_delta`` the text,
+``message_delta`` the stop reason and the output tokens, ``message_stop`` ends the reply;
+``ping`` and event types added later are skipped, an ``error`` event fails the attempt.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar, Final
 
 import httpx
+from httpx_sse import ServerSentEvent
 
 from context import ChatMessage
-from gateway.providers.base import Completion, Usage
-from gateway.providers.endpoint import call, completion
-from gateway.providers.retry import DEFAULT_RETRY, JsonReply, RetryPolicy
+from gateway.providers.base import Completion, FailureReason, OnText, Usage
+from gateway.providers.endpoint import call, completion, stream, streamed_completion
+from gateway.providers.fields import field_at, tokens_at
+from gateway.providers.retry import DEFAULT_RETRY, JsonReply, RetryPolicy, one_line
+from gateway.providers.streaming import StreamFault, event_json
 
 __all__ = [
     "ANTHROPIC_BASE_URL",
     "ANTHROPIC_VERSION",
     "LEADING_USER_TEXT",
     "AnthropicProvider",
+    "AnthropicStream",
     "anthropic_payload",
     "parse_anthropic_reply",
 ]
@@ -39,6 +48,23 @@ LEADING_USER_TEXT: Final = "(continuing an earlier conversation)"
 """Put before a history that starts with an assistant turn (the API requires a user turn first)."""
 
 _MERGE_SEPARATOR: Final = "\n\n"
+_USAGE_FIELDS: Final = (
+    "input_tokens",
+    "cache_read_input_tokens",
+    "cache_creation_input_tokens",
+    "output_tokens",
+)
+# What an `error` event's type means (the same types as the HTTP errors); others are retried.
+_STREAM_ERRORS: Final[Mapping[str, tuple[FailureReason, bool]]] = {
+    "overloaded_error": ("server_error", True),
+    "api_error": ("server_error", True),
+    "rate_limit_error": ("rate_limited", True),
+    "invalid_request_error": ("client_error", False),
+    "authentication_error": ("client_error", False),
+    "permission_error": ("client_error", False),
+    "not_found_error": ("client_error", False),
+    "request_too_large": ("client_error", False),
+}
 
 
 def _system_blocks(texts: Sequence[str]) -> list[dict[str, object]]:
@@ -91,21 +117,78 @@ def parse_anthropic_reply(reply: JsonReply, *, requested_model: str) -> Completi
                 text = item.get("text")
                 if isinstance(text, str):
                     parts.append(text)
-    cache_read = reply.tokens("usage", "cache_read_input_tokens")
-    cache_write = reply.tokens("usage", "cache_creation_input_tokens")
     return completion(
         reply,
         provider=AnthropicProvider.name,
         requested_model=requested_model,
         text="".join(parts),
-        usage=Usage(
-            prompt_tokens=reply.tokens("usage", "input_tokens") + cache_read + cache_write,
-            completion_tokens=reply.tokens("usage", "output_tokens"),
-            cached_tokens=cache_read,
-        ),
+        usage=_usage({name: reply.tokens("usage", name) for name in _USAGE_FIELDS}),
         stop_field="stop_reason",
         stop=reply.field("stop_reason"),
     )
+
+
+def _usage(counts: Mapping[str, int]) -> Usage:
+    cache_read = counts.get("cache_read_input_tokens", 0)
+    cache_write = counts.get("cache_creation_input_tokens", 0)
+    return Usage(
+        prompt_tokens=counts.get("input_tokens", 0) + cache_read + cache_write,
+        completion_tokens=counts.get("output_tokens", 0),
+        cached_tokens=cache_read,
+    )
+
+
+class AnthropicStream:
+    """One attempt's reading of a Messages stream; whole once ``message_stop`` came."""
+
+    def __init__(self) -> None:
+        self.done = False
+        self.model: str | None = None
+        self.stop: str | None = None
+        self._counts: dict[str, int] = {}
+
+    @property
+    def complete(self) -> bool:
+        return self.done
+
+    def usage(self) -> Usage:
+        return _usage(self._counts)
+
+    def _count(self, usage: object) -> None:
+        """Counts in ``message_delta`` are running totals, so a later one replaces an earlier."""
+        for name in _USAGE_FIELDS:
+            value = tokens_at(usage, name)
+            if value is not None:
+                self._counts[name] = value
+
+    def feed(self, event: ServerSentEvent) -> str:
+        data = event_json(event)
+        kind = data.get("type", event.event)
+        if kind == "message_start":
+            model = field_at(data, "message", "model")
+            self.model = model if isinstance(model, str) and model else None
+            self._count(field_at(data, "message", "usage"))
+        elif kind in ("content_block_start", "content_block_delta"):
+            piece = field_at(data, "content_block" if kind == "content_block_start" else "delta")
+            text = field_at(piece, "text")
+            if field_at(piece, "type") in ("text", "text_delta") and isinstance(text, str):
+                return text
+        elif kind == "message_delta":
+            stop = field_at(data, "delta", "stop_reason")
+            if isinstance(stop, str) and stop:
+                self.stop = stop
+            self._count(data.get("usage"))
+        elif kind == "message_stop":
+            self.done = True
+        elif kind == "error":
+            error_type = field_at(data, "error", "type")
+            message = field_at(data, "error", "message")
+            reason, retryable = _STREAM_ERRORS.get(
+                error_type if isinstance(error_type, str) else "", ("stream_broken", True)
+            )
+            detail = one_line(message) if isinstance(message, str) else one_line(event.data)
+            raise StreamFault(reason, detail, retryable=retryable)
+        return ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,6 +220,13 @@ class AnthropicProvider:
             headers["x-api-key"] = self.api_key
         return headers
 
-    async def complete(self, messages: Sequence[ChatMessage], *, max_tokens: int) -> Completion:
-        reply = await call(self, anthropic_payload(self.model, messages, max_tokens=max_tokens))
-        return parse_anthropic_reply(reply, requested_model=self.model)
+    async def complete(
+        self, messages: Sequence[ChatMessage], *, max_tokens: int, on_text: OnText | None = None
+    ) -> Completion:
+        payload = anthropic_payload(self.model, messages, max_tokens=max_tokens)
+        if on_text is None:
+            return parse_anthropic_reply(await call(self, payload), requested_model=self.model)
+        reply = await stream(self, {**payload, "stream": True}, AnthropicStream, on_text)
+        return streamed_completion(
+            reply, provider=self.name, requested_model=self.model, stop_field="stop_reason"
+        )

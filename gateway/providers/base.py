@@ -10,6 +10,12 @@ Exception tree (shallow; each class exists because its caller handles it differe
                               pipeline answers with ``FALLBACK_MESSAGE``, records
                               ``ProviderError.to_dict()`` and keeps the inbound message
 
+Streaming: ``complete(..., on_text=callback)`` asks the HTTP providers to stream; the callback is
+awaited with the whole reply text so far each time more arrives. A retried attempt starts the
+text again from empty, so a call may carry a shorter text than the one before it (the caller
+replaces what it showed). The returned `Completion` is always the whole, finished reply; a
+partial stream is a failure, never a `Completion`.
+
 Vendor JSON is parsed at the edge (the provider modules); past it only these frozen objects
 travel.
 """
@@ -17,7 +23,7 @@ travel.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Final, Literal, Protocol
 
@@ -29,6 +35,7 @@ __all__ = [
     "FailureReason",
     "ModelOutcome",
     "ModelProvider",
+    "OnText",
     "ProviderConfigError",
     "ProviderError",
     "Usage",
@@ -44,14 +51,20 @@ FALLBACK_MESSAGE: Final = (
 """Default text sent to the customer when the model call fails for good (tenants may override)."""
 
 FailureReason = Literal[
-    "timeout",  # no answer within the per-call timeout
+    "timeout",  # no answer within the per-attempt timeout (streamed: no next event within it)
     "connect_error",  # the endpoint could not be reached
-    "rate_limited",  # 429 on the last attempt
-    "server_error",  # 5xx on the last attempt
+    "rate_limited",  # 429 on the last attempt (or a rate-limit error event in its stream)
+    "server_error",  # 5xx on the last attempt (or an overload/server error event in its stream)
     "client_error",  # any other 4xx: the request or the key is wrong; never retried
     "invalid_response",  # 2xx whose body is not a usable completion, or an unexpected status
     "transport_error",  # the connection failed mid-exchange
+    # a streamed reply broke on the last attempt: the connection dropped mid-body, the stream
+    # ended before its end marker, or an event could not be read
+    "stream_broken",
 ]
+
+OnText = Callable[[str], Awaitable[None]]
+"""Awaited with the whole reply text so far (not the latest piece) each time more arrives."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,6 +158,11 @@ class ModelProvider(Protocol):
     ``complete`` sends the window (one system message first, the current user message last)
     and returns the answer, or raises `ProviderError` once retries are exhausted. Instances
     hold no per-call state, so one instance may serve concurrent turns.
+
+    Without ``on_text`` the reply comes in one response. With it the HTTP providers stream and
+    await ``on_text(text_so_far)`` as the text grows (the offline provider calls it once with
+    its whole text); a callback that raises is logged and not called again for that call,
+    which still finishes.
     """
 
     @property
@@ -155,7 +173,9 @@ class ModelProvider(Protocol):
     @property
     def model(self) -> str: ...
 
-    async def complete(self, messages: Sequence[ChatMessage], *, max_tokens: int) -> Completion: ...
+    async def complete(
+        self, messages: Sequence[ChatMessage], *, max_tokens: int, on_text: OnText | None = None
+    ) -> Completion: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,14 +202,16 @@ async def answer_or_fallback(
     *,
     max_tokens: int,
     fallback: str = FALLBACK_MESSAGE,
+    on_text: OnText | None = None,
 ) -> ModelOutcome:
-    """Call the model; after a final `ProviderError` answer with ``fallback`` instead.
+    """Call the model (streaming to ``on_text`` when given); after a final `ProviderError`
+    answer with ``fallback`` instead.
 
     Only `ProviderError` is turned into the fallback: any other exception is a bug and
     propagates. The failure is logged here and returned for the caller to store with the turn.
     """
     try:
-        completion = await provider.complete(messages, max_tokens=max_tokens)
+        completion = await provider.complete(messages, max_tokens=max_tokens, on_text=on_text)
     except ProviderError as error:
         log.warning("model call failed, fallback sent", extra={"fields": error.to_dict()})
         return ModelOutcome(reply=fallback, failure=error)

@@ -1,21 +1,26 @@
-"""What the HTTP providers share: one call with their own settings, and the reply read into a
-`Completion`.
+"""What the HTTP providers share: one call with their own settings (plain or streamed), and the
+reply read into a `Completion`.
 
-Each vendor module keeps what differs (payload, where the text and the usage sit); the call
-through `post_json` and the checks every reply gets are here once.
+Each vendor module keeps what differs (payload, where the text and the usage sit, how its
+stream's events read); the calls through `post_json` and `post_stream` and the checks every
+reply gets are here once.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Protocol
+from collections.abc import Callable, Mapping
+from typing import Protocol, TypeVar
 
 import httpx
 
-from gateway.providers.base import Completion, ProviderError, Usage
+from gateway.providers.base import Completion, OnText, ProviderError, Usage
+from gateway.providers.listener import TextListener
 from gateway.providers.retry import JsonReply, RetryPolicy, post_json
+from gateway.providers.streaming import StreamedReply, StreamParser, post_stream
 
-__all__ = ["HttpEndpoint", "call", "completion"]
+__all__ = ["HttpEndpoint", "call", "completion", "stream", "streamed_completion"]
+
+P = TypeVar("P", bound=StreamParser)
 
 
 class HttpEndpoint(Protocol):
@@ -56,6 +61,28 @@ async def call(endpoint: HttpEndpoint, payload: Mapping[str, object]) -> JsonRep
     )
 
 
+async def stream(
+    endpoint: HttpEndpoint,
+    payload: Mapping[str, object],
+    parser: Callable[[], P],
+    on_text: OnText,
+) -> StreamedReply[P]:
+    """`post_stream` of ``payload`` (which asks for a stream) to the endpoint, each attempt read
+    by a fresh ``parser()``, the text so far told to ``on_text``."""
+    return await post_stream(
+        endpoint.http,
+        endpoint.url,
+        payload=payload,
+        headers=endpoint.headers(),
+        timeout_s=endpoint.timeout_s,
+        policy=endpoint.retry,
+        provider=endpoint.name,
+        model=endpoint.model,
+        parser=parser,
+        listener=TextListener(on_text, provider=endpoint.name, model=endpoint.model),
+    )
+
+
 def completion(
     reply: JsonReply,
     *,
@@ -72,21 +99,59 @@ def completion(
     (``invalid_response``), naming the vendor's stop reason ``stop`` as ``stop_field``. The
     model is the one the reply names, else ``requested_model``.
     """
+    return _checked(
+        provider=provider,
+        requested_model=requested_model,
+        answered_by=reply.field("model"),
+        attempts=reply.attempts,
+        text=text,
+        usage=usage,
+        stop_field=stop_field,
+        stop=stop,
+    )
+
+
+def streamed_completion(
+    reply: StreamedReply[P], *, provider: str, requested_model: str, stop_field: str
+) -> Completion:
+    """The `Completion` of a stream read to its end, with the same checks as `completion`."""
+    return _checked(
+        provider=provider,
+        requested_model=requested_model,
+        answered_by=reply.parser.model,
+        attempts=reply.attempts,
+        text=reply.text,
+        usage=reply.parser.usage(),
+        stop_field=stop_field,
+        stop=reply.parser.stop,
+    )
+
+
+def _checked(
+    *,
+    provider: str,
+    requested_model: str,
+    answered_by: object,
+    attempts: int,
+    text: object,
+    usage: Usage,
+    stop_field: str,
+    stop: object,
+) -> Completion:
     if not isinstance(text, str) or not text.strip():
         raise ProviderError(
             provider=provider,
             model=requested_model,
             reason="invalid_response",
-            attempts=reply.attempts,
+            attempts=attempts,
             status=200,
             detail=f"no text in the reply ({stop_field}={stop!r})",
         )
-    answered_by = reply.field("model")
     return Completion(
         text=text,
         model=answered_by if isinstance(answered_by, str) and answered_by else requested_model,
         provider=provider,
         usage=usage,
-        attempts=reply.attempts,
+        attempts=attempts,
         finish_reason=stop if isinstance(stop, str) else None,
     )

@@ -18,7 +18,8 @@ from typing import ClassVar, Final
 
 from context import ChatMessage
 from context.render import EPISODE_SUMMARY_HEADER, FACTS_HEADER, SUMMARIES_HEADER, quoted
-from gateway.providers.base import Completion, Usage
+from gateway.providers.base import Completion, OnText, Usage
+from gateway.providers.listener import TextListener
 
 __all__ = ["OFFLINE_NOTICE", "OfflineProvider", "WindowDigest", "digest_window", "offline_reply"]
 
@@ -143,8 +144,12 @@ class OfflineProvider:
     model: str = "offline"
     count: Callable[[str], int] = _rough_count
 
-    async def complete(self, messages: Sequence[ChatMessage], *, max_tokens: int) -> Completion:
+    async def complete(
+        self, messages: Sequence[ChatMessage], *, max_tokens: int, on_text: OnText | None = None
+    ) -> Completion:
+        """The offline answer; ``on_text`` is told it once, whole (there is nothing to stream)."""
         text = offline_reply(digest_window(messages))
+        await TextListener(on_text, provider=self.name, model=self.model)(text)
         return Completion(
             text=text,
             model=self.model,

@@ -5,24 +5,32 @@ includes the API version path, as those servers document it (``https://api.opena
 ``http://127.0.0.1:11434/v1``). OpenAI caches long prompt prefixes by itself; the byte-stable
 system message is what makes that cache hit, and ``usage.prompt_tokens_details.cached_tokens``
 reports it.
+
+Streamed (``on_text`` given): the same body plus ``"stream": true`` and
+``"stream_options": {"include_usage": true}``; each event is a chunk whose
+``choices[0].delta.content`` adds text, the last chunk before ``data: [DONE]`` carries the usage.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar, Final, Literal
 
 import httpx
+from httpx_sse import ServerSentEvent
 
 from context import ChatMessage
-from gateway.providers.base import Completion, Usage
-from gateway.providers.endpoint import call, completion
-from gateway.providers.retry import DEFAULT_RETRY, JsonReply, RetryPolicy
+from gateway.providers.base import Completion, OnText, Usage
+from gateway.providers.endpoint import call, completion, stream, streamed_completion
+from gateway.providers.fields import field_at, tokens_at
+from gateway.providers.retry import DEFAULT_RETRY, JsonReply, RetryPolicy, one_line
+from gateway.providers.streaming import StreamFault, event_json
 
 __all__ = [
     "OPENAI_BASE_URL",
     "OpenAICompatProvider",
+    "OpenAIStream",
     "openai_payload",
     "parse_openai_reply",
     "token_field_for",
@@ -31,6 +39,12 @@ __all__ = [
 OPENAI_BASE_URL: Final = "https://api.openai.com/v1"
 
 TokenField = Literal["max_tokens", "max_completion_tokens"]
+
+STREAM_FLAGS: Final[Mapping[str, object]] = {
+    "stream": True,
+    "stream_options": {"include_usage": True},  # else a stream reports no usage at all
+}
+_DONE: Final = "[DONE]"
 
 
 def token_field_for(base_url: str) -> TokenField:
@@ -56,6 +70,14 @@ def openai_payload(
     }
 
 
+def _usage(block: object) -> Usage:
+    return Usage(
+        prompt_tokens=tokens_at(block, "prompt_tokens") or 0,
+        completion_tokens=tokens_at(block, "completion_tokens") or 0,
+        cached_tokens=tokens_at(block, "prompt_tokens_details", "cached_tokens") or 0,
+    )
+
+
 def parse_openai_reply(reply: JsonReply, *, requested_model: str) -> Completion:
     """The first choice's text and the usage block; a reply without text is a failure."""
     return completion(
@@ -63,14 +85,52 @@ def parse_openai_reply(reply: JsonReply, *, requested_model: str) -> Completion:
         provider=OpenAICompatProvider.name,
         requested_model=requested_model,
         text=reply.field("choices", 0, "message", "content"),
-        usage=Usage(
-            prompt_tokens=reply.tokens("usage", "prompt_tokens"),
-            completion_tokens=reply.tokens("usage", "completion_tokens"),
-            cached_tokens=reply.tokens("usage", "prompt_tokens_details", "cached_tokens"),
-        ),
+        usage=_usage(reply.field("usage")),
         stop_field="finish_reason",
         stop=reply.field("choices", 0, "finish_reason"),
     )
+
+
+class OpenAIStream:
+    """One attempt's reading of a chat-completions stream.
+
+    Whole when ``data: [DONE]`` came, or — for servers that end the body without it — once a
+    ``finish_reason`` was read. A chunk with an ``error`` object (vLLM, LiteLLM and OpenAI send
+    one when generation fails mid-way) fails the attempt as a server error.
+    """
+
+    def __init__(self) -> None:
+        self.done = False
+        self.model: str | None = None
+        self.stop: str | None = None
+        self._usage = Usage(0, 0)
+
+    @property
+    def complete(self) -> bool:
+        return self.done or self.stop is not None
+
+    def usage(self) -> Usage:
+        return self._usage
+
+    def feed(self, event: ServerSentEvent) -> str:
+        if event.data.strip() == _DONE:
+            self.done = True
+            return ""
+        chunk = event_json(event)
+        if chunk.get("error") is not None or event.event == "error":
+            message = field_at(chunk, "error", "message")
+            detail = one_line(message) if isinstance(message, str) else one_line(event.data)
+            raise StreamFault("server_error", detail)
+        model = chunk.get("model")
+        if isinstance(model, str) and model:
+            self.model = model
+        if isinstance(chunk.get("usage"), Mapping):
+            self._usage = _usage(chunk["usage"])
+        stop = field_at(chunk, "choices", 0, "finish_reason")
+        if isinstance(stop, str) and stop:
+            self.stop = stop
+        content = field_at(chunk, "choices", 0, "delta", "content")
+        return content if isinstance(content, str) else ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,8 +160,15 @@ class OpenAICompatProvider:
             headers["authorization"] = f"Bearer {self.api_key}"
         return headers
 
-    async def complete(self, messages: Sequence[ChatMessage], *, max_tokens: int) -> Completion:
+    async def complete(
+        self, messages: Sequence[ChatMessage], *, max_tokens: int, on_text: OnText | None = None
+    ) -> Completion:
         payload = openai_payload(
             self.model, messages, max_tokens=max_tokens, token_field=self.token_field
         )
-        return parse_openai_reply(await call(self, payload), requested_model=self.model)
+        if on_text is None:
+            return parse_openai_reply(await call(self, payload), requested_model=self.model)
+        reply = await stream(self, {**payload, **STREAM_FLAGS}, OpenAIStream, on_text)
+        return streamed_completion(
+            reply, provider=self.name, requested_model=self.model, stop_field="finish_reason"
+        )

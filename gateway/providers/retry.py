@@ -1,10 +1,11 @@
-"""Retry policy and the one retrying JSON POST every HTTP provider goes through.
+"""Retry policy, the retry loop every HTTP provider call goes through, and the JSON POST.
 
 Retried: 429, 500–599, timeouts (`httpx.TimeoutException` or the per-call deadline) and
 connection failures (`httpx.ConnectError`). Anything else fails at once: another 4xx means the
 request or the key is wrong and sending it again cannot help. Backoff is exponential with full
 jitter; a ``Retry-After`` header on 429/503 is honoured instead, capped at ``max_delay_s``.
-Attempt counters live in the call, never on a shared instance.
+Attempt counters live in the call, never on a shared instance. `with_retries` is the loop;
+`post_json` (here) and `post_stream` (``streaming.py``) are its two kinds of attempt.
 """
 
 from __future__ import annotations
@@ -13,29 +14,38 @@ import asyncio
 import logging
 import math
 import random
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
-from typing import Final
+from typing import Final, TypeVar
 
 import httpx
 
 from gateway.providers.base import FailureReason, ProviderError
+from gateway.providers.fields import field_at, tokens_at
 
 __all__ = [
     "DEFAULT_RETRY",
     "JsonReply",
     "RetryPolicy",
+    "RetryableFailure",
+    "Target",
     "backoff_delay",
+    "one_line",
     "parse_retry_after",
     "post_json",
+    "raise_for_status",
+    "request_failure",
+    "with_retries",
 ]
 
 log = logging.getLogger("relaydesk.providers")
 
 _DETAIL_CHARS = 300
 _RETRY_AFTER_STATUSES = frozenset({429, 503})
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,27 +115,14 @@ class JsonReply:
 
     def field(self, *path: str | int) -> object:
         """The value at ``path`` (keys of objects, indexes of arrays); None where it is absent."""
-        node: object = self.body
-        for step in path:
-            if isinstance(step, str) and isinstance(node, Mapping):
-                node = node.get(step)
-            elif (
-                isinstance(step, int) and isinstance(node, list) and -len(node) <= step < len(node)
-            ):
-                node = node[step]
-            else:
-                return None
-        return node
+        return field_at(self.body, *path)
 
     def tokens(self, *path: str | int) -> int:
         """A token count at ``path``; 0 when absent, null or not a non-negative integer."""
-        value = self.field(*path)
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            return 0
-        return value
+        return tokens_at(self.body, *path) or 0
 
 
-def _one_line(text: str) -> str:
+def one_line(text: str) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= _DETAIL_CHARS else flat[: _DETAIL_CHARS - 1] + "…"
 
@@ -135,14 +132,14 @@ def _error_detail(response: httpx.Response) -> str:
     try:
         body: object = response.json()
     except ValueError:
-        return _one_line(response.text)
+        return one_line(response.text)
     if isinstance(body, dict):
         error = body.get("error")
         if isinstance(error, dict) and isinstance(error.get("message"), str):
-            return _one_line(error["message"])
+            return one_line(error["message"])
         if isinstance(error, str):
-            return _one_line(error)
-    return _one_line(response.text)
+            return one_line(error)
+    return one_line(response.text)
 
 
 def _status_reason(status: int) -> tuple[FailureReason, bool]:
@@ -154,6 +151,99 @@ def _status_reason(status: int) -> tuple[FailureReason, bool]:
     if 400 <= status <= 499:
         return "client_error", False
     return "invalid_response", False
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """The provider and model a call is for: the names every `ProviderError` carries."""
+
+    provider: str
+    model: str
+
+    def failure(
+        self, reason: FailureReason, attempt: int, status: int | None = None, detail: str = ""
+    ) -> ProviderError:
+        return ProviderError(
+            provider=self.provider,
+            model=self.model,
+            reason=reason,
+            attempts=attempt,
+            status=status,
+            detail=detail,
+        )
+
+
+class RetryableFailure(Exception):
+    """One attempt failed in a way the next attempt may not; ``error`` is what the caller gets
+    if it was the last one, ``retry_after`` the server's wait in seconds when it named one."""
+
+    def __init__(self, error: ProviderError, retry_after: float | None = None) -> None:
+        super().__init__(str(error))
+        self.error = error
+        self.retry_after = retry_after
+
+
+def raise_for_status(response: httpx.Response, target: Target, attempt: int) -> None:
+    """Nothing for a 2xx; else the failure its status means (the body must have been read)."""
+    status = response.status_code
+    if 200 <= status <= 299:
+        return
+    reason, retryable = _status_reason(status)
+    error = target.failure(reason, attempt, status, _error_detail(response))
+    if not retryable:
+        raise error
+    retry_after = None
+    if status in _RETRY_AFTER_STATUSES:
+        retry_after = parse_retry_after(response.headers.get("retry-after"))
+    raise RetryableFailure(error, retry_after)
+
+
+def request_failure(
+    exc: Exception, target: Target, attempt: int, *, timeout_s: float
+) -> RetryableFailure | ProviderError:
+    """What an httpx exception (or the per-attempt deadline) before any answer means: timeouts
+    and refused connections are worth another attempt, other transport failures are final."""
+    if isinstance(exc, httpx.TimeoutException | TimeoutError):
+        error = target.failure("timeout", attempt, None, f"no answer within {timeout_s:g} s")
+    elif isinstance(exc, httpx.ConnectError):
+        detail = one_line(str(exc)) or "connect error"
+        error = target.failure("connect_error", attempt, None, detail)
+    else:
+        detail = one_line(str(exc)) or type(exc).__name__
+        error = target.failure("transport_error", attempt, None, detail)
+    error.__cause__ = exc
+    return error if error.reason == "transport_error" else RetryableFailure(error)
+
+
+async def with_retries(
+    attempt: Callable[[int], Awaitable[T]], *, policy: RetryPolicy, target: Target
+) -> T:
+    """``attempt(1)``, ``attempt(2)``, … until one returns, raises `ProviderError` (final) or
+    the policy's attempts are used up; a `RetryableFailure` waits its backoff first."""
+    for number in range(1, policy.attempts + 1):
+        try:
+            return await attempt(number)
+        except RetryableFailure as failed:
+            retry = failed
+        # Raised outside the handler so the error's cause stays the httpx exception.
+        if number == policy.attempts:
+            raise retry.error
+        delay = backoff_delay(policy, number, retry_after=retry.retry_after)
+        log.warning(
+            "model call failed, retrying",
+            extra={
+                "fields": {
+                    "provider": target.provider,
+                    "model": target.model,
+                    "attempt": number,
+                    "reason": retry.error.reason,
+                    "status": retry.error.status,
+                    "delay_s": round(delay, 3),
+                }
+            },
+        )
+        await asyncio.sleep(delay)
+    raise AssertionError("unreachable: the loop returns or raises")  # pragma: no cover
 
 
 async def post_json(
@@ -172,68 +262,27 @@ async def post_json(
     Each attempt is bounded by ``timeout_s`` as a whole (connect, send, wait and read).
     Raises `ProviderError` when the policy's attempts are used up or the failure is final.
     """
+    target = Target(provider, model)
 
-    def failure(
-        reason: FailureReason, attempt: int, status: int | None, detail: str
-    ) -> ProviderError:
-        return ProviderError(
-            provider=provider,
-            model=model,
-            reason=reason,
-            attempts=attempt,
-            status=status,
-            detail=detail,
-        )
-
-    for attempt in range(1, policy.attempts + 1):
-        retry_after: float | None = None
+    async def attempt(number: int) -> JsonReply:
         try:
             async with asyncio.timeout(timeout_s):
                 response = await http.post(
                     url, json=dict(payload), headers=dict(headers), timeout=timeout_s
                 )
-        except (httpx.TimeoutException, TimeoutError) as exc:
-            error = failure("timeout", attempt, None, f"no answer within {timeout_s:g} s")
-            error.__cause__ = exc
-        except httpx.ConnectError as exc:
-            error = failure("connect_error", attempt, None, _one_line(str(exc)) or "connect error")
-            error.__cause__ = exc
-        except httpx.TransportError as exc:
-            detail = _one_line(str(exc)) or type(exc).__name__
-            raise failure("transport_error", attempt, None, detail) from exc
-        else:
-            status = response.status_code
-            if 200 <= status <= 299:
-                try:
-                    body: object = response.json()
-                except ValueError as exc:
-                    raise failure(
-                        "invalid_response", attempt, status, "the body is not JSON"
-                    ) from exc
-                if not isinstance(body, dict):
-                    raise failure("invalid_response", attempt, status, "the body is not an object")
-                return JsonReply(body=body, attempts=attempt)
-            reason, retryable = _status_reason(status)
-            error = failure(reason, attempt, status, _error_detail(response))
-            if not retryable:
-                raise error
-            if status in _RETRY_AFTER_STATUSES:
-                retry_after = parse_retry_after(response.headers.get("retry-after"))
-        if attempt == policy.attempts:
-            raise error
-        delay = backoff_delay(policy, attempt, retry_after=retry_after)
-        log.warning(
-            "model call failed, retrying",
-            extra={
-                "fields": {
-                    "provider": provider,
-                    "model": model,
-                    "attempt": attempt,
-                    "reason": error.reason,
-                    "status": error.status,
-                    "delay_s": round(delay, 3),
-                }
-            },
-        )
-        await asyncio.sleep(delay)
-    raise AssertionError("unreachable: the loop returns or raises")  # pragma: no cover
+        except (httpx.TransportError, TimeoutError) as exc:
+            raise request_failure(exc, target, number, timeout_s=timeout_s) from exc
+        raise_for_status(response, target, number)
+        try:
+            body: object = response.json()
+        except ValueError as exc:
+            raise target.failure(
+                "invalid_response", number, response.status_code, "the body is not JSON"
+            ) from exc
+        if not isinstance(body, dict):
+            raise target.failure(
+                "invalid_response", number, response.status_code, "the body is not an object"
+            )
+        return JsonReply(body=body, attempts=number)
+
+    return await with_retries(attempt, policy=policy, target=target)

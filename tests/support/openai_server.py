@@ -1,12 +1,17 @@
 """A local server speaking the OpenAI chat-completions protocol, for pipeline tests.
 
 It records every request and answers after an optional delay, so tests can see what the
-model was sent, in which order, and how calls overlapped.
+model was sent, in which order, and how calls overlapped. With ``streaming=True`` a request
+asking ``"stream": true`` is answered with server-sent events, the reply's words paced at
+``tokens_per_s`` after ``first_token_s``; requests without it still get one JSON answer.
+``in_flight`` and ``peak_in_flight`` count the requests being answered (both kinds).
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,21 +25,37 @@ class Call:
     started: float
     finished: float | None = None
     model: str | None = None  # the model named in the request
+    streamed: bool = False  # answered with server-sent events
+    first_token: float | None = None  # when the first piece of text was sent (streamed only)
 
     @property
     def last_user_text(self) -> str:
         return next(m["content"] for m in reversed(self.messages) if m["role"] == "user")
 
 
+def _pieces(text: str) -> list[str]:
+    """The reply cut into word-sized tokens, each with the spaces before it."""
+    return re.findall(r"\s*\S+", text) or [text]
+
+
 @dataclass
 class FakeOpenAI:
     """`delay_s`: how long each answer waits at most; `release()` ends every wait at once.
-    `status`: answer every call with this HTTP error instead (e.g. 400)."""
+    `status`: answer every call with this HTTP error instead (e.g. 400).
+
+    `streaming`: answer ``"stream": true`` requests with server-sent events; then
+    `first_token_s` is the wait (after the headers, ended by `release()` too) before the first
+    token and `tokens_per_s` the pace of the others (0: no pause)."""
 
     delay_s: float = 0.0
     status: int | None = None
     reply: str | None = None  # a fixed answer instead of "re: <last user message>"
     calls: list[Call] = field(default_factory=list)
+    streaming: bool = False
+    first_token_s: float = 0.0
+    tokens_per_s: float = 0.0
+    in_flight: int = 0  # requests being answered now
+    peak_in_flight: int = 0  # the most at once so far
     _released: asyncio.Event = field(default_factory=asyncio.Event)
 
     def release(self) -> None:
@@ -45,18 +66,36 @@ class FakeOpenAI:
         app.router.add_post("/v1/chat/completions", self._complete)
         return app
 
-    async def _complete(self, request: web.Request) -> web.Response:
+    async def _wait(self, seconds: float) -> None:
+        if seconds:
+            try:
+                await asyncio.wait_for(self._released.wait(), seconds)
+            except TimeoutError:
+                pass
+
+    async def _complete(self, request: web.Request) -> web.StreamResponse:
+        self.in_flight += 1
+        self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+        try:
+            return await self._answer(request)
+        finally:
+            self.in_flight -= 1
+
+    async def _answer(self, request: web.Request) -> web.StreamResponse:
         body: dict[str, Any] = await request.json()
         call = Call(messages=body["messages"], started=time.monotonic(), model=body.get("model"))
         self.calls.append(call)
-        if self.delay_s:
-            try:
-                await asyncio.wait_for(self._released.wait(), self.delay_s)
-            except TimeoutError:
-                pass
-        call.finished = time.monotonic()
+        await self._wait(self.delay_s)
         if self.status is not None:
+            call.finished = time.monotonic()
             return web.json_response({"error": {"message": "refused"}}, status=self.status)
+        text = self.reply or f"re: {call.last_user_text}"
+        if self.streaming and body.get("stream") is True:
+            call.streamed = True
+            response = await self._stream(request, body, call, text)
+            call.finished = time.monotonic()
+            return response
+        call.finished = time.monotonic()
         return web.json_response(
             {
                 "id": f"chatcmpl-{len(self.calls)}",
@@ -65,13 +104,44 @@ class FakeOpenAI:
                 "choices": [
                     {
                         "index": 0,
-                        "message": {
-                            "role": "assistant",
-                            "content": self.reply or f"re: {call.last_user_text}",
-                        },
+                        "message": {"role": "assistant", "content": text},
                         "finish_reason": "stop",
                     }
                 ],
                 "usage": {"prompt_tokens": 100, "completion_tokens": 7, "total_tokens": 107},
             }
         )
+
+    async def _stream(
+        self, request: web.Request, body: dict[str, Any], call: Call, text: str
+    ) -> web.StreamResponse:
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+
+        async def send(choices: list[dict[str, object]], usage: object = None) -> None:
+            chunk = {
+                "id": f"chatcmpl-{len(self.calls)}",
+                "object": "chat.completion.chunk",
+                "model": body["model"],
+                "choices": choices,
+                "usage": usage,
+            }
+            await response.write(f"data: {json.dumps(chunk)}\n\n".encode())
+
+        await send([{"index": 0, "delta": {"role": "assistant", "content": ""}}])
+        await self._wait(self.first_token_s)
+        pieces = _pieces(text)
+        for index, piece in enumerate(pieces):
+            if index:
+                await asyncio.sleep(1 / self.tokens_per_s if self.tokens_per_s else 0)
+            else:
+                call.first_token = time.monotonic()
+            await send([{"index": 0, "delta": {"content": piece}, "finish_reason": None}])
+        await send([{"index": 0, "delta": {}, "finish_reason": "stop"}])
+        if (body.get("stream_options") or {}).get("include_usage"):
+            total = 100 + len(pieces)
+            usage = {"prompt_tokens": 100, "completion_tokens": len(pieces), "total_tokens": total}
+            await send([], usage)
+        await response.write(b"data: [DONE]\n\n")
+        await response.write_eof()
+        return response

@@ -33,6 +33,16 @@ T0 = datetime(2026, 11, 1, 9, 0, tzinfo=UTC)
 StartVendor = Callable[..., Awaitable[tuple[ScriptedVendor, str]]]
 
 
+class Shown:
+    """An ``on_text`` callback that keeps every text it was given, as a display would show it."""
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+
+    async def __call__(self, text: str) -> None:
+        self.texts.append(text)
+
+
 @pytest.fixture
 async def http() -> AsyncIterator[httpx.AsyncClient]:
     """Stands in for the app's shared client; the header proves which client made a call."""

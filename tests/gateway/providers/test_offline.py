@@ -106,3 +106,24 @@ def test_long_messages_are_quoted_short_on_one_line() -> None:
     digest = digest_window([ChatMessage("user", "linha\n" + "a" * 1000)])
     line = next(x for x in offline_reply(digest).splitlines() if x.startswith("Your message"))
     assert len(line) < 320 and line.endswith('…"')
+
+
+async def test_on_text_is_told_the_whole_text_once(window: Window) -> None:
+    shown: list[str] = []
+
+    async def show(text: str) -> None:
+        shown.append(text)
+
+    completion = await OfflineProvider().complete(window.messages, max_tokens=800, on_text=show)
+
+    assert shown == [completion.text]
+    assert completion == await OfflineProvider().complete(window.messages, max_tokens=800)
+
+
+async def test_a_raising_on_text_does_not_break_the_offline_answer(window: Window) -> None:
+    async def broken(text: str) -> None:
+        raise RuntimeError("display gone")
+
+    completion = await OfflineProvider().complete(window.messages, max_tokens=800, on_text=broken)
+
+    assert completion.text.startswith(OFFLINE_NOTICE)
