@@ -16,15 +16,30 @@ import contextlib
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
+from contextvars import ContextVar
 from dataclasses import dataclass
 
-__all__ = ["DEFAULT_MODEL_CONCURRENCY", "CallLimits", "ModelGate"]
+__all__ = ["DEFAULT_MODEL_CONCURRENCY", "CallLimits", "ModelGate", "report_retry_after"]
 
 DEFAULT_MODEL_CONCURRENCY = 256
 MINUTE_S = 60.0
 
 Clock = Callable[[], float]
 Sleep = Callable[[float], Awaitable[None]]
+
+# Set by `ModelGate.admit` for the call it admitted: the retry loop reports a provider's
+# Retry-After here without knowing about gates (a task's context follows its awaits).
+_retry_after_seen: ContextVar[Callable[[float], None] | None] = ContextVar(
+    "retry_after_seen", default=None
+)
+
+
+def report_retry_after(seconds: float) -> None:
+    """A provider answered 429 (or 503) with Retry-After: pause the provider of the call being
+    made, if a gate admitted it."""
+    seen = _retry_after_seen.get()
+    if seen is not None:
+        seen(seconds)
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,7 +157,11 @@ class ModelGate:
             for gate in chain:
                 await gate.start()
             await self._wait_out_pause(chain[1])
-            yield
+            token = _retry_after_seen.set(lambda seconds: self.pause(provider, seconds))
+            try:
+                yield
+            finally:
+                _retry_after_seen.reset(token)
         finally:
             for gate in reversed(entered):
                 gate.leave()

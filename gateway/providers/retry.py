@@ -24,6 +24,7 @@ import httpx
 
 from gateway.providers.base import FailureReason, ProviderError
 from gateway.providers.fields import field_at, tokens_at
+from gateway.providers.limits import report_retry_after
 
 __all__ = [
     "DEFAULT_RETRY",
@@ -225,6 +226,8 @@ async def with_retries(
             return await attempt(number)
         except RetryableFailure as failed:
             retry = failed
+        if retry.retry_after is not None:
+            report_retry_after(retry.retry_after)  # other calls to this provider wait too
         # Raised outside the handler so the error's cause stays the httpx exception.
         if number == policy.attempts:
             raise retry.error
