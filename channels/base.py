@@ -1,4 +1,6 @@
-"""The channel protocol: `verify` and `parse` are synchronous and pure, `send` is the only I/O.
+"""The channel protocol: `verify` and `parse` are synchronous and pure, `send` is the only I/O
+(with, where the channel has them, the typing signal and reply previews shown while a reply is
+being written: `TypingSignals`, `ReplyPreviews`).
 
 The gateway reads the request body once, wraps it in a `RawRequest`, and hands it to the
 channel. A channel never stores anything and never builds its own web app.
@@ -185,12 +187,19 @@ class StatusCallbacks(Protocol):
 
 @runtime_checkable
 class TypingSignals(Protocol):
-    """An adapter that can show the customer a reply is being written."""
+    """An adapter that can show the customer that a reply is being written.
 
-    typing_repeat_s: float  # how long one signal shows: send it again after this
+    `recipient` and `reply_to` are what the reply's `OutboundMessage` will carry (the channel's
+    sender id, the inbound message's provider message id). One signal shows for about
+    `typing_repeat_s` seconds: send it again after that while the reply is still being written.
+    The reply itself ends it on every channel. A failed signal never affects the reply.
+    """
+
+    typing_repeat_s: float
 
     async def typing(self, recipient: str, reply_to: str | None) -> None:
-        """Show the customer that a reply is being written; raise `SendFailed`."""
+        """Show the customer that a reply is being written; raise `SendFailed` (one attempt,
+        no retry inside: the next signal is the retry)."""
         ...
 
 
@@ -199,5 +208,7 @@ class ReplyPreviews(Protocol):
     """An adapter that can show a reply while it is being written (streamed)."""
 
     async def preview(self, recipient: str, reply_to: str | None, text: str) -> None:
-        """Show the reply as written so far (not stored; the final send follows)."""
+        """Show the reply as written so far: `text` is the whole reply so far, not a delta, and
+        may be shorter than the previous preview (a retried model call). Nothing is stored;
+        the final `send` of the same `reply_to` replaces the preview."""
         ...

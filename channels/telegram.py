@@ -4,8 +4,9 @@
 constant time (Telegram signs nothing; that shared secret is the only proof). `parse` is
 `channels.telegram_updates.read_update`: a customer's message in a private chat, or nothing
 for every other update (acknowledged so that Telegram does not deliver it again, never
-stored). `send` goes through `telegram.Bot`, split at Telegram's length limit, waiting out
-flood control when Telegram asks for it.
+stored). `send` goes through `telegram.Bot`, split at Telegram's length limit
+(`channels.splitting`), waiting out flood control when Telegram asks for it; `typing` is the
+chat's "typing…" action.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from telegram import Bot, Message
+from telegram.constants import ChatAction
 from telegram.error import (
     BadRequest,
     ChatMigrated,
@@ -40,6 +42,7 @@ from channels.base import (
     SendResult,
     SignatureInvalid,
 )
+from channels.splitting import split_message, utf16_units
 from channels.telegram_updates import (
     CONTACT_PLACEHOLDER,
     VOICE_PLACEHOLDER,
@@ -62,7 +65,6 @@ __all__ = [
     "make_bot",
     "read_update",
     "retry_after_s",
-    "split_text",
     "with_old_schema_defaults",
 ]
 
@@ -74,41 +76,8 @@ ALLOWED_UPDATES = ("message", "edited_message", "callback_query")
 SECRET_TOKEN = re.compile(r"^[A-Za-z0-9_-]{1,256}$")
 # sendMessage takes at most 4096 characters, counted in UTF-16 code units.
 MAX_TEXT_UNITS = 4096
-
-
-def _units(char: str) -> int:
-    return 2 if ord(char) > 0xFFFF else 1
-
-
-def _fitting(text: str, limit: int) -> int:
-    """How many characters of `text` fit in `limit` UTF-16 code units."""
-    used = 0
-    for index, char in enumerate(text):
-        used += _units(char)
-        if used > limit:
-            return index
-    return len(text)
-
-
-def split_text(text: str, limit: int = MAX_TEXT_UNITS) -> list[str]:
-    """Parts of at most `limit` UTF-16 units, cut at a paragraph, line, sentence or word
-    boundary in the second half of the part when there is one; blank text has no parts."""
-    if limit < 2:
-        raise ValueError("limit must hold at least one character of any kind (2 units)")
-    parts: list[str] = []
-    rest = text.strip()
-    while rest:
-        fits = _fitting(rest, limit)
-        cut = fits
-        if fits < len(rest):
-            for separator in ("\n\n", "\n", ". ", " "):
-                at = rest.rfind(separator, 0, fits)
-                if at > fits // 2:
-                    cut = at + 1 if separator == ". " else at
-                    break
-        parts.append(rest[:cut].rstrip())
-        rest = rest[cut:].lstrip()
-    return parts
+# A chat action shows for 5 s at most (less when a message arrives): renewed before that.
+TYPING_REPEAT_S = 4.0
 
 
 def make_bot(token: str, api_base: str | None = None) -> Bot:
@@ -127,6 +96,7 @@ def retry_after_s(exc: RetryAfter) -> float:
 
 class TelegramChannel:
     name = "telegram"
+    typing_repeat_s = TYPING_REPEAT_S
 
     def __init__(
         self,
@@ -217,11 +187,8 @@ class TelegramChannel:
         A part that timed out may still have reached the chat: a retry can repeat it once
         (delivery is at least once, like Telegram's own webhooks).
         """
-        try:
-            chat_id = int(message.recipient)
-        except ValueError as exc:
-            raise SendFailed("recipient is not a Telegram chat id", retryable=False) from exc
-        parts = split_text(message.text)
+        chat_id = _chat_id(message.recipient)
+        parts = split_message(message.text, MAX_TEXT_UNITS, utf16_units)
         if not parts:
             return SendResult(provider_message_ids=())
         bot = await self._ready()
@@ -231,6 +198,16 @@ class TelegramChannel:
             ids.append(f"{sent.chat.id}:{sent.message_id}")
         return SendResult(provider_message_ids=tuple(ids))
 
+    async def typing(self, recipient: str, reply_to: str | None) -> None:
+        """The chat's "typing…" action (`sendChatAction`), one attempt; `reply_to` is not
+        needed: the action belongs to the chat."""
+        chat_id = _chat_id(recipient)
+        bot = await self._ready()
+        try:
+            await bot.send_chat_action(chat_id=chat_id, action=ChatAction.TYPING)
+        except TelegramError as exc:
+            raise self._failed(exc, "the typing action") from exc
+
     async def _send_part(self, bot: Bot, chat_id: int, text: str) -> Message:
         for attempt in range(1, self._attempts + 1):
             try:
@@ -238,30 +215,40 @@ class TelegramChannel:
             except RetryAfter as exc:
                 wait = retry_after_s(exc)
                 if wait > self._max_retry_after_s or attempt == self._attempts:
-                    raise SendFailed(
-                        f"Telegram flood control: retry in {wait:g} s",
-                        retryable=True,
-                        retry_after_s=wait,
-                    ) from exc
+                    raise self._failed(exc, "the message") from exc
                 await asyncio.sleep(wait)
                 continue
-            except (Forbidden, BadRequest, InvalidToken, ChatMigrated, Conflict) as exc:
-                # BadRequest is a NetworkError subclass in PTB: refused, not unreachable.
-                raise SendFailed(
-                    f"Telegram refused the message: {self._scrub(exc)}", retryable=False
-                ) from exc
-            except NetworkError as exc:  # TimedOut included
-                if attempt == self._attempts:
-                    raise SendFailed(
-                        f"Telegram unreachable: {self._scrub(exc)}", retryable=True
-                    ) from exc
             except TelegramError as exc:
-                raise SendFailed(f"Telegram error: {self._scrub(exc)}", retryable=False) from exc
+                failed = self._failed(exc, "the message")
+                if not failed.retryable or attempt == self._attempts:
+                    raise failed from exc
             delay = min(8.0, self._base_delay_s * 2 ** (attempt - 1))
             await asyncio.sleep(random.uniform(0, delay))
         raise SendFailed("unreachable", retryable=True)  # the loop always returns or raises
+
+    def _failed(self, exc: TelegramError, what: str) -> SendFailed:
+        """What a Bot API error means for the caller: flood control and an unreachable API
+        are retryable, a refusal is not."""
+        if isinstance(exc, RetryAfter):
+            wait = retry_after_s(exc)
+            return SendFailed(
+                f"Telegram flood control: retry in {wait:g} s", retryable=True, retry_after_s=wait
+            )
+        if isinstance(exc, Forbidden | BadRequest | InvalidToken | ChatMigrated | Conflict):
+            # BadRequest is a NetworkError subclass in PTB: refused, not unreachable.
+            return SendFailed(f"Telegram refused {what}: {self._scrub(exc)}", retryable=False)
+        if isinstance(exc, NetworkError):  # TimedOut included
+            return SendFailed(f"Telegram unreachable: {self._scrub(exc)}", retryable=True)
+        return SendFailed(f"Telegram error: {self._scrub(exc)}", retryable=False)
 
     async def close(self) -> None:
         bot, self._bot = self._bot, None
         if bot is not None:
             await bot.shutdown()
+
+
+def _chat_id(recipient: str) -> int:
+    try:
+        return int(recipient)
+    except ValueError as exc:
+        raise SendFailed("recipient is not a Telegram chat id", retryable=False) from exc

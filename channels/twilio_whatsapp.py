@@ -3,17 +3,21 @@
 `verify` checks `X-Twilio-Signature` with the twilio library's `RequestValidator` against the
 public URL Twilio called (so it is right behind a proxy); `parse` keeps every parameter, known
 or not; `send` goes through the SDK's async client (no blocking call on the event loop),
-splitting long bodies in order.
+splitting long bodies in order (`channels.splitting`). `typing` shows the customer WhatsApp's
+typing indicator through Messaging v2's Typing Indicators resource (a public beta), which also
+marks the customer's message read.
 """
 
 from __future__ import annotations
 
 import asyncio
 import random
+import re
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from urllib.parse import parse_qsl, urlsplit
 
+import aiohttp
 import httpx
 from multidict import MultiDict
 from twilio.base import values
@@ -38,25 +42,17 @@ from channels.base import (
     SendResult,
     SignatureInvalid,
 )
+from channels.splitting import split_message
 
 # Twilio accepts up to 1600 characters per WhatsApp message body.
 MAX_BODY_CHARS = 1600
+# The typing indicator shows for 25 s or until the reply is sent: renewed a little before.
+TYPING_REPEAT_S = 20.0
+# A typing indicator that takes longer than this is not worth waiting for.
+TYPING_TIMEOUT_S = 10.0
+# The indicator names the customer's message: a Message (SM) or Media (MM) sid.
+TYPING_MESSAGE_SID = re.compile(r"^(?:SM|MM)[0-9a-fA-F]{32}$")
 AUDIO_PLACEHOLDER = "[voice note, not transcribed]"
-
-
-def split_body(text: str, limit: int = MAX_BODY_CHARS) -> list[str]:
-    """Split at paragraph, line or word boundaries where possible, never past `limit`."""
-    parts: list[str] = []
-    rest = text.strip()
-    while len(rest) > limit:
-        cut = max(rest.rfind(sep, 0, limit) for sep in ("\n\n", "\n", ". ", " "))
-        if cut <= limit // 2:
-            cut = limit
-        parts.append(rest[:cut].rstrip())
-        rest = rest[cut:].lstrip()
-    if rest or not parts:
-        parts.append(rest)
-    return parts
 
 
 def form_params(body: bytes) -> MultiDict[str]:
@@ -107,6 +103,7 @@ def _text(params: MultiDict[str], kind: MessageKind, media: Sequence[Media]) -> 
 
 class TwilioWhatsAppChannel:
     name = "whatsapp"
+    typing_repeat_s = TYPING_REPEAT_S
 
     def __init__(
         self,
@@ -215,7 +212,9 @@ class TwilioWhatsAppChannel:
             self._http = AsyncTwilioHttpClient(timeout=30)
             self._client = Client(self._account_sid, self._auth_token, http_client=self._http)
             if self._api_base:
+                # Each Twilio domain has its own host: both used here go to the one base.
                 self._client.api.base_url = self._api_base
+                self._client.messaging.base_url = self._api_base
         return self._client
 
     async def send(self, message: OutboundMessage) -> SendResult:
@@ -224,7 +223,7 @@ class TwilioWhatsAppChannel:
         if not recipient.startswith("whatsapp:"):
             recipient = f"whatsapp:{recipient}"
         sids = []
-        for part in split_body(message.text):
+        for part in split_message(message.text, MAX_BODY_CHARS):
             sids.append(await self._create(client, recipient, part))
         return SendResult(provider_message_ids=tuple(sids))
 
@@ -250,6 +249,28 @@ class TwilioWhatsAppChannel:
             delay = min(8.0, self._base_delay_s * 2 ** (attempt - 1))
             await asyncio.sleep(random.uniform(0, delay))
         raise SendFailed("unreachable", retryable=True)  # the loop always returns or raises
+
+    async def typing(self, recipient: str, reply_to: str | None) -> None:
+        """WhatsApp's typing indicator on the customer's message `reply_to` (and that message
+        marked read); nothing for a `reply_to` that is not a message sid. One attempt."""
+        if reply_to is None or not TYPING_MESSAGE_SID.fullmatch(reply_to):
+            return
+        client = self._rest()
+        try:
+            async with asyncio.timeout(TYPING_TIMEOUT_S):
+                shown = await client.messaging.v2.typing_indicator.create_async(
+                    channel="whatsapp", message_id=reply_to
+                )
+        except TwilioRestException as exc:
+            raise SendFailed(
+                f"Twilio refused the typing indicator ({exc.status}): {exc.msg}",
+                retryable=exc.status == 429 or exc.status >= 500,
+            ) from exc
+        except (OSError, TimeoutError, aiohttp.ClientError) as exc:
+            reason = str(exc) or type(exc).__name__
+            raise SendFailed(f"Twilio unreachable: {reason}", retryable=True) from exc
+        if shown.success is not True:
+            raise SendFailed("Twilio did not show the typing indicator", retryable=True)
 
     async def fetch_media(self, media: Media) -> tuple[bytes, str]:
         """Download a media item Twilio received (its URLs need the account credentials)."""

@@ -84,7 +84,7 @@ def _telegram(deps: AdapterDeps) -> Channel:
 
 
 def _webchat(deps: AdapterDeps) -> Channel:
-    return WebChatChannel(deps.hub.deliver, utcnow)
+    return WebChatChannel(deps.hub.deliver, utcnow, send_frame=deps.hub.send_frame)
 
 
 def _webchat_routes(app: web.Application) -> None:

@@ -1,6 +1,7 @@
 """Twilio's Messages API on a local server: the part the twilio SDK's ``messages.create`` uses,
-so a gateway whose ``TWILIO_API_BASE`` points here sends its WhatsApp replies over HTTP with the
-real SDK, as in production. The benchmarks and the tests use this one implementation."""
+and Messaging v2's Typing Indicators (``messaging.v2.typing_indicator.create``), so a gateway
+whose ``TWILIO_API_BASE`` points here sends its WhatsApp replies and typing indicators over HTTP
+with the real SDK, as in production. The benchmarks and the tests use this one implementation."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from typing import Any
 from aiohttp import web
 
 MESSAGES_PATH = "/2010-04-01/Accounts/{sid}/Messages.json"
+TYPING_PATH = "/v2/Indicators/Typing.json"
 
 # Called with the time (`time.perf_counter`) the create arrived and its form fields.
 OnCreated = Callable[[float, Mapping[str, str]], None]
@@ -44,17 +46,25 @@ class LocalTwilio:
     """``created`` holds the form fields of every accepted create, in order; ``attempts``
     counts every create request, refused ones included; ``fail_next`` lists HTTP statuses to
     answer first, one per request (e.g. ``[429, 503]``); ``on_created`` is told of each
-    accepted create, with the time it arrived (before its body was read)."""
+    accepted create, with the time it arrived (before its body was read).
+
+    ``typing`` holds the form fields (``channel``, ``messageId``) of every typing indicator
+    request, refused ones included, in order; ``fail_typing_next`` lists HTTP statuses to
+    answer the next ones with."""
 
     created: list[dict[str, str]] = field(default_factory=list)
     attempts: int = 0
     fail_next: list[int] = field(default_factory=list)
     on_created: OnCreated | None = None
+    typing: list[dict[str, str]] = field(default_factory=list)
+    fail_typing_next: list[int] = field(default_factory=list)
 
     def app(self) -> web.Application:
-        """The Messages API, and ``GET /`` answering 200 (a health check)."""
+        """The Messages API, the typing indicator, and ``GET /`` answering 200 (a health
+        check)."""
         app = web.Application()
         app.router.add_post(MESSAGES_PATH, self._create)
+        app.router.add_post(TYPING_PATH, self._typing)
         app.router.add_get("/", _alive)
         return app
 
@@ -84,6 +94,24 @@ class LocalTwilio:
         if self.on_created is not None:
             self.on_created(arrived, form)
         return created_message(request.match_info["sid"], form)
+
+    async def _typing(self, request: web.Request) -> web.Response:
+        form = {
+            key: value for key, value in (await request.post()).items() if isinstance(value, str)
+        }
+        self.typing.append(form)
+        if self.fail_typing_next:
+            status = self.fail_typing_next.pop(0)
+            return web.json_response(
+                {"code": 20001, "message": "Typing indicator refused", "status": status},
+                status=status,
+            )
+        if form.get("channel") != "whatsapp" or not form.get("messageId"):
+            return web.json_response(
+                {"code": 21211, "message": "channel and messageId are required", "status": 400},
+                status=400,
+            )
+        return web.json_response({"success": True})
 
 
 async def _alive(request: web.Request) -> web.Response:

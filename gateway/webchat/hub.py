@@ -1,11 +1,12 @@
 """Open web chat sockets by visitor, and delivery of replies to them.
 
 A reply for a visitor with no open socket is not lost: it is stored, and the widget fetches
-what it missed with its `after` cursor when it reconnects.
+what it missed with its `after` cursor when it reconnects. The typing and partial frames
+(`send_frame`, see `channels.webchat`) are not stored: a visitor with no open socket misses them.
 
 With a `publish` callable (several gateway processes, see `gateway.webchat.fanout`) `deliver`
-hands the frame to it instead of broadcasting, and every process broadcasts what it receives
-to its own sockets; if publishing fails the frame is broadcast here only.
+and `send_frame` hand the frame to it instead of broadcasting, and every process broadcasts
+what it receives to its own sockets; if publishing fails the frame is broadcast here only.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 from aiohttp import web
 
 from channels.base import OutboundMessage
+from channels.webchat import client_message_id_of
 
 log = logging.getLogger("relaydesk.webchat")
 
@@ -36,6 +38,15 @@ def message_frame(
         "created_at": created_at,
         "client_message_id": client_message_id,
     }
+
+
+def reply_frame(message: OutboundMessage, created_at: str) -> dict[str, Any]:
+    """A stored reply as it goes out live: a `message` frame with the `reply_to` its partial
+    frames carried (the visitor's `client_message_id` answered), so the widget replaces the
+    growing bubble with it."""
+    frame = message_frame(message.message_id or "", "assistant", message.text, created_at, None)
+    frame["reply_to"] = client_message_id_of(message.reply_to)
+    return frame
 
 
 class WebChatHub:
@@ -64,19 +75,20 @@ class WebChatHub:
     async def deliver(self, message: OutboundMessage) -> None:
         from gateway.runtime.clock import utcnow
 
-        frame = message_frame(
-            message.message_id or "", "assistant", message.text, utcnow().isoformat(), None
-        )
+        await self.send_frame(message.recipient, reply_frame(message, utcnow().isoformat()))
+
+    async def send_frame(self, visitor_id: str, frame: dict[str, Any]) -> None:
+        """`frame` to every socket `visitor_id` has open, in this process or (fan-out) any."""
         if self._publish is not None:
             try:
-                await self._publish(message.recipient, frame)
+                await self._publish(visitor_id, frame)
                 return
-            except Exception as exc:  # the reply is stored; reach at least the local sockets
+            except Exception as exc:  # reach at least the local sockets (a reply is stored)
                 log.warning(
                     "web chat fan-out publish failed",
                     extra={"fields": {"error": type(exc).__name__}},
                 )
-        await self.broadcast(message.recipient, frame)
+        await self.broadcast(visitor_id, frame)
 
     async def close_all(self) -> None:
         for sockets in list(self._sockets.values()):

@@ -7,7 +7,13 @@ Websocket protocol (JSON text frames):
     ← {"type": "message", ...} for every stored message of the thread after `after`
     → {"type": "message", "text": str, "client_message_id": str}
     ← {"type": "ack", "client_message_id": str, "message_id": str, "duplicate": bool}
-    ← {"type": "message", "role": "assistant", ...} when the reply is ready
+    ← {"type": "typing", "reply_to": str} while a reply to that client_message_id is being
+      written, again every few seconds (the widget shows it ~8 s after the last one)
+    ← {"type": "partial", "reply_to": str, "text": str} the reply so far (the whole text,
+      which may be shorter than the previous partial's); never stored
+    ← {"type": "message", "role": "assistant", "reply_to": str | null, ...} when the reply is
+      stored; it replaces the partial of the same reply_to (replayed stored messages, here or
+      from `GET /webchat/messages`, carry no reply_to: only stored messages are ever replayed)
     ← {"type": "error", "error": code, "detail": str} for a bad frame (the socket stays open)
 
 A resent `client_message_id` (after a reconnect) is acknowledged again and stored once.

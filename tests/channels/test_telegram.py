@@ -1,21 +1,19 @@
-"""The Telegram adapter's own part: the secret token, splitting long replies, and sends
-through python-telegram-bot to a local server speaking the Bot API."""
+"""The Telegram adapter's own part: the secret token, and sends and typing actions through
+python-telegram-bot to a local server speaking the Bot API (long replies in ordered parts)."""
 
 from __future__ import annotations
 
 import asyncio
 import json
-import re
 from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 from telegram.warnings import PTBDeprecationWarning
 
-from channels.base import OutboundMessage, RawRequest, SendFailed, SignatureInvalid
-from channels.telegram import MAX_TEXT_UNITS, SECRET_HEADER, TelegramChannel, split_text
+from channels.base import OutboundMessage, RawRequest, SendFailed, SignatureInvalid, TypingSignals
+from channels.splitting import utf16_units
+from channels.telegram import MAX_TEXT_UNITS, SECRET_HEADER, TelegramChannel
 from tests.support.telegram_server import FakeBotApi
 
 NOW = datetime(2026, 11, 29, tzinfo=UTC)
@@ -69,45 +67,6 @@ def test_the_secret_header_name_is_case_insensitive() -> None:
     channel().verify(raw)
 
 
-# Splitting.
-
-
-def _units(text: str) -> int:
-    return len(text.encode("utf-16-le")) // 2
-
-
-def test_a_long_reply_is_cut_at_paragraphs_in_order() -> None:
-    paragraphs = [f"Paragraph {i}: " + "word " * 300 for i in range(6)]
-    text = "\n\n".join(paragraphs)
-    parts = split_text(text)
-    assert len(parts) > 1
-    assert all(_units(part) <= MAX_TEXT_UNITS for part in parts)
-    assert all(part.startswith("Paragraph") for part in parts)
-    assert "".join(parts).replace(" ", "").replace("\n", "") == text.replace(" ", "").replace(
-        "\n", ""
-    )
-
-
-def test_the_limit_counts_utf16_units() -> None:
-    text = "😀" * 3000  # 6000 UTF-16 units, no boundary to cut at
-    parts = split_text(text)
-    assert [_units(part) for part in parts] == [4096, 6000 - 4096]
-
-
-def test_blank_text_has_no_parts() -> None:
-    assert split_text("  \n ") == []
-
-
-@settings(max_examples=200, deadline=None)
-@given(text=st.text(alphabet=st.sampled_from("ab😀 .\n"), max_size=400), limit=st.integers(4, 60))
-def test_splitting_keeps_every_character_within_the_limit(text: str, limit: int) -> None:
-    parts = split_text(text, limit)
-    assert all(part and part == part.strip() for part in parts)
-    assert all(_units(part) <= limit for part in parts)
-    squeeze = re.compile(r"\s+")
-    assert squeeze.sub("", "".join(parts)) == squeeze.sub("", text)
-
-
 # Sends through python-telegram-bot to a local Bot API.
 
 
@@ -129,6 +88,21 @@ async def test_a_send_goes_to_the_chat_in_order(bot_api: tuple[FakeBotApi, str])
     assert [params["chat_id"] for params in sent] == ["555001"] * 3
     assert [params["text"][:6] for params in sent] == ["Part 0", "Part 1", "Part 2"]
     assert ids == ["555001:101", "555001:102", "555001:103"]
+
+
+async def test_a_5000_character_reply_arrives_in_ordered_parts(
+    bot_api: tuple[FakeBotApi, str],
+) -> None:
+    api, base = bot_api
+    sentences = [f"Frase {i:03d} com um emoji 😀 no meio." for i in range(150)]
+    text = " ".join(sentences)
+    assert len(text) >= 5000 and utf16_units(text) > MAX_TEXT_UNITS
+    ids = await _send(channel(api_base=base), text)
+    parts = [params["text"] for params in api.sent()]
+    assert len(parts) == 2 == len(ids)
+    assert all(utf16_units(part) <= MAX_TEXT_UNITS for part in parts)
+    assert all(part.startswith("Frase") and part.endswith("meio.") for part in parts)
+    assert " ".join(parts) == text
 
 
 async def test_flood_control_is_waited_out(bot_api: tuple[FakeBotApi, str]) -> None:
@@ -218,3 +192,62 @@ async def test_no_chat_id_or_no_token_fails_without_a_call(
     with pytest.raises(SendFailed) as failed:
         await _send(channel(api_base="http://127.0.0.1:9", **options), "olá", recipient)
     assert not failed.value.retryable
+
+
+# The typing action.
+
+
+async def _typing(sender: TelegramChannel, recipient: str = "555001") -> None:
+    try:
+        await sender.typing(recipient, "555001:77")
+    finally:
+        await sender.close()
+
+
+async def test_typing_sends_the_chat_action(bot_api: tuple[FakeBotApi, str]) -> None:
+    api, base = bot_api
+    sender = channel(api_base=base)
+    assert isinstance(sender, TypingSignals) and sender.typing_repeat_s == 4.0
+    await _typing(sender)
+    assert [call.method for call in api.calls] == ["getMe", "sendChatAction"]
+    assert api.sent("sendChatAction") == [{"chat_id": "555001", "action": "typing"}]
+
+
+@pytest.mark.parametrize(
+    ("status", "description", "retryable"),
+    [
+        (403, "Forbidden: bot was blocked by the user", False),
+        (400, "Bad Request: chat not found", False),
+        (502, "Bad Gateway", True),
+    ],
+    ids=["blocked", "no-such-chat", "server-error"],
+)
+async def test_a_failed_typing_action_is_one_attempt(
+    bot_api: tuple[FakeBotApi, str], status: int, description: str, retryable: bool
+) -> None:
+    api, base = bot_api
+    api.fail_next("sendChatAction", status, description)
+    with pytest.raises(SendFailed) as failed:
+        await _typing(channel(api_base=base))
+    assert failed.value.retryable is retryable
+    assert len(api.sent("sendChatAction")) == 1
+
+
+async def test_typing_under_flood_control_says_how_long_to_wait(
+    bot_api: tuple[FakeBotApi, str],
+) -> None:
+    api, base = bot_api
+    api.fail_next("sendChatAction", 429, "Too Many Requests: retry after 3", retry_after=3)
+    with pytest.raises(SendFailed) as failed:
+        await _typing(channel(api_base=base))
+    assert failed.value.retryable and failed.value.retry_after_s == 3
+    assert len(api.sent("sendChatAction")) == 1
+
+
+async def test_typing_to_no_chat_id_or_an_unreachable_api_fails(unused_tcp_port: int) -> None:
+    with pytest.raises(SendFailed) as failed:
+        await _typing(channel(api_base="http://127.0.0.1:9"), "whatsapp:+5511998765432")
+    assert not failed.value.retryable
+    with pytest.raises(SendFailed) as failed:
+        await _typing(channel(api_base=f"http://127.0.0.1:{unused_tcp_port}"))
+    assert failed.value.retryable and TOKEN not in str(failed.value)

@@ -1,17 +1,28 @@
-"""The Twilio WhatsApp adapter on real payloads: signature vectors and recorded webhooks."""
+"""The Twilio WhatsApp adapter on real payloads (signature vectors and recorded webhooks), and
+its sends and typing indicators through the twilio SDK to the local Twilio API."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime
+from typing import Any
 from urllib.parse import urlencode
 
 import pytest
 from twilio.request_validator import RequestValidator
 
-from channels.base import PayloadInvalid, RawRequest, SignatureInvalid
-from channels.twilio_whatsapp import AUDIO_PLACEHOLDER, TwilioWhatsAppChannel, split_body
+from channels.base import (
+    OutboundMessage,
+    PayloadInvalid,
+    RawRequest,
+    SendFailed,
+    SignatureInvalid,
+    TypingSignals,
+)
+from channels.twilio_whatsapp import AUDIO_PLACEHOLDER, MAX_BODY_CHARS, TwilioWhatsAppChannel
 from tests.support.fixtures import FIXTURES as SHARED_FIXTURES
+from tests.support.twilio_server import FakeTwilio
 
 FIXTURES = SHARED_FIXTURES / "twilio_whatsapp"
 VECTORS = json.loads((FIXTURES / "signature_test_vectors.json").read_text())
@@ -177,8 +188,111 @@ def test_status_callbacks_parse() -> None:
     assert channel().parse_status(fixture_request("status_sent.form.txt"))[1] == "sent"
 
 
-def test_split_body_keeps_order_and_limit() -> None:
-    text = " ".join(f"palavra{i}" for i in range(1000))
-    parts = split_body(text)
-    assert all(len(p) <= 1600 for p in parts) and len(parts) > 1
-    assert " ".join(parts) == text
+# Sends and typing indicators through the twilio SDK to the local Twilio API.
+
+INBOUND_SID = "SM892512e202b34d4109b10a3893fa9640"
+CUSTOMER = "whatsapp:+5511998765432"
+
+
+@pytest.fixture
+async def twilio() -> AsyncIterator[tuple[FakeTwilio, str]]:
+    fake = FakeTwilio()
+    async with fake.serving() as base:
+        yield fake, base
+
+
+def sender(base: str, **options: Any) -> TwilioWhatsAppChannel:
+    return TwilioWhatsAppChannel(
+        account_sid="AC" + "1" * 32,
+        auth_token="12345",
+        sender="whatsapp:+14155238886",
+        public_url=None,
+        api_base=base,
+        clock=lambda: NOW,
+        base_delay_s=0.01,
+        **options,
+    )
+
+
+async def test_a_5000_character_reply_arrives_in_ordered_parts(
+    twilio: tuple[FakeTwilio, str],
+) -> None:
+    fake, base = twilio
+    text = " ".join(f"Frase número {i:03d} da resposta longa." for i in range(150))
+    assert len(text) >= 5000
+    channel = sender(base)
+    try:
+        result = await channel.send(OutboundMessage("whatsapp", CUSTOMER, text, INBOUND_SID))
+    finally:
+        await channel.close()
+    bodies = [form["Body"] for form in fake.created]
+    assert len(bodies) == 4 == len(result.provider_message_ids)
+    assert all(len(body) <= MAX_BODY_CHARS for body in bodies)
+    # Cut after a sentence's period, which stays with its sentence.
+    assert all(body.startswith("Frase") and body.endswith("longa.") for body in bodies)
+    assert " ".join(bodies) == text
+    assert {form["To"] for form in fake.created} == {CUSTOMER}
+
+
+async def test_typing_reaches_the_typing_indicator_resource(
+    twilio: tuple[FakeTwilio, str],
+) -> None:
+    fake, base = twilio
+    channel = sender(base)
+    assert isinstance(channel, TypingSignals) and channel.typing_repeat_s == 20.0
+    try:
+        await channel.typing(CUSTOMER, INBOUND_SID)
+        await channel.typing(CUSTOMER, "MM" + "0a" * 16)
+    finally:
+        await channel.close()
+    assert fake.typing == [
+        {"channel": "whatsapp", "messageId": INBOUND_SID},
+        {"channel": "whatsapp", "messageId": "MM" + "0a" * 16},
+    ]
+    assert fake.created == []
+
+
+@pytest.mark.parametrize("reply_to", [None, "", "SMx", "IM" + "1" * 32, "visitor:c1"])
+async def test_typing_without_a_message_sid_sends_nothing(
+    twilio: tuple[FakeTwilio, str], reply_to: str | None
+) -> None:
+    fake, base = twilio
+    channel = sender(base)
+    try:
+        await channel.typing(CUSTOMER, reply_to)
+    finally:
+        await channel.close()
+    assert fake.typing == []
+
+
+@pytest.mark.parametrize(("status", "retryable"), [(400, False), (429, True), (503, True)])
+async def test_a_refused_typing_indicator_is_one_attempt(
+    twilio: tuple[FakeTwilio, str], status: int, retryable: bool
+) -> None:
+    fake, base = twilio
+    fake.fail_typing_next = [status, status]
+    channel = sender(base)
+    try:
+        with pytest.raises(SendFailed) as failed:
+            await channel.typing(CUSTOMER, INBOUND_SID)
+    finally:
+        await channel.close()
+    assert failed.value.retryable is retryable
+    assert str(status) in str(failed.value)
+    assert len(fake.typing) == 1
+
+
+async def test_typing_to_an_unreachable_or_unconfigured_twilio_fails(unused_tcp_port: int) -> None:
+    channel = sender(f"http://127.0.0.1:{unused_tcp_port}")
+    try:
+        with pytest.raises(SendFailed) as failed:
+            await channel.typing(CUSTOMER, INBOUND_SID)
+    finally:
+        await channel.close()
+    assert failed.value.retryable
+    unconfigured = TwilioWhatsAppChannel(
+        account_sid=None, auth_token=None, sender=None, public_url=None, clock=lambda: NOW
+    )
+    with pytest.raises(SendFailed) as failed:
+        await unconfigured.typing(CUSTOMER, INBOUND_SID)
+    assert not failed.value.retryable

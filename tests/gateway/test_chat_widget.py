@@ -1,7 +1,8 @@
 """The `/chat` widget in a real headless Chromium (Debian `chromium`, driven by Playwright)
 against a real gateway on a real socket with the offline model: it talks, survives a dropped
 websocket and a lost ack without losing or duplicating a message, keeps its visitor id and
-history across a reload, and carries an identity token from the URL or from the host page."""
+history across a reload, carries an identity token from the URL or from the host page, and shows
+a reply being written (typing indicator, growing bubble) until the stored reply takes its place."""
 
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 from sqlalchemy import select
 
-from gateway.keys import HUB, SESSIONS
+from channels.base import OutboundMessage
+from gateway.keys import ADAPTERS, HUB, SESSIONS
 from gateway.storage.models import Message
 from tests.support.browser import ARTIFACTS, chromium
 from tests.support.stack import API_KEY, WEBCHAT_SECRET, Stack, running_stack
@@ -369,3 +371,87 @@ window.addEventListener("message", (event) => {{
     await _assert_verified(stack, str(visitor), account)
     await context.close()
     await server.close()
+
+
+async def test_typing_and_a_growing_reply_become_the_stored_reply(
+    browser: Browser, stack: Stack
+) -> None:
+    context = await browser.new_context()
+    page = await context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    await page.clock.install()  # time runs, and the test can jump past the typing timeout
+    await page.goto(_url(stack))
+    await _connected(page)
+    visitor = await _visitor(page)
+    await _send(page, "Where is my order 4471?")
+    await _settled(stack, page, users=1, assistants=1)
+    stored = await _stored(stack, visitor)
+    webchat = stack.app[ADAPTERS]["webchat"]
+    typing = page.locator("#chat-typing")
+    partial = page.locator(".msg--partial")
+    assistants = page.locator(".msg--assistant")
+    await expect(typing).to_be_hidden()
+
+    # A reply being written: the indicator, then a bubble that grows (and shrinks once, a
+    # retried model call), then the stored reply in its place.
+    reply_to = f"{visitor}:c-second"
+    await webchat.typing(visitor, reply_to)
+    await expect(typing).to_be_visible(timeout=WAIT_MS)
+    await _screenshot(page, "chat-widget-typing.png")
+    await webchat.preview(visitor, reply_to, "Your order")
+    await expect(partial.locator(".msg__text")).to_have_text("Your order", timeout=WAIT_MS)
+    await expect(typing).to_be_hidden()  # the growing bubble says it now
+    await webchat.preview(visitor, reply_to, "Your order 4471 left the warehouse")
+    await expect(partial.locator(".msg__text")).to_have_text("Your order 4471 left the warehouse")
+    await _screenshot(page, "chat-widget-partial.png")
+    await webchat.preview(visitor, reply_to, "Your order 44")
+    await expect(partial.locator(".msg__text")).to_have_text("Your order 44")
+    await webchat.typing(visitor, reply_to)  # renewed while writing: the bubble is enough
+    await expect(assistants).to_have_count(2)
+    final_id = str(
+        10_000 + int(await page.locator(".msg").last.get_attribute("data-message-id") or 0)
+    )
+    final_text = "Your order 4471 left the warehouse today."
+    await webchat.send(OutboundMessage("webchat", visitor, final_text, reply_to, final_id))
+    await expect(partial).to_have_count(0, timeout=WAIT_MS)
+    await expect(assistants).to_have_count(2)
+    await expect(assistants.last.locator(".msg__text")).to_have_text(final_text)
+    await expect(assistants.last).to_have_attribute("data-message-id", final_id)
+    await expect(typing).to_be_hidden()
+
+    # Late frames of a reply already shown change nothing; a typing frame for another message
+    # shows the indicator, which goes away after some seconds without a new one.
+    await webchat.typing(visitor, reply_to)
+    await webchat.preview(visitor, reply_to, "late")
+    await webchat.typing(visitor, f"{visitor}:c-third")
+    await expect(typing).to_be_visible(timeout=WAIT_MS)
+    assert await partial.count() == 0 and await assistants.count() == 2
+    await page.clock.fast_forward(5_000)
+    await expect(typing).to_be_visible()
+    await page.clock.fast_forward(3_500)
+    await expect(typing).to_be_hidden()
+
+    # The indicator goes as soon as the reply arrives.
+    fourth = f"{visitor}:c-fourth"
+    await webchat.typing(visitor, fourth)
+    await expect(typing).to_be_visible(timeout=WAIT_MS)
+    await webchat.send(
+        OutboundMessage("webchat", visitor, "Anything else?", fourth, final_id + "1")
+    )
+    await expect(assistants).to_have_count(3, timeout=WAIT_MS)
+    await expect(typing).to_be_hidden()
+
+    # A reconnect drops what was only being written (the backlog brings what was stored).
+    await webchat.preview(visitor, f"{visitor}:c-fifth", "Half a rep")
+    await expect(partial).to_have_count(1, timeout=WAIT_MS)
+    await stack.app[HUB].close_all()
+    await expect(partial).to_have_count(0, timeout=WAIT_MS)
+    await _connected(page)
+    assert await assistants.count() == 3
+
+    # Nothing partial was ever stored or is served by the REST fallback.
+    assert await _stored(stack, visitor) == stored
+    assert [role for role, _ in stored] == ["user", "assistant"]
+    assert errors == []
+    await context.close()

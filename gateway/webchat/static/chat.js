@@ -1,13 +1,20 @@
 /*
  * Relaydesk web chat widget. Plain JavaScript, no build step, no third-party resources.
  *
- * Protocol (see gateway/webchat_routes.py): on open the widget sends
+ * Protocol (see gateway/webchat/routes.py): on open the widget sends
  *   {"type": "hello", "visitor_id", "identity_token", "after"}
  * where `after` is the highest message id received in a `message` frame, so the server replays
  * only what this page has not seen. (Ids from acks do not move it: a reply to an earlier message
  * may have a lower id and still be on its way.) Every message is rendered once, in id order:
  * stored messages are keyed by `message_id`, the visitor's own not-yet-stored messages by
  * `client_message_id`.
+ *
+ * While a reply is being written the server may send `typing` frames (a typing indicator, shown
+ * until the reply arrives or TYPING_SHOWN_MS after the last one) and `partial` frames (the reply
+ * so far, whole, shown as a growing assistant bubble and never stored). Both carry `reply_to`, the
+ * client_message_id answered; the stored reply (`message` with the same `reply_to`) takes over
+ * that bubble. Partial bubbles are dropped on every new connection: the backlog brings the stored
+ * reply, or the next partial brings the text again.
  *
  * Messages the server has not acknowledged stay in an outbox in localStorage and are resent with
  * the same `client_message_id` after every reconnect (the server stores them once).
@@ -30,6 +37,11 @@
   const BACKOFF_MAX_MS = 5000;
   // No ack this long after a send: the connection is treated as dead and replaced.
   const ACK_TIMEOUT_MS = 15000;
+  // A typing frame shows the indicator this long; the server renews it every few seconds.
+  const TYPING_SHOWN_MS = 8000;
+  // Replies already shown as stored messages (by reply_to), so a late typing or partial frame
+  // does not bring them back; the oldest are forgotten past this many.
+  const MAX_ANSWERED = 200;
 
   const storage = makeStorage();
   const config = window.RelaydeskChat && typeof window.RelaydeskChat === "object"
@@ -51,8 +63,11 @@
 
   const byMessageId = new Map();
   const byClientId = new Map();
+  const partials = new Map(); // reply_to → the assistant bubble growing with partial frames
+  const typingTimers = new Map(); // reply_to → timer hiding its typing indicator
+  const answered = new Set(); // reply_to of the stored replies shown
 
-  let list, form, input, status;
+  let list, form, input, status, typing;
 
   // ---- storage ----------------------------------------------------------------------------
 
@@ -218,13 +233,71 @@
     place(item);
   }
 
+  function setBubbleText(item, text) {
+    const stick = nearBottom();
+    item.querySelector(".msg__text").textContent = text; // text only, never markup
+    if (stick) scrollToBottom();
+  }
+
+  // The indicator shows while some reply is being written that has no partial bubble yet
+  // (a growing bubble already says the reply is being written).
+  function renderTyping() {
+    let waiting = false;
+    for (const replyTo of typingTimers.keys()) {
+      if (!partials.has(replyTo)) waiting = true;
+    }
+    if (typing.hidden === !waiting) return;
+    const stick = nearBottom();
+    typing.hidden = !waiting;
+    if (stick) scrollToBottom();
+  }
+
+  function stopTyping(replyTo) {
+    window.clearTimeout(typingTimers.get(replyTo));
+    typingTimers.delete(replyTo);
+  }
+
+  function dropPartials() {
+    for (const item of partials.values()) item.remove();
+    partials.clear();
+    for (const replyTo of Array.from(typingTimers.keys())) stopTyping(replyTo);
+    renderTyping();
+  }
+
+  function replyKey(value) {
+    return typeof value === "string" && CLIENT_ID.test(value) ? value : null;
+  }
+
   // ---- protocol ---------------------------------------------------------------------------
 
   function onMessageFrame(frame) {
     const id = frame.message_id;
     if (typeof id !== "string" || !MESSAGE_ID.test(id) || typeof frame.text !== "string") return;
     if (state.cursor === null || idLess(state.cursor, id)) state.cursor = id;
-    if (byMessageId.has(id)) return;
+    const replyTo = frame.role === "assistant" ? replyKey(frame.reply_to) : null;
+    let growing;
+    if (replyTo !== null) {
+      growing = partials.get(replyTo);
+      partials.delete(replyTo);
+      stopTyping(replyTo);
+      answered.add(replyTo);
+      if (answered.size > MAX_ANSWERED) answered.delete(answered.values().next().value);
+      renderTyping();
+    }
+    if (byMessageId.has(id)) {
+      if (growing) growing.remove(); // already shown as stored (replayed before this frame)
+      return;
+    }
+    if (growing) {
+      // The stored message takes the growing bubble's place, not a second one. A new node, so
+      // that screen readers announce the finished reply (the growing one is hidden from them).
+      const item = bubble("assistant", frame.text, frame.created_at);
+      const stick = nearBottom();
+      growing.replaceWith(item);
+      stored(item, id);
+      if (stick) scrollToBottom();
+      return;
+    }
     const clientId = frame.role === "user" ? frame.client_message_id : null;
     if (typeof clientId === "string" && clientId) outbox.remove(clientId); // stored: not resent
     let item = typeof clientId === "string" ? byClientId.get(clientId) : undefined;
@@ -239,6 +312,36 @@
     }
     if (frame.role === "user") setBubbleStatus(item, "sent");
     stored(item, id);
+  }
+
+  function onTyping(frame) {
+    const replyTo = replyKey(frame.reply_to);
+    if (replyTo === null || answered.has(replyTo)) return;
+    stopTyping(replyTo);
+    typingTimers.set(
+      replyTo,
+      window.setTimeout(() => {
+        typingTimers.delete(replyTo);
+        renderTyping();
+      }, TYPING_SHOWN_MS),
+    );
+    renderTyping();
+  }
+
+  function onPartial(frame) {
+    const replyTo = replyKey(frame.reply_to);
+    if (replyTo === null || answered.has(replyTo) || typeof frame.text !== "string") return;
+    let item = partials.get(replyTo);
+    if (!item) {
+      item = bubble("assistant", "", null);
+      item.classList.add("msg--partial");
+      item.dataset.replyTo = replyTo;
+      item.setAttribute("aria-hidden", "true"); // announced once finished, not word by word
+      partials.set(replyTo, item);
+      place(item);
+    }
+    setBubbleText(item, frame.text); // the whole reply so far: it may be shorter than before
+    renderTyping();
   }
 
   function onAck(frame) {
@@ -315,6 +418,7 @@
     switch (frame.type) {
       case "ready":
         state.ready = true;
+        dropPartials(); // the backlog or the next partial frames bring them back
         // With messages to resend, only their acks prove the connection healthy: a server
         // that fails on them keeps backing off instead of retrying four times a second.
         if (!outbox.load().length) state.backoff = BACKOFF_MIN_MS;
@@ -326,6 +430,12 @@
         break;
       case "ack":
         onAck(frame);
+        break;
+      case "typing":
+        onTyping(frame);
+        break;
+      case "partial":
+        onPartial(frame);
         break;
       case "error":
         onError(frame);
@@ -490,7 +600,8 @@
     form = document.getElementById("chat-form");
     input = document.getElementById("chat-input");
     status = document.getElementById("chat-status");
-    if (!list || !form || !input || !status) return;
+    typing = document.getElementById("chat-typing");
+    if (!list || !form || !input || !status || !typing) return;
     form.addEventListener("submit", onSubmit);
     input.addEventListener("keydown", onKeyDown);
     window.addEventListener("message", onParentMessage);
