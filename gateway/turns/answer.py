@@ -153,7 +153,7 @@ class Answerer:
         recipient = inbound.sender.sender if inbound.sender is not None else ""
         typing = Typing(adapter, recipient, inbound.provider_message_id)
         typing.start()
-        preview = Preview.of(adapter, recipient, inbound.provider_message_id)
+        preview = Preview.of(adapter, recipient, inbound.provider_message_id, typing.stop)
         try:
             completion = await self._call_model(
                 provider, tenant, window.messages, budget.output_reserve, preview
@@ -186,7 +186,9 @@ class Answerer:
         except BaseException:
             typing.stop()
             raise
-        self.deliverer.send_in_order(turn.conversation_key, turn, inbound, reply, after=typing.stop)
+        self.deliverer.send_in_order(
+            turn.conversation_key, turn, inbound, reply, before_send=typing.stop
+        )
         await self._maybe_compact(turn, tenant)
 
     async def _call_model(

@@ -50,13 +50,14 @@ class Deliverer:
         inbound: MessageRecord,
         reply: MessageRecord,
         *,
-        after: Callable[[], None] | None = None,
+        before_send: Callable[[], None] | None = None,
     ) -> None:
         """Send the reply (its lease taken when stored) once the conversation's earlier replies
-        are sent, without waiting here; `after` is called when this send is over."""
+        are sent, without waiting here; `before_send` is called just before this one goes (its
+        typing signal stops: one arriving after the reply would show it again)."""
         previous = self._last.get(key)
         task = asyncio.create_task(
-            self._send_after(previous, turn, inbound, reply, after), name=f"send:{turn.id}"
+            self._send_after(previous, turn, inbound, reply, before_send), name=f"send:{turn.id}"
         )
         self._last[key] = task
 
@@ -72,21 +73,20 @@ class Deliverer:
         turn: TurnRecord,
         inbound: MessageRecord,
         reply: MessageRecord,
-        after: Callable[[], None] | None,
+        before_send: Callable[[], None] | None,
     ) -> None:
         try:
             if previous is not None:
                 with contextlib.suppress(Exception):
                     await asyncio.shield(previous)
+        finally:
+            if before_send is not None:
+                before_send()
+        try:
             await self.send(turn, inbound, reply, claimed=True)
-        except asyncio.CancelledError:
-            raise
         except Exception:
             # The reply keeps its lease; `retry_deliveries` sends it once the lease runs out.
             log.exception("reply send failed", extra={"fields": {"turn": turn.id}})
-        finally:
-            if after is not None:
-                after()
 
     async def flush(self, key: str) -> None:
         """Wait until the conversation's replies handed to `send_in_order` are sent."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Callable
 
 from channels.base import Channel, ReplyPreviews
 
@@ -21,8 +22,17 @@ CLOSE_WAIT_S = 1.0
 
 
 class Preview:
-    def __init__(self, adapter: ReplyPreviews, recipient: str, reply_to: str | None) -> None:
+    def __init__(
+        self,
+        adapter: ReplyPreviews,
+        recipient: str,
+        reply_to: str | None,
+        on_first_text: Callable[[], None] | None = None,
+    ) -> None:
+        """`on_first_text`: called when the first text arrives (the growing reply is the
+        signal from then on, so the typing signal stops)."""
         self._adapter = adapter
+        self._on_first_text = on_first_text
         self._recipient = recipient
         self._reply_to = reply_to
         self._latest: str | None = None
@@ -31,16 +41,24 @@ class Preview:
         self.shown = 0
 
     @staticmethod
-    def of(adapter: Channel | None, recipient: str, reply_to: str | None) -> Preview | None:
+    def of(
+        adapter: Channel | None,
+        recipient: str,
+        reply_to: str | None,
+        on_first_text: Callable[[], None] | None = None,
+    ) -> Preview | None:
         """A preview for channels that show replies as they are written, else None."""
         if isinstance(adapter, ReplyPreviews):
-            return Preview(adapter, recipient, reply_to)
+            return Preview(adapter, recipient, reply_to, on_first_text)
         return None
 
     async def on_text(self, text: str) -> None:
         """The reply so far (called by the provider as the stream arrives)."""
         if self._failed:
             return
+        if self._on_first_text is not None:
+            self._on_first_text()
+            self._on_first_text = None
         self._latest = text
         if self._pump is None or self._pump.done():
             self._pump = asyncio.create_task(self._show(), name="preview")

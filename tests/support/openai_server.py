@@ -54,6 +54,7 @@ class FakeOpenAI:
     streaming: bool = False
     first_token_s: float = 0.0
     tokens_per_s: float = 0.0
+    break_after_pieces: int | None = None  # end every stream after this many, unfinished
     in_flight: int = 0  # requests being answered now
     peak_in_flight: int = 0  # the most at once so far
     _released: asyncio.Event = field(default_factory=asyncio.Event)
@@ -137,6 +138,9 @@ class FakeOpenAI:
             else:
                 call.first_token = time.monotonic()
             await send([{"index": 0, "delta": {"content": piece}, "finish_reason": None}])
+            if self.break_after_pieces is not None and index + 1 >= self.break_after_pieces:
+                await response.write_eof()  # no finish_reason, no [DONE]: a broken stream
+                return response
         await send([{"index": 0, "delta": {}, "finish_reason": "stop"}])
         if (body.get("stream_options") or {}).get("include_usage"):
             total = 100 + len(pieces)
