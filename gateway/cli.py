@@ -144,6 +144,16 @@ def _seconds(raw: str) -> float:
     return value
 
 
+def _per_second(raw: str) -> float:
+    try:
+        value = float(raw)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not a number per second: {raw!r}") from exc
+    if value <= 0:
+        raise argparse.ArgumentTypeError("must be positive")
+    return value
+
+
 def _service_urls(parser: argparse.ArgumentParser, *, redis_for: str, redis_note: str = "") -> None:
     """`--postgres-url` and `--redis-url` of the benchmarks that start their own gateways."""
     parser.add_argument(
@@ -174,9 +184,20 @@ def _bench_ingest(settings: Settings, args: argparse.Namespace) -> int:
     )
 
 
+# The options of `bench reply` that only its load mode (`--model-latency`) takes.
+_LOAD_ONLY = ("stream_rate", "rate", "seconds", "background", "webchat")
+
+
 def _bench_reply(settings: Settings, args: argparse.Namespace) -> int:
     from tools.bench.reply import ReplyBenchError, ReplyOptions, run_reply_bench
 
+    if args.model_latency is not None:
+        return _bench_reply_load(args)
+    given = [name for name in _LOAD_ONLY if getattr(args, name) is not None]
+    if given:
+        flags = ", ".join("--" + name.replace("_", "-") for name in given)
+        print(f"relaydesk: {flags} need --model-latency (the load mode)", file=sys.stderr)
+        return 2
     defaults = ReplyOptions()
     try:
         options = ReplyOptions(
@@ -191,6 +212,37 @@ def _bench_reply(settings: Settings, args: argparse.Namespace) -> int:
 
     return _run_bench(
         lambda progress: run_reply_bench(options, progress), ReplyBenchError, args.json
+    )
+
+
+def _bench_reply_load(args: argparse.Namespace) -> int:
+    from tools.bench.reply_load import LoadOptions, ReplyBenchError, run_load_bench
+
+    if args.messages is not None:
+        print(
+            "relaydesk: --messages is not for the load mode (use --rate and --seconds)",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        defaults = LoadOptions(model_latency_s=args.model_latency)
+        options = LoadOptions(
+            model_latency_s=args.model_latency,
+            stream_rate=args.stream_rate,
+            customers=args.customers or defaults.customers,
+            rate=defaults.rate if args.rate is None else args.rate,
+            seconds=defaults.seconds if args.seconds is None else args.seconds,
+            background=defaults.background if args.background is None else args.background,
+            webchat=defaults.webchat if args.webchat is None else args.webchat,
+            postgres_url=args.postgres_url or defaults.postgres_url,
+            redis_url=args.redis_url or defaults.redis_url,
+        )
+    except ValueError as exc:
+        print(f"relaydesk: {exc}", file=sys.stderr)
+        return 2
+
+    return _run_bench(
+        lambda progress: run_load_bench(options, progress), ReplyBenchError, args.json
     )
 
 
@@ -501,9 +553,45 @@ def build_parser() -> argparse.ArgumentParser:
         "--json", action="store_true", help="also print one JSON object as the last line"
     )
     reply.add_argument(
-        "--customers", type=_positive, help="customers per side, talking at once (default 8)"
+        "--customers",
+        type=_positive,
+        help="customers per side, talking at once (default 8; with --model-latency 40)",
     )
     reply.add_argument("--messages", type=_positive, help="messages per customer (default 40)")
+    load = reply.add_argument_group(
+        "load mode",
+        "with --model-latency: the same open-loop load of signed WhatsApp webhooks against the "
+        "offline model, then a local model that waits S seconds; replies/s, p50/p99, peak "
+        "model calls in flight",
+    )
+    load.add_argument(
+        "--model-latency",
+        type=_seconds,
+        metavar="S",
+        help="seconds the model waits before its first token (turns the load mode on)",
+    )
+    load.add_argument(
+        "--stream-rate",
+        type=_per_second,
+        metavar="TOKENS_PER_S",
+        help="tokens per second after the first (default: the rest at once)",
+    )
+    load.add_argument(
+        "--rate", type=_per_second, metavar="R", help="messages per second offered (default 20)"
+    )
+    load.add_argument("--seconds", type=_seconds, metavar="T", help="seconds of load (default 5)")
+    load.add_argument(
+        "--background",
+        type=_positive,
+        metavar="M",
+        help="background processes of the gateway (serve --background M; default 2)",
+    )
+    load.add_argument(
+        "--webchat",
+        type=_positive,
+        metavar="K",
+        help="web chat visitors timing the first streamed token after the load (default none)",
+    )
     _service_urls(
         reply,
         redis_for="the gateway processes and the worker",

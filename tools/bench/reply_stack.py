@@ -30,11 +30,13 @@ WORKER_READY = b"compaction consumer(s) running"
 
 @dataclass(frozen=True, slots=True)
 class Gateway:
-    """One ``relaydesk serve --workers`` to start: its name (for its log), port and env."""
+    """One ``relaydesk serve --workers`` to start: its name (for its log), port, env and any
+    further ``serve`` arguments."""
 
     name: str
     port: int
     env: dict[str, str]
+    serve_args: tuple[str, ...] = ()
 
 
 @contextlib.asynccontextmanager
@@ -48,7 +50,7 @@ async def gateways(configs: Sequence[Gateway], workdir: Path) -> AsyncIterator[N
             try:
                 await started.enter_async_context(
                     serving(
-                        [[*serve, "--port", str(config.port)]],
+                        [[*serve, "--port", str(config.port), *config.serve_args]],
                         config.env,
                         workdir,
                         f"serve-{config.name}.log",

@@ -1,0 +1,137 @@
+"""The figures of ``relaydesk bench reply --model-latency``: one row per model (the instant
+offline one, the slow one), their ratio of sustained replies per second and the web chat line;
+as a table and as one JSON line."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+
+from tools.bench.harness import percentile
+from tools.bench.load_webchat import WebchatResult
+from tools.bench.reply_stack import GATEWAY_PROCESSES
+
+
+@dataclass(frozen=True, slots=True)
+class SideResult:
+    """One model's run under the offered load. Latencies count from each message's due time;
+    ``span_s`` runs from the first due time to the last reply."""
+
+    model: str  # "offline" or the slow model's description
+    offered: int
+    refused: int  # webhooks not acknowledged with a 200 (their replies are missing too)
+    latencies_ms: tuple[float, ...]  # sorted
+    ack_ms: tuple[float, ...]  # sorted, acknowledged webhooks only
+    fallbacks: int  # replies that were the model-failure message
+    span_s: float
+    peak_in_flight: int  # model requests at once, as the model server counted them
+    model_requests: int
+
+    @property
+    def replies(self) -> int:
+        return len(self.latencies_ms)
+
+    @property
+    def missing(self) -> int:
+        return self.offered - self.replies
+
+    @property
+    def replies_per_s(self) -> float:
+        return self.replies / self.span_s if self.span_s > 0 else 0.0
+
+    @property
+    def p50_ms(self) -> float:
+        return percentile(self.latencies_ms, 0.50)
+
+    @property
+    def p99_ms(self) -> float:
+        return percentile(self.latencies_ms, 0.99)
+
+    @property
+    def ack_p99_ms(self) -> float:
+        return percentile(self.ack_ms, 0.99)
+
+    def figures(self) -> dict[str, float | int]:
+        return {
+            "offered": self.offered,
+            "replies": self.replies,
+            "missing": self.missing,
+            "refused": self.refused,
+            "fallbacks": self.fallbacks,
+            "p50_ms": round(self.p50_ms, 2),
+            "p99_ms": round(self.p99_ms, 2),
+            "ack_p99_ms": round(self.ack_p99_ms, 2),
+            "replies_per_s": round(self.replies_per_s, 3),
+            "peak_in_flight": self.peak_in_flight,
+            "model_requests": self.model_requests,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class LoadResult:
+    offline: SideResult
+    slow: SideResult
+    webchat: WebchatResult | None
+    customers: int
+    rate: float
+    seconds: float
+    background: int
+    model_latency_s: float
+    stream_rate: float | None
+
+    @property
+    def ratio(self) -> float:
+        """Sustained replies/s with the slow model over those with the instant one."""
+        base = self.offline.replies_per_s
+        return self.slow.replies_per_s / base if base > 0 else 0.0
+
+    def table(self) -> str:
+        lines = [
+            f"answering under load: {self.rate:g} messages/s offered for {self.seconds:g} s by "
+            f"{self.customers} customers (signed WhatsApp webhooks, open loop; latency from each "
+            "message's due time to its reply reaching the Twilio API)",
+            f"relaydesk serve --workers {GATEWAY_PROCESSES} --background {self.background} + "
+            f"PostgreSQL + Redis, {os.cpu_count()} CPUs; the two models one after the other on "
+            "one database",
+            f"{'model':<30} {'offered':>7} {'replies':>7} {'missing':>7} {'p50 ms':>9} "
+            f"{'p99 ms':>9} {'replies/s':>9} {'ack p99 ms':>10} {'peak in flight':>14}",
+        ]
+        for side in (self.offline, self.slow):
+            lines.append(
+                f"{side.model:<30} {side.offered:>7} {side.replies:>7} {side.missing:>7} "
+                f"{side.p50_ms:>9.1f} {side.p99_ms:>9.1f} {side.replies_per_s:>9.2f} "
+                f"{side.ack_p99_ms:>10.1f} {side.peak_in_flight:>14}"
+            )
+        lines.append(f"replies/s slow / offline: {self.ratio:.3f}")
+        problems = [
+            f"{side.model}: {what}"
+            for side in (self.offline, self.slow)
+            for what in (
+                f"{side.refused} webhooks refused" if side.refused else "",
+                f"{side.fallbacks} fallback replies (the model call failed)"
+                if side.fallbacks
+                else "",
+            )
+            if what
+        ]
+        lines.extend(problems)
+        if self.webchat is not None:
+            lines.append(self.webchat.line())
+        return "\n".join(lines)
+
+    def json_line(self) -> str:
+        return json.dumps(
+            {
+                "model_latency_s": self.model_latency_s,
+                "stream_rate": self.stream_rate,
+                "customers": self.customers,
+                "rate": self.rate,
+                "seconds": self.seconds,
+                "background": self.background,
+                "offline": self.offline.figures(),
+                "slow": self.slow.figures(),
+                "replies_per_s_ratio": round(self.ratio, 3),
+                "webchat": None if self.webchat is None else self.webchat.figures(),
+            }
+        )
