@@ -54,6 +54,7 @@ class Matched:
     """The messages' reply latencies (ms from the due time, sorted) and what was left over."""
 
     latencies_ms: tuple[float, ...]
+    first_reply: float | None  # the earliest matched reply, on `time.perf_counter`
     last_reply: float | None  # the latest matched reply, on `time.perf_counter`
     fallbacks: int  # matched replies that were the model-failure message
 
@@ -104,6 +105,7 @@ class ReplyLog:
             if message.acknowledged:
                 by_phone[message.phone].append(message)
         latencies: list[float] = []
+        first: float | None = None
         last: float | None = None
         fallbacks = 0
         for phone, messages in by_phone.items():
@@ -111,9 +113,10 @@ class ReplyLog:
             arrivals = self._arrivals.get(phone, [])
             for index, (message, arrived) in enumerate(zip(messages, arrivals, strict=False)):
                 latencies.append((arrived - message.due) * 1000.0)
+                first = arrived if first is None else min(first, arrived)
                 last = arrived if last is None else max(last, arrived)
                 fallbacks += index in self._fallbacks.get(phone, set())
-        return Matched(tuple(sorted(latencies)), last, fallbacks)
+        return Matched(tuple(sorted(latencies)), first, last, fallbacks)
 
 
 @dataclass(frozen=True, slots=True)

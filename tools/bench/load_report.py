@@ -16,7 +16,10 @@ from tools.bench.reply_stack import GATEWAY_PROCESSES
 @dataclass(frozen=True, slots=True)
 class SideResult:
     """One model's run under the offered load. Latencies count from each message's due time;
-    ``span_s`` runs from the first due time to the last reply."""
+    ``span_s`` runs from the first due time to the last reply, ``reply_span_s`` from the first
+    reply to the last: the sustained pace is replies over the latter (a model's latency delays
+    the first reply and the last alike, so it leaves the pace alone unless answering falls
+    behind the offered load)."""
 
     model: str  # "offline" or the slow model's description
     offered: int
@@ -25,6 +28,7 @@ class SideResult:
     ack_ms: tuple[float, ...]  # sorted, acknowledged webhooks only
     fallbacks: int  # replies that were the model-failure message
     span_s: float
+    reply_span_s: float
     peak_in_flight: int  # model requests at once, as the model server counted them
     model_requests: int
 
@@ -38,7 +42,8 @@ class SideResult:
 
     @property
     def replies_per_s(self) -> float:
-        return self.replies / self.span_s if self.span_s > 0 else 0.0
+        """Sustained: the intervals between the first and the last reply, per second."""
+        return (self.replies - 1) / self.reply_span_s if self.reply_span_s > 0 else 0.0
 
     @property
     def p50_ms(self) -> float:

@@ -179,6 +179,11 @@ def _result(side: _Side, offered: list[Offered], stack: _Stack) -> SideResult:
         ack_ms=tuple(sorted((m.answered - m.due) * 1000.0 for m in offered if m.acknowledged)),
         fallbacks=matched.fallbacks,
         span_s=0.0 if matched.last_reply is None else matched.last_reply - first_due,
+        reply_span_s=(
+            0.0
+            if matched.first_reply is None or matched.last_reply is None
+            else matched.last_reply - matched.first_reply
+        ),
         peak_in_flight=stack.model.peak_in_flight,
         model_requests=len(stack.model.requests),
     )
