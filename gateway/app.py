@@ -75,6 +75,9 @@ from gateway.webchat.hub import WebChatHub
 
 log = logging.getLogger("relaydesk.app")
 
+# Outbound connections beside the model calls' (transcription, media downloads, other APIs).
+OTHER_CONNECTIONS = 32
+
 
 async def database_ctx(app: web.Application) -> AsyncIterator[None]:
     settings = app[SETTINGS]
@@ -99,8 +102,17 @@ async def redis_ctx(app: web.Application) -> AsyncIterator[None]:
 
 
 async def http_ctx(app: web.Application) -> AsyncIterator[None]:
-    # One shared client with explicit timeouts for every outbound call (model, channels).
-    client = httpx.AsyncClient(timeout=httpx.Timeout(30.0, connect=5.0))
+    # One shared client with explicit timeouts for every outbound call (model, channels). Its
+    # pool holds a connection for every model call allowed in flight (httpx's default of 100,
+    # 20 kept alive, would queue calls and reconnect under load), plus room for the rest.
+    concurrency = app[SETTINGS].model_concurrency
+    client = httpx.AsyncClient(
+        timeout=httpx.Timeout(30.0, connect=5.0),
+        limits=httpx.Limits(
+            max_connections=concurrency + OTHER_CONNECTIONS,
+            max_keepalive_connections=concurrency,
+        ),
+    )
     app[HTTP] = client
     yield
     await client.aclose()
