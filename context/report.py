@@ -86,8 +86,10 @@ class BudgetReport:
     ``estimated_tokens`` is the count of the rendered window (per-message overhead and reply
     primer included; stored counts for unmodified turns) and never exceeds ``input_budget``.
     Slice ``used`` figures are the additive estimates the selection worked with.
-    ``savings`` is ``1 - estimated / full_history_tokens`` (0 when the history is empty; negative
-    when the window costs more than the raw history, e.g. on a first message).
+    ``full_history_tokens`` is what sending the whole raw history would cost with the same fixed
+    part (instruction, anchored messages, the state's core) that this window carries;
+    ``savings`` is ``1 - estimated / full_history_tokens``, never below 0 (0 when everything
+    fits: the window then holds the whole history, and perhaps facts and summaries besides).
     ``prefix_sha256`` hashes the system message: equal hashes mean a provider prompt cache can
     reuse the prefix.
     """

@@ -81,6 +81,8 @@ def build_window(request: ContextRequest, budget: Budget, counter: TokenCounter)
             "mandatory_context_exceeds_budget",
             f"the operational state needs {state.used} tokens; its slice has {state.allowance}",
         )
+    # What any prompt would carry, the raw history's too: the savings compare like with like.
+    fixed_cost = instruction.used + state.used
     extras = Pool(state, "state", 0, tuple(1 + counter.count(line) for _, line in lines.extra))
     extras.fill(state.allowance - state.used, picks, second_pass=False)
 
@@ -147,7 +149,7 @@ def build_window(request: ContextRequest, budget: Budget, counter: TokenCounter)
             )
         selection.give_back(overflow)
 
-    full = _full_history(request, message.original_tokens)
+    full = fixed_cost + _full_history(request, message.original_tokens)
     report = BudgetReport(
         window=budget.window,
         output_reserve=budget.output_reserve,
@@ -155,7 +157,7 @@ def build_window(request: ContextRequest, budget: Budget, counter: TokenCounter)
         input_budget=budget.input_budget,
         estimated_tokens=estimated,
         full_history_tokens=full,
-        savings=round(1.0 - estimated / full, 4) if full > 0 else 0.0,
+        savings=max(0.0, round(1.0 - estimated / full, 4)) if full > 0 else 0.0,
         slices=(
             *(ledgers[name].freeze() for name, _ in budget.slices),
             SliceReport("output_reserve", budget.output_reserve, 0),
