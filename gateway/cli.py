@@ -139,24 +139,22 @@ def _rates(raw: str) -> tuple[int, ...]:
     return tuple(sorted(set(rates)))
 
 
-def _seconds(raw: str) -> float:
+def _positive_number(raw: str, what: str) -> float:
     try:
         value = float(raw)
     except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {raw!r}") from exc
+        raise argparse.ArgumentTypeError(f"not {what}: {raw!r}") from exc
     if value <= 0:
         raise argparse.ArgumentTypeError("must be positive")
     return value
+
+
+def _seconds(raw: str) -> float:
+    return _positive_number(raw, "a number of seconds")
 
 
 def _per_second(raw: str) -> float:
-    try:
-        value = float(raw)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"not a number per second: {raw!r}") from exc
-    if value <= 0:
-        raise argparse.ArgumentTypeError("must be positive")
-    return value
+    return _positive_number(raw, "a number per second")
 
 
 def _service_urls(parser: argparse.ArgumentParser, *, redis_for: str, redis_note: str = "") -> None:
