@@ -30,23 +30,20 @@ PUBLIC_URL = "https://relay.example.org"
 @asynccontextmanager
 async def _servers(model: FakeOpenAI, twilio: FakeTwilio) -> AsyncIterator[dict[str, object]]:
     """The model and Twilio servers started; the settings that point a gateway at them."""
-    model_server = TestServer(model.app())
     twilio_server = TestServer(twilio.app())
-    await model_server.start_server()
     await twilio_server.start_server()
     try:
-        yield {
-            "RELAYDESK_RUN_COMPACTION": False,
-            "RELAYDESK_PUBLIC_URL": PUBLIC_URL,
-            "RELAYDESK_MODEL": "openai:test-model",
-            "RELAYDESK_MODEL_BASE_URL": str(model_server.make_url("/v1")),
-            "TWILIO_ACCOUNT_SID": ACCOUNT,
-            "TWILIO_AUTH_TOKEN": TOKEN,
-            "TWILIO_WHATSAPP_FROM": BOT,
-            "TWILIO_API_BASE": str(twilio_server.make_url("")).rstrip("/"),
-        }
+        async with model.serving() as model_settings:
+            yield {
+                "RELAYDESK_RUN_COMPACTION": False,
+                "RELAYDESK_PUBLIC_URL": PUBLIC_URL,
+                **model_settings,
+                "TWILIO_ACCOUNT_SID": ACCOUNT,
+                "TWILIO_AUTH_TOKEN": TOKEN,
+                "TWILIO_WHATSAPP_FROM": BOT,
+                "TWILIO_API_BASE": str(twilio_server.make_url("")).rstrip("/"),
+            }
     finally:
-        await model_server.close()
         await twilio_server.close()
 
 

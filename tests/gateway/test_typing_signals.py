@@ -43,16 +43,13 @@ async def _served(*apps: Any) -> AsyncIterator[list[str]]:
 
 @asynccontextmanager
 async def _stack(tmp_path: Path, model: FakeOpenAI, **channel: object) -> AsyncIterator[Stack]:
-    async with _served(model.app()) as [model_base]:
-        async with running_stack(
-            "embedded",
-            tmp_path,
-            RELAYDESK_MODEL="openai:test-model",
-            RELAYDESK_MODEL_BASE_URL=f"{model_base}/v1",
-            RELAYDESK_PUBLIC_URL=PUBLIC_URL,
-            **channel,
-        ) as stack:
-            yield stack
+    async with (
+        model.serving() as model_settings,
+        running_stack(
+            "embedded", tmp_path, **model_settings, RELAYDESK_PUBLIC_URL=PUBLIC_URL, **channel
+        ) as stack,
+    ):
+        yield stack
 
 
 async def _until(condition: Any, timeout: float = 15.0) -> None:

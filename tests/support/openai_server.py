@@ -13,10 +13,13 @@ import asyncio
 import json
 import re
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
+from aiohttp.test_utils import TestServer
 
 
 @dataclass
@@ -66,6 +69,19 @@ class FakeOpenAI:
         app = web.Application()
         app.router.add_post("/v1/chat/completions", self._complete)
         return app
+
+    @asynccontextmanager
+    async def serving(self) -> AsyncIterator[dict[str, str]]:
+        """This model on a local server; yields the settings that point a gateway at it."""
+        server = TestServer(self.app())
+        await server.start_server()
+        try:
+            yield {
+                "RELAYDESK_MODEL": "openai:test-model",
+                "RELAYDESK_MODEL_BASE_URL": str(server.make_url("/v1")),
+            }
+        finally:
+            await server.close()
 
     async def _wait(self, seconds: float) -> None:
         if seconds:
