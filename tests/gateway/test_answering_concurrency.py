@@ -16,7 +16,7 @@ from sqlalchemy import func, select
 
 from gateway.keys import SESSIONS, WAKEUPS
 from gateway.storage.models import Message, TurnRow
-from tests.support.openai_server import Call, FakeOpenAI
+from tests.support.openai_server import Call, FakeOpenAI, model_settings
 from tests.support.shared_gateways import shared_gateways
 from tests.support.signed_twilio import inbound_params, post_signed
 from tests.support.twilio_server import FakeTwilio
@@ -33,11 +33,11 @@ async def _servers(model: FakeOpenAI, twilio: FakeTwilio) -> AsyncIterator[dict[
     twilio_server = TestServer(twilio.app())
     await twilio_server.start_server()
     try:
-        async with model.serving() as model_settings:
+        async with model.serving() as model_url:
             yield {
                 "RELAYDESK_RUN_COMPACTION": False,
                 "RELAYDESK_PUBLIC_URL": PUBLIC_URL,
-                **model_settings,
+                **model_settings(model_url),
                 "TWILIO_ACCOUNT_SID": ACCOUNT,
                 "TWILIO_AUTH_TOKEN": TOKEN,
                 "TWILIO_WHATSAPP_FROM": BOT,

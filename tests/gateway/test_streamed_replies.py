@@ -16,7 +16,7 @@ from sqlalchemy import select
 
 from gateway.providers import FALLBACK_MESSAGE
 from gateway.storage.models import Message, TurnRow
-from tests.support.openai_server import FakeOpenAI
+from tests.support.openai_server import FakeOpenAI, model_settings
 from tests.support.shared_gateways import next_frame
 from tests.support.stack import Stack, running_stack
 
@@ -38,8 +38,8 @@ async def _exchange(model: FakeOpenAI, tmp_path: Path, text: str) -> AsyncIterat
     """A gateway answering with `model`; a web chat visitor says `text` and reads the frames up
     to the stored reply's. On leaving: the socket closed, the rows read, the gateway stopped."""
     async with (
-        model.serving() as model_settings,
-        running_stack("embedded", tmp_path, **model_settings) as stack,
+        model.serving() as model_url,
+        running_stack("embedded", tmp_path, **model_settings(model_url)) as stack,
     ):
         visitor = "v" + uuid.uuid4().hex
         socket = await stack.client.ws_connect("/webchat/ws")

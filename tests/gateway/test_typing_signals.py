@@ -16,7 +16,7 @@ from aiohttp.test_utils import TestServer
 
 from channels.telegram import SECRET_HEADER
 from gateway.keys import ADAPTERS
-from tests.support.openai_server import FakeOpenAI
+from tests.support.openai_server import FakeOpenAI, model_settings
 from tests.support.signed_twilio import inbound_params, post_signed
 from tests.support.stack import Stack, running_stack
 from tests.support.telegram_server import FakeBotApi
@@ -44,9 +44,13 @@ async def _served(*apps: Any) -> AsyncIterator[list[str]]:
 @asynccontextmanager
 async def _stack(tmp_path: Path, model: FakeOpenAI, **channel: object) -> AsyncIterator[Stack]:
     async with (
-        model.serving() as model_settings,
+        model.serving() as model_url,
         running_stack(
-            "embedded", tmp_path, **model_settings, RELAYDESK_PUBLIC_URL=PUBLIC_URL, **channel
+            "embedded",
+            tmp_path,
+            **model_settings(model_url),
+            RELAYDESK_PUBLIC_URL=PUBLIC_URL,
+            **channel,
         ) as stack,
     ):
         yield stack

@@ -14,7 +14,7 @@ from sqlalchemy import func, select
 from twilio.request_validator import RequestValidator
 
 from gateway.storage.models import Message, OutboundMessage, TurnRow
-from tests.support.openai_server import FakeOpenAI
+from tests.support.openai_server import FakeOpenAI, model_settings
 from tests.support.signed_twilio import inbound_params
 from tests.support.stack import Stack, inbound_rows, running_stack
 from tests.support.twilio_server import FakeTwilio
@@ -93,8 +93,10 @@ async def test_long_reply_is_split_in_order(tmp_path: Path, twilio) -> None:  # 
     words = " ".join(f"w{i:04d}" for i in range(700))  # ~4200 characters
     model = FakeOpenAI(reply=words)
     async with (
-        model.serving() as model_settings,
-        running_stack("embedded", tmp_path, **model_settings, **_settings(base)) as stack,
+        model.serving() as model_url,
+        running_stack(
+            "embedded", tmp_path, **model_settings(model_url), **_settings(base)
+        ) as stack,
     ):
         assert (await _webhook(stack, _params("manda a lista toda"))).status == 200
         await stack.idle()

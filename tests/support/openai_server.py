@@ -41,6 +41,11 @@ def _pieces(text: str) -> list[str]:
     return re.findall(r"\s*\S+", text) or [text]
 
 
+def model_settings(base_url: str) -> dict[str, str]:
+    """The settings that point a gateway at the model served at ``base_url``."""
+    return {"RELAYDESK_MODEL": "openai:test-model", "RELAYDESK_MODEL_BASE_URL": base_url}
+
+
 @dataclass
 class FakeOpenAI:
     """`delay_s`: how long each answer waits at most; `release()` ends every wait at once.
@@ -71,16 +76,15 @@ class FakeOpenAI:
         return app
 
     @asynccontextmanager
-    async def serving(self) -> AsyncIterator[dict[str, str]]:
-        """This model on a local server; yields the settings that point a gateway at it."""
+    async def serving(self) -> AsyncIterator[str]:
+        """This model on a local server; yields its base URL (ending in ``/v1``). Answers still
+        held back are released before the server closes."""
         server = TestServer(self.app())
         await server.start_server()
         try:
-            yield {
-                "RELAYDESK_MODEL": "openai:test-model",
-                "RELAYDESK_MODEL_BASE_URL": str(server.make_url("/v1")),
-            }
+            yield str(server.make_url("/v1"))
         finally:
+            self.release()
             await server.close()
 
     async def _wait(self, seconds: float) -> None:
