@@ -16,13 +16,7 @@ from httpx_sse import aconnect_sse
 from context import ChatMessage
 from gateway.cli import main
 from gateway.providers.openai_compat import OpenAICompatProvider
-from tests.support.databases import (
-    POSTGRES_URL,
-    REDIS_URL,
-    postgres_reachable,
-    redis_reachable,
-    unavailable,
-)
+from tests.support.databases import POSTGRES_URL, REDIS_URL, require_postgres_and_redis
 from tools.bench.load_webchat import summarize, visit
 from tools.bench.model_server import SlowModel
 from tools.bench.reply_load import LoadOptions, run_load_bench
@@ -230,12 +224,7 @@ async def test_visitors_time_the_first_partial_frame_of_a_streamed_reply() -> No
 
 
 async def test_load_bench_at_a_tiny_size() -> None:
-    for what, why in (
-        ("PostgreSQL", await postgres_reachable()),
-        ("Redis", await redis_reachable()),
-    ):
-        if why is not None:
-            unavailable(what, why)
+    await require_postgres_and_redis()
     latency_s = 0.3
     options = LoadOptions(
         model_latency_s=latency_s,
