@@ -3,7 +3,7 @@ drive them against scripted vendors."""
 
 from __future__ import annotations
 
-from typing import TypeVar
+from typing import TypedDict, TypeVar, Unpack
 
 import httpx
 
@@ -18,6 +18,13 @@ ANTHROPIC_KEY = "sk-ant-test"
 P = TypeVar("P")
 
 
+class CallOptions(TypedDict, total=False):
+    """What a test may change in how a provider calls: its retries and its per-call timeout."""
+
+    retry: RetryPolicy
+    timeout_s: float
+
+
 def made_provider(
     spec: str,
     kind: type[P],
@@ -25,8 +32,8 @@ def made_provider(
     base_url: str,
     *,
     api_key: str,
-    retry: RetryPolicy,
-    timeout_s: float,
+    retry: RetryPolicy = FAST,
+    timeout_s: float = 5.0,
 ) -> P:
     """``make_provider(spec, …)`` on ``http``, checked to be a ``kind``."""
     made = make_provider(
@@ -37,40 +44,23 @@ def made_provider(
 
 
 def openai_provider(
-    http: httpx.AsyncClient,
-    base_url: str,
-    *,
-    retry: RetryPolicy = FAST,
-    timeout_s: float = 5.0,
-    model: str = "gpt-4o-mini",
+    http: httpx.AsyncClient, base_url: str, **options: Unpack[CallOptions]
 ) -> OpenAICompatProvider:
-    """``openai:<model>`` at ``base_url`` with `OPENAI_KEY`."""
+    """``openai:gpt-4o-mini`` at ``base_url`` with `OPENAI_KEY`."""
     return made_provider(
-        f"openai:{model}",
-        OpenAICompatProvider,
-        http,
-        base_url,
-        api_key=OPENAI_KEY,
-        retry=retry,
-        timeout_s=timeout_s,
+        "openai:gpt-4o-mini", OpenAICompatProvider, http, base_url, api_key=OPENAI_KEY, **options
     )
 
 
 def anthropic_provider(
-    http: httpx.AsyncClient,
-    base_url: str,
-    *,
-    retry: RetryPolicy = FAST,
-    timeout_s: float = 5.0,
-    model: str = "claude-sonnet-4-5",
+    http: httpx.AsyncClient, base_url: str, **options: Unpack[CallOptions]
 ) -> AnthropicProvider:
-    """``anthropic:<model>`` at ``base_url`` with `ANTHROPIC_KEY`."""
+    """``anthropic:claude-sonnet-4-5`` at ``base_url`` with `ANTHROPIC_KEY`."""
     return made_provider(
-        f"anthropic:{model}",
+        "anthropic:claude-sonnet-4-5",
         AnthropicProvider,
         http,
         base_url,
         api_key=ANTHROPIC_KEY,
-        retry=retry,
-        timeout_s=timeout_s,
+        **options,
     )
