@@ -9,7 +9,7 @@ import os
 import sys
 from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from aiohttp import web
 
@@ -77,22 +77,17 @@ def _sizes(raw: str) -> tuple[int, ...]:
 def _bench_context(settings: Settings, args: argparse.Namespace) -> int:
     from tools.bench import BaselineUnavailable, BenchOptions, run_context_bench
 
-    defaults = BenchOptions()
-    try:
-        options = BenchOptions(
+    def options() -> BenchOptions:
+        defaults = BenchOptions()
+        return BenchOptions(
             sizes=args.sizes or defaults.sizes,
             repeat=defaults.repeat if args.repeat is None else args.repeat,
             postgres_url=(
                 defaults.postgres_url if args.postgres_url is None else args.postgres_url or None
             ),
         )
-    except ValueError as exc:
-        print(f"relaydesk: {exc}", file=sys.stderr)
-        return 2
 
-    return _run_bench(
-        lambda progress: run_context_bench(options, progress), BaselineUnavailable, args.json
-    )
+    return _run_bench(options, run_context_bench, BaselineUnavailable, args.json)
 
 
 class _BenchResult(Protocol):
@@ -101,12 +96,22 @@ class _BenchResult(Protocol):
     def json_line(self) -> str: ...
 
 
+_Options = TypeVar("_Options")
+
+
 def _run_bench(
-    run: Callable[[Callable[[str], None]], Coroutine[Any, Any, _BenchResult]],
+    options: Callable[[], _Options],
+    run: Callable[[_Options, Callable[[str], None]], Coroutine[Any, Any, _BenchResult]],
     refused: type[Exception],
     as_json: bool,
 ) -> int:
-    """Run a benchmark with progress on stderr; the table (and JSON line) on stdout."""
+    """Run a benchmark on ``options()`` with progress on stderr; the table (and JSON line) on
+    stdout. Options that refuse a value (`ValueError`) are a usage error, as ``refused`` is."""
+    try:
+        chosen = options()
+    except ValueError as exc:
+        print(f"relaydesk: {exc}", file=sys.stderr)
+        return 2
 
     def progress(line: str) -> None:
         print(f"bench: {line}", file=sys.stderr, flush=True)
@@ -114,7 +119,7 @@ def _run_bench(
     # One log line per timed request would drown the progress lines.
     logging.getLogger("httpx").setLevel(logging.WARNING)
     try:
-        result = asyncio.run(run(progress))
+        result = asyncio.run(run(chosen, progress))
     except refused as exc:
         print(f"relaydesk: {exc}", file=sys.stderr)
         return 2
@@ -134,24 +139,22 @@ def _rates(raw: str) -> tuple[int, ...]:
     return tuple(sorted(set(rates)))
 
 
-def _seconds(raw: str) -> float:
+def _positive_number(raw: str, what: str) -> float:
     try:
         value = float(raw)
     except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {raw!r}") from exc
+        raise argparse.ArgumentTypeError(f"not {what}: {raw!r}") from exc
     if value <= 0:
         raise argparse.ArgumentTypeError("must be positive")
     return value
+
+
+def _seconds(raw: str) -> float:
+    return _positive_number(raw, "a number of seconds")
 
 
 def _per_second(raw: str) -> float:
-    try:
-        value = float(raw)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"not a number per second: {raw!r}") from exc
-    if value <= 0:
-        raise argparse.ArgumentTypeError("must be positive")
-    return value
+    return _positive_number(raw, "a number per second")
 
 
 def _service_urls(parser: argparse.ArgumentParser, *, redis_for: str, redis_note: str = "") -> None:
@@ -171,17 +174,16 @@ def _service_urls(parser: argparse.ArgumentParser, *, redis_for: str, redis_note
 def _bench_ingest(settings: Settings, args: argparse.Namespace) -> int:
     from tools.bench.ingest import IngestBenchError, IngestOptions, run_ingest_bench
 
-    defaults = IngestOptions()
-    options = IngestOptions(
-        rates=args.rates or defaults.rates,
-        seconds=defaults.seconds if args.seconds is None else args.seconds,
-        postgres_url=args.postgres_url or defaults.postgres_url,
-        redis_url=args.redis_url or defaults.redis_url,
-    )
+    def options() -> IngestOptions:
+        defaults = IngestOptions()
+        return IngestOptions(
+            rates=args.rates or defaults.rates,
+            seconds=defaults.seconds if args.seconds is None else args.seconds,
+            postgres_url=args.postgres_url or defaults.postgres_url,
+            redis_url=args.redis_url or defaults.redis_url,
+        )
 
-    return _run_bench(
-        lambda progress: run_ingest_bench(options, progress), IngestBenchError, args.json
-    )
+    return _run_bench(options, run_ingest_bench, IngestBenchError, args.json)
 
 
 # The options of `bench reply` that only its load mode (`--model-latency`) takes.
@@ -198,21 +200,17 @@ def _bench_reply(settings: Settings, args: argparse.Namespace) -> int:
         flags = ", ".join("--" + name.replace("_", "-") for name in given)
         print(f"relaydesk: {flags} need --model-latency (the load mode)", file=sys.stderr)
         return 2
-    defaults = ReplyOptions()
-    try:
-        options = ReplyOptions(
+
+    def options() -> ReplyOptions:
+        defaults = ReplyOptions()
+        return ReplyOptions(
             customers=args.customers or defaults.customers,
             messages=args.messages or defaults.messages,
             postgres_url=args.postgres_url or defaults.postgres_url,
             redis_url=args.redis_url or defaults.redis_url,
         )
-    except ValueError as exc:
-        print(f"relaydesk: {exc}", file=sys.stderr)
-        return 2
 
-    return _run_bench(
-        lambda progress: run_reply_bench(options, progress), ReplyBenchError, args.json
-    )
+    return _run_bench(options, run_reply_bench, ReplyBenchError, args.json)
 
 
 def _bench_reply_load(args: argparse.Namespace) -> int:
@@ -224,9 +222,10 @@ def _bench_reply_load(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    try:
+
+    def options() -> LoadOptions:
         defaults = LoadOptions(model_latency_s=args.model_latency)
-        options = LoadOptions(
+        return LoadOptions(
             model_latency_s=args.model_latency,
             stream_rate=args.stream_rate,
             customers=args.customers or defaults.customers,
@@ -237,13 +236,8 @@ def _bench_reply_load(args: argparse.Namespace) -> int:
             postgres_url=args.postgres_url or defaults.postgres_url,
             redis_url=args.redis_url or defaults.redis_url,
         )
-    except ValueError as exc:
-        print(f"relaydesk: {exc}", file=sys.stderr)
-        return 2
 
-    return _run_bench(
-        lambda progress: run_load_bench(options, progress), ReplyBenchError, args.json
-    )
+    return _run_bench(options, run_load_bench, ReplyBenchError, args.json)
 
 
 def _demo(settings: Settings, args: argparse.Namespace) -> int:

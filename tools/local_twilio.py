@@ -14,6 +14,8 @@ from typing import Any
 
 from aiohttp import web
 
+from tools.loopback import serving_on_loopback
+
 MESSAGES_PATH = "/2010-04-01/Accounts/{sid}/Messages.json"
 TYPING_PATH = "/v2/Indicators/Typing.json"
 
@@ -71,13 +73,8 @@ class LocalTwilio:
     @asynccontextmanager
     async def serving(self) -> AsyncIterator[str]:
         """`app` on a free loopback port; yields the API base URL (for ``TWILIO_API_BASE``)."""
-        runner = web.AppRunner(self.app(), access_log=None)
-        await runner.setup()
-        try:
-            await web.TCPSite(runner, "127.0.0.1", 0).start()
-            yield f"http://127.0.0.1:{runner.addresses[0][1]}"
-        finally:
-            await runner.cleanup()
+        async with serving_on_loopback(self.app()) as root:
+            yield root
 
     async def _create(self, request: web.Request) -> web.Response:
         arrived = time.perf_counter()  # a reply's latency ends when it reaches Twilio

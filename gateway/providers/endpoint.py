@@ -15,7 +15,7 @@ import httpx
 
 from gateway.providers.base import Completion, OnText, ProviderError, Usage
 from gateway.providers.listener import TextListener
-from gateway.providers.retry import JsonReply, RetryPolicy, post_json
+from gateway.providers.retry import JsonReply, ProviderRequest, RetryPolicy, Target, post_json
 from gateway.providers.streaming import StreamedReply, StreamParser, post_stream
 
 __all__ = ["HttpEndpoint", "call", "completion", "stream", "streamed_completion"]
@@ -47,18 +47,22 @@ class HttpEndpoint(Protocol):
     def headers(self) -> dict[str, str]: ...
 
 
-async def call(endpoint: HttpEndpoint, payload: Mapping[str, object]) -> JsonReply:
-    """`post_json` of ``payload`` to the endpoint, with its headers, timeout and retry policy."""
-    return await post_json(
-        endpoint.http,
-        endpoint.url,
+def _request(endpoint: HttpEndpoint, payload: Mapping[str, object]) -> ProviderRequest:
+    """``payload`` to the endpoint, with its headers, timeout, retry policy and names."""
+    return ProviderRequest(
+        http=endpoint.http,
+        url=endpoint.url,
         payload=payload,
         headers=endpoint.headers(),
         timeout_s=endpoint.timeout_s,
         policy=endpoint.retry,
-        provider=endpoint.name,
-        model=endpoint.model,
+        target=Target(endpoint.name, endpoint.model),
     )
+
+
+async def call(endpoint: HttpEndpoint, payload: Mapping[str, object]) -> JsonReply:
+    """`post_json` of ``payload`` to the endpoint, with its headers, timeout and retry policy."""
+    return await post_json(_request(endpoint, payload))
 
 
 async def stream(
@@ -70,14 +74,7 @@ async def stream(
     """`post_stream` of ``payload`` (which asks for a stream) to the endpoint, each attempt read
     by a fresh ``parser()``, the text so far told to ``on_text``."""
     return await post_stream(
-        endpoint.http,
-        endpoint.url,
-        payload=payload,
-        headers=endpoint.headers(),
-        timeout_s=endpoint.timeout_s,
-        policy=endpoint.retry,
-        provider=endpoint.name,
-        model=endpoint.model,
+        _request(endpoint, payload),
         parser=parser,
         listener=TextListener(on_text, provider=endpoint.name, model=endpoint.model),
     )

@@ -5,7 +5,8 @@ connection failures (`httpx.ConnectError`). Anything else fails at once: another
 request or the key is wrong and sending it again cannot help. Backoff is exponential with full
 jitter; a ``Retry-After`` header on 429/503 is honoured instead, capped at ``max_delay_s``.
 Attempt counters live in the call, never on a shared instance. `with_retries` is the loop;
-`post_json` (here) and `post_stream` (``streaming.py``) are its two kinds of attempt.
+`post_json` (here) and `post_stream` (``streaming.py``) are its two kinds of attempt, both of
+one `ProviderRequest`.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from gateway.providers.limits import report_retry_after
 __all__ = [
     "DEFAULT_RETRY",
     "JsonReply",
+    "ProviderRequest",
     "RetryPolicy",
     "RetryableFailure",
     "Target",
@@ -249,29 +251,37 @@ async def with_retries(
     raise AssertionError("unreachable: the loop returns or raises")  # pragma: no cover
 
 
-async def post_json(
-    http: httpx.AsyncClient,
-    url: str,
-    *,
-    payload: Mapping[str, object],
-    headers: Mapping[str, str],
-    timeout_s: float,
-    policy: RetryPolicy,
-    provider: str,
-    model: str,
-) -> JsonReply:
-    """POST ``payload`` to ``url`` on the shared client until it answers 2xx with a JSON object.
+@dataclass(frozen=True, slots=True)
+class ProviderRequest:
+    """One provider call, as each of its attempts sends it: the payload POSTed to ``url`` on the
+    shared client with ``headers``, an attempt bounded by ``timeout_s``, retried under
+    ``policy``; ``target`` names the provider and model in its errors."""
+
+    http: httpx.AsyncClient
+    url: str
+    payload: Mapping[str, object]
+    headers: Mapping[str, str]
+    timeout_s: float
+    policy: RetryPolicy
+    target: Target
+
+
+async def post_json(request: ProviderRequest) -> JsonReply:
+    """POST the request's payload until it answers 2xx with a JSON object.
 
     Each attempt is bounded by ``timeout_s`` as a whole (connect, send, wait and read).
     Raises `ProviderError` when the policy's attempts are used up or the failure is final.
     """
-    target = Target(provider, model)
+    target, timeout_s = request.target, request.timeout_s
 
     async def attempt(number: int) -> JsonReply:
         try:
             async with asyncio.timeout(timeout_s):
-                response = await http.post(
-                    url, json=dict(payload), headers=dict(headers), timeout=timeout_s
+                response = await request.http.post(
+                    request.url,
+                    json=dict(request.payload),
+                    headers=dict(request.headers),
+                    timeout=timeout_s,
                 )
         except (httpx.TransportError, TimeoutError) as exc:
             raise request_failure(exc, target, number, timeout_s=timeout_s) from exc
@@ -288,4 +298,4 @@ async def post_json(
             )
         return JsonReply(body=body, attempts=number)
 
-    return await with_retries(attempt, policy=policy, target=target)
+    return await with_retries(attempt, policy=request.policy, target=target)

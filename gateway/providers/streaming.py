@@ -24,8 +24,8 @@ from httpx_sse import EventSource, ServerSentEvent, SSEError
 from gateway.providers.base import FailureReason, ProviderError, Usage
 from gateway.providers.listener import TextListener
 from gateway.providers.retry import (
+    ProviderRequest,
     RetryableFailure,
-    RetryPolicy,
     Target,
     one_line,
     raise_for_status,
@@ -111,20 +111,11 @@ def _stream_headers(headers: Mapping[str, str]) -> dict[str, str]:
 
 
 async def post_stream(
-    http: httpx.AsyncClient,
-    url: str,
-    *,
-    payload: Mapping[str, object],
-    headers: Mapping[str, str],
-    timeout_s: float,
-    policy: RetryPolicy,
-    provider: str,
-    model: str,
-    parser: Callable[[], P],
-    listener: TextListener,
+    request: ProviderRequest, *, parser: Callable[[], P], listener: TextListener
 ) -> StreamedReply[P]:
-    """POST ``payload`` and read the event stream to its end, telling ``listener`` the text so
-    far after every piece; retried from the start under ``policy``.
+    """POST the request's payload (which asks for a stream) and read the event stream to its
+    end, each attempt by a fresh ``parser()``, telling ``listener`` the text so far after every
+    piece; retried from the start under the request's policy.
 
     ``timeout_s`` bounds the wait for the answer and for its first event, then every gap
     between two events — not the whole attempt as `post_json` does, since a long reply takes
@@ -132,7 +123,7 @@ async def post_stream(
     caller's, not the vendor's, and is not counted. Raises `ProviderError` when the attempts are
     used up or the failure is final; never returns a partial text.
     """
-    target = Target(provider, model)
+    target, timeout_s = request.target, request.timeout_s
     loop = asyncio.get_running_loop()
 
     async def attempt(number: int) -> StreamedReply[P]:
@@ -141,11 +132,11 @@ async def post_stream(
         status: int | None = None  # set once a 2xx answer has begun: the body is the stream
         try:
             async with asyncio.timeout(timeout_s) as deadline:
-                async with http.stream(
+                async with request.http.stream(
                     "POST",
-                    url,
-                    json=dict(payload),
-                    headers=_stream_headers(headers),
+                    request.url,
+                    json=dict(request.payload),
+                    headers=_stream_headers(request.headers),
                     timeout=timeout_s,
                 ) as response:
                     if not response.is_success:
@@ -177,7 +168,7 @@ async def post_stream(
             raise RetryableFailure(target.failure("stream_broken", number, status, detail))
         return StreamedReply(text=text, attempts=number, parser=reading)
 
-    return await with_retries(attempt, policy=policy, target=target)
+    return await with_retries(attempt, policy=request.policy, target=target)
 
 
 def _broken(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -125,17 +126,6 @@ async def test_flood_control_in_integer_seconds_without_the_opt_in(
     assert len(api.sent()) == 2
 
 
-async def test_a_wait_longer_than_the_cap_is_left_to_the_caller(
-    bot_api: tuple[FakeBotApi, str],
-) -> None:
-    api, base = bot_api
-    api.fail_next("sendMessage", 429, "Too Many Requests: retry after 120", retry_after=120)
-    with pytest.raises(SendFailed) as failed:
-        await _send(channel(api_base=base, max_retry_after_s=30), "olá")
-    assert failed.value.retryable and failed.value.retry_after_s == 120
-    assert len(api.sent()) == 1
-
-
 @pytest.mark.parametrize(
     ("status", "description"),
     [(403, "Forbidden: bot was blocked by the user"), (400, "Bad Request: chat not found")],
@@ -233,15 +223,35 @@ async def test_a_failed_typing_action_is_one_attempt(
     assert len(api.sent("sendChatAction")) == 1
 
 
-async def test_typing_under_flood_control_says_how_long_to_wait(
+# Flood control that is not waited out.
+
+
+@pytest.mark.parametrize(
+    ("method", "wait_s", "call"),
+    [
+        # A send waits out flood control up to its cap; a longer wait is the caller's.
+        (
+            "sendMessage",
+            120,
+            lambda base: _send(channel(api_base=base, max_retry_after_s=30), "olá"),
+        ),
+        # A typing action is one attempt: it never waits.
+        ("sendChatAction", 3, lambda base: _typing(channel(api_base=base))),
+    ],
+    ids=["send-longer-than-the-cap", "typing"],
+)
+async def test_a_flood_wait_not_waited_out_is_left_to_the_caller_with_its_length(
     bot_api: tuple[FakeBotApi, str],
+    method: str,
+    wait_s: int,
+    call: Callable[[str], Awaitable[object]],
 ) -> None:
     api, base = bot_api
-    api.fail_next("sendChatAction", 429, "Too Many Requests: retry after 3", retry_after=3)
+    api.fail_next(method, 429, f"Too Many Requests: retry after {wait_s}", retry_after=wait_s)
     with pytest.raises(SendFailed) as failed:
-        await _typing(channel(api_base=base))
-    assert failed.value.retryable and failed.value.retry_after_s == 3
-    assert len(api.sent("sendChatAction")) == 1
+        await call(base)
+    assert failed.value.retryable and failed.value.retry_after_s == wait_s
+    assert len(api.sent(method)) == 1
 
 
 async def test_typing_to_no_chat_id_or_an_unreachable_api_fails(unused_tcp_port: int) -> None:

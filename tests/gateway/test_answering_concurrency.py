@@ -16,7 +16,7 @@ from sqlalchemy import func, select
 
 from gateway.keys import SESSIONS, WAKEUPS
 from gateway.storage.models import Message, TurnRow
-from tests.support.openai_server import Call, FakeOpenAI
+from tests.support.openai_server import Call, FakeOpenAI, model_settings
 from tests.support.shared_gateways import shared_gateways
 from tests.support.signed_twilio import inbound_params, post_signed
 from tests.support.twilio_server import FakeTwilio
@@ -30,23 +30,20 @@ PUBLIC_URL = "https://relay.example.org"
 @asynccontextmanager
 async def _servers(model: FakeOpenAI, twilio: FakeTwilio) -> AsyncIterator[dict[str, object]]:
     """The model and Twilio servers started; the settings that point a gateway at them."""
-    model_server = TestServer(model.app())
     twilio_server = TestServer(twilio.app())
-    await model_server.start_server()
     await twilio_server.start_server()
     try:
-        yield {
-            "RELAYDESK_RUN_COMPACTION": False,
-            "RELAYDESK_PUBLIC_URL": PUBLIC_URL,
-            "RELAYDESK_MODEL": "openai:test-model",
-            "RELAYDESK_MODEL_BASE_URL": str(model_server.make_url("/v1")),
-            "TWILIO_ACCOUNT_SID": ACCOUNT,
-            "TWILIO_AUTH_TOKEN": TOKEN,
-            "TWILIO_WHATSAPP_FROM": BOT,
-            "TWILIO_API_BASE": str(twilio_server.make_url("")).rstrip("/"),
-        }
+        async with model.serving() as model_url:
+            yield {
+                "RELAYDESK_RUN_COMPACTION": False,
+                "RELAYDESK_PUBLIC_URL": PUBLIC_URL,
+                **model_settings(model_url),
+                "TWILIO_ACCOUNT_SID": ACCOUNT,
+                "TWILIO_AUTH_TOKEN": TOKEN,
+                "TWILIO_WHATSAPP_FROM": BOT,
+                "TWILIO_API_BASE": str(twilio_server.make_url("")).rstrip("/"),
+            }
     finally:
-        await model_server.close()
         await twilio_server.close()
 
 

@@ -17,10 +17,8 @@ from sqlalchemy import func, select
 from gateway.coordination.wakeups import Wakeups
 from gateway.keys import METRICS, SESSIONS, WAKEUPS
 from gateway.storage.models import InboxMessage, Message, TurnRow
-from tests.support.databases import (
-    REDIS_URL,
-)
-from tests.support.shared_gateways import next_frame, require_postgres_and_redis, shared_gateways
+from tests.support.databases import REDIS_URL, require_postgres_and_redis
+from tests.support.shared_gateways import next_frame, shared_gateways
 from tests.support.signed_twilio import post_orders
 from tests.support.twilio_server import FakeTwilio
 

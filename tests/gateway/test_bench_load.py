@@ -16,16 +16,11 @@ from httpx_sse import aconnect_sse
 from context import ChatMessage
 from gateway.cli import main
 from gateway.providers.openai_compat import OpenAICompatProvider
-from tests.support.databases import (
-    POSTGRES_URL,
-    REDIS_URL,
-    postgres_reachable,
-    redis_reachable,
-    unavailable,
-)
+from tests.support.databases import POSTGRES_URL, REDIS_URL, require_postgres_and_redis
 from tools.bench.load_webchat import summarize, visit
 from tools.bench.model_server import SlowModel
 from tools.bench.reply_load import LoadOptions, run_load_bench
+from tools.loopback import serving_on_loopback
 
 LATENCY_S = 0.2
 # A sleep may end a hair early on a coarse clock; nothing else makes the server early.
@@ -208,15 +203,11 @@ def _streaming_chat(model_url: str) -> web.Application:
 
 async def test_visitors_time_the_first_partial_frame_of_a_streamed_reply() -> None:
     model = SlowModel(LATENCY_S, stream_rate=50.0, reply_tokens=10)
-    async with model.serving() as model_url:
-        runner = web.AppRunner(_streaming_chat(model_url))
-        await runner.setup()
-        try:
-            await web.TCPSite(runner, "127.0.0.1", 0).start()
-            gateway_url = f"http://127.0.0.1:{runner.addresses[0][1]}"
-            visits = await visit(gateway_url, 3, "t1", timeout_s=10)
-        finally:
-            await runner.cleanup()
+    async with (
+        model.serving() as model_url,
+        serving_on_loopback(_streaming_chat(model_url)) as gateway_url,
+    ):
+        visits = await visit(gateway_url, 3, "t1", timeout_s=10)
     assert [v.reference for v in visits] == ["t1w0", "t1w1", "t1w2"]
     for v in visits:
         assert v.first_partial is not None and v.final is not None
@@ -230,12 +221,7 @@ async def test_visitors_time_the_first_partial_frame_of_a_streamed_reply() -> No
 
 
 async def test_load_bench_at_a_tiny_size() -> None:
-    for what, why in (
-        ("PostgreSQL", await postgres_reachable()),
-        ("Redis", await redis_reachable()),
-    ):
-        if why is not None:
-            unavailable(what, why)
+    await require_postgres_and_redis()
     latency_s = 0.3
     options = LoadOptions(
         model_latency_s=latency_s,

@@ -16,7 +16,7 @@ from aiohttp.test_utils import TestServer
 
 from channels.telegram import SECRET_HEADER
 from gateway.keys import ADAPTERS
-from tests.support.openai_server import FakeOpenAI
+from tests.support.openai_server import FakeOpenAI, model_settings
 from tests.support.signed_twilio import inbound_params, post_signed
 from tests.support.stack import Stack, running_stack
 from tests.support.telegram_server import FakeBotApi
@@ -43,16 +43,17 @@ async def _served(*apps: Any) -> AsyncIterator[list[str]]:
 
 @asynccontextmanager
 async def _stack(tmp_path: Path, model: FakeOpenAI, **channel: object) -> AsyncIterator[Stack]:
-    async with _served(model.app()) as [model_base]:
-        async with running_stack(
+    async with (
+        model.serving() as model_url,
+        running_stack(
             "embedded",
             tmp_path,
-            RELAYDESK_MODEL="openai:test-model",
-            RELAYDESK_MODEL_BASE_URL=f"{model_base}/v1",
+            **model_settings(model_url),
             RELAYDESK_PUBLIC_URL=PUBLIC_URL,
             **channel,
-        ) as stack:
-            yield stack
+        ) as stack,
+    ):
+        yield stack
 
 
 async def _until(condition: Any, timeout: float = 15.0) -> None:

@@ -14,7 +14,7 @@ from sqlalchemy import func, select
 from twilio.request_validator import RequestValidator
 
 from gateway.storage.models import Message, OutboundMessage, TurnRow
-from tests.support.openai_server import FakeOpenAI
+from tests.support.openai_server import FakeOpenAI, model_settings
 from tests.support.signed_twilio import inbound_params
 from tests.support.stack import Stack, inbound_rows, running_stack
 from tests.support.twilio_server import FakeTwilio
@@ -92,15 +92,12 @@ async def test_long_reply_is_split_in_order(tmp_path: Path, twilio) -> None:  # 
     fake, base = twilio
     words = " ".join(f"w{i:04d}" for i in range(700))  # ~4200 characters
     model = FakeOpenAI(reply=words)
-    model_server = TestServer(model.app())
-    await model_server.start_server()
-    async with running_stack(
-        "embedded",
-        tmp_path,
-        RELAYDESK_MODEL="openai:test-model",
-        RELAYDESK_MODEL_BASE_URL=str(model_server.make_url("/v1")),
-        **_settings(base),
-    ) as stack:
+    async with (
+        model.serving() as model_url,
+        running_stack(
+            "embedded", tmp_path, **model_settings(model_url), **_settings(base)
+        ) as stack,
+    ):
         assert (await _webhook(stack, _params("manda a lista toda"))).status == 200
         await stack.idle()
         assert len(fake.created) >= 3
@@ -108,7 +105,6 @@ async def test_long_reply_is_split_in_order(tmp_path: Path, twilio) -> None:  # 
         joined = " ".join(part["Body"] for part in fake.created)
         positions = [joined.index(f"w{i:04d}") for i in (0, 350, 699)]
         assert positions == sorted(positions)
-    await model_server.close()
 
 
 @pytest.mark.parametrize("signature", ["", "bm90LXRoZS1yaWdodC1zaWduYXR1cmU="])

@@ -97,3 +97,13 @@ async def drop_database(database_url: str, url: str = POSTGRES_URL) -> None:
 async def redis_reachable(url: str = REDIS_URL) -> str | None:
     """None when reachable, else why not."""
     return await services.redis_unreachable(url)
+
+
+async def require_postgres_and_redis() -> None:
+    """Skip (or fail, where the services are required) unless both answer."""
+    for what, why in (
+        ("PostgreSQL", await postgres_reachable()),
+        ("Redis", await redis_reachable()),
+    ):
+        if why is not None:
+            unavailable(what, why)

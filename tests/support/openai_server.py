@@ -13,10 +13,13 @@ import asyncio
 import json
 import re
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
+from aiohttp.test_utils import TestServer
 
 
 @dataclass
@@ -36,6 +39,11 @@ class Call:
 def _pieces(text: str) -> list[str]:
     """The reply cut into word-sized tokens, each with the spaces before it."""
     return re.findall(r"\s*\S+", text) or [text]
+
+
+def model_settings(base_url: str) -> dict[str, str]:
+    """The settings that point a gateway at the model served at ``base_url``."""
+    return {"RELAYDESK_MODEL": "openai:test-model", "RELAYDESK_MODEL_BASE_URL": base_url}
 
 
 @dataclass
@@ -66,6 +74,18 @@ class FakeOpenAI:
         app = web.Application()
         app.router.add_post("/v1/chat/completions", self._complete)
         return app
+
+    @asynccontextmanager
+    async def serving(self) -> AsyncIterator[str]:
+        """This model on a local server; yields its base URL (ending in ``/v1``). Answers still
+        held back are released before the server closes."""
+        server = TestServer(self.app())
+        await server.start_server()
+        try:
+            yield str(server.make_url("/v1"))
+        finally:
+            self.release()
+            await server.close()
 
     async def _wait(self, seconds: float) -> None:
         if seconds:

@@ -18,20 +18,9 @@ from tests.support.databases import (
     REDIS_URL,
     create_database,
     drop_database,
-    postgres_reachable,
-    redis_reachable,
-    unavailable,
+    require_postgres_and_redis,
 )
 from tests.support.stack import API_KEY, WEBCHAT_SECRET
-
-
-async def require_postgres_and_redis() -> None:
-    for what, why in (
-        ("PostgreSQL", await postgres_reachable()),
-        ("Redis", await redis_reachable()),
-    ):
-        if why is not None:
-            unavailable(what, why)
 
 
 @asynccontextmanager

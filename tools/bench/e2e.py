@@ -13,11 +13,11 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 import httpx
-from aiohttp import web
 
 from gateway.app import create_app
 from gateway.config import Settings
 from tools.bench.measure import Timing, time_async
+from tools.loopback import serving_on_loopback
 
 API_KEY = "relaydesk-bench-key"
 
@@ -42,15 +42,8 @@ async def running_gateway(database_url: str) -> AsyncIterator[str]:
         RELAYDESK_REDIS_URL=None,
         RELAYDESK_AUTO_MIGRATE=False,
     )
-    runner = web.AppRunner(create_app(settings), access_log=None)
-    await runner.setup()
-    try:
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        port = runner.addresses[0][1]
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        await runner.cleanup()
+    async with serving_on_loopback(create_app(settings)) as root:
+        yield root
 
 
 async def time_context_endpoint(

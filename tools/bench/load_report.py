@@ -8,13 +8,13 @@ import json
 import os
 from dataclasses import dataclass
 
-from tools.bench.harness import percentile
+from tools.bench.latencies import ReplyLatencies
 from tools.bench.load_webchat import WebchatResult
 from tools.bench.reply_stack import GATEWAY_PROCESSES
 
 
 @dataclass(frozen=True, slots=True)
-class SideResult:
+class SideResult(ReplyLatencies):
     """One model's run under the offered load. Latencies count from each message's due time;
     ``span_s`` runs from the first due time to the last reply, ``reply_span_s`` from the first
     reply to the last: the sustained pace is replies over the latter (a model's latency delays
@@ -45,18 +45,6 @@ class SideResult:
         """Sustained: the intervals between the first and the last reply, per second."""
         return (self.replies - 1) / self.reply_span_s if self.reply_span_s > 0 else 0.0
 
-    @property
-    def p50_ms(self) -> float:
-        return percentile(self.latencies_ms, 0.50)
-
-    @property
-    def p99_ms(self) -> float:
-        return percentile(self.latencies_ms, 0.99)
-
-    @property
-    def ack_p99_ms(self) -> float:
-        return percentile(self.ack_ms, 0.99)
-
     def figures(self) -> dict[str, float | int]:
         return {
             "offered": self.offered,
@@ -64,9 +52,7 @@ class SideResult:
             "missing": self.missing,
             "refused": self.refused,
             "fallbacks": self.fallbacks,
-            "p50_ms": round(self.p50_ms, 2),
-            "p99_ms": round(self.p99_ms, 2),
-            "ack_p99_ms": round(self.ack_p99_ms, 2),
+            **self.latency_figures(),
             "replies_per_s": round(self.replies_per_s, 3),
             "peak_in_flight": self.peak_in_flight,
             "model_requests": self.model_requests,

@@ -27,6 +27,8 @@ from typing import Any
 
 from aiohttp import web
 
+from tools.loopback import serving_on_loopback
+
 __all__ = ["REPLY_TOKENS", "ModelRequest", "SlowModel"]
 
 COMPLETIONS_PATH = "/v1/chat/completions"
@@ -95,13 +97,8 @@ class SlowModel:
     async def serving(self) -> AsyncIterator[str]:
         """`app` on a free loopback port; yields the base URL (for ``RELAYDESK_MODEL_BASE_URL``,
         ending in ``/v1``)."""
-        runner = web.AppRunner(self.app(), access_log=None)
-        await runner.setup()
-        try:
-            await web.TCPSite(runner, "127.0.0.1", 0).start()
-            yield f"http://127.0.0.1:{runner.addresses[0][1]}/v1"
-        finally:
-            await runner.cleanup()
+        async with serving_on_loopback(self.app()) as root:
+            yield root + "/v1"
 
     def token_due(self, request: ModelRequest, index: int) -> float:
         """When token ``index`` (0 is the first) is to be written."""

@@ -44,10 +44,10 @@ from redis.asyncio import Redis
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from context import TiktokenCounter, load_encoding
-from gateway.storage.engine import make_engine, make_sessionmaker
-from gateway.storage.migrate import upgrade
+from gateway.storage.engine import make_sessionmaker
 from tools.bench import services
-from tools.bench.harness import TWILIO_TOKEN, free_port, gateway_env, percentile
+from tools.bench.harness import TWILIO_TOKEN
+from tools.bench.latencies import ReplyLatencies
 from tools.bench.reply_jobs import (
     Stored,
     forget_keys,
@@ -56,9 +56,14 @@ from tools.bench.reply_jobs import (
     take_jobs,
 )
 from tools.bench.reply_seed import make_customers, seed, twins, unsummarized_tokens
-from tools.bench.reply_stack import CONSUMERS, GATEWAY_PROCESSES, Gateway, gateways, worker
+from tools.bench.reply_stack import (
+    CONSUMERS,
+    GATEWAY_PROCESSES,
+    answering_gateway,
+    gateways,
+    worker,
+)
 from tools.bench.reply_talk import (
-    ACCOUNT_SID,
     Conversation,
     ReplyBenchError,
     Sample,
@@ -97,7 +102,7 @@ class ReplyOptions:
 
 
 @dataclass(frozen=True, slots=True)
-class PhaseResult:
+class PhaseResult(ReplyLatencies):
     latencies_ms: tuple[float, ...]  # sorted
     ack_ms: tuple[float, ...]  # sorted: the webhook's acknowledgement, part of the latency
     compactions: int
@@ -105,23 +110,9 @@ class PhaseResult:
     compaction_ms: int
     jobs: int
 
-    @property
-    def p50_ms(self) -> float:
-        return percentile(self.latencies_ms, 0.50)
-
-    @property
-    def p99_ms(self) -> float:
-        return percentile(self.latencies_ms, 0.99)
-
-    @property
-    def ack_p99_ms(self) -> float:
-        return percentile(self.ack_ms, 0.99)
-
     def figures(self) -> dict[str, float | int]:
         return {
-            "p50_ms": round(self.p50_ms, 2),
-            "p99_ms": round(self.p99_ms, 2),
-            "ack_p99_ms": round(self.ack_p99_ms, 2),
+            **self.latency_figures(),
             "replies": len(self.latencies_ms),
             "compactions": self.compactions,
             "jobs": self.jobs,
@@ -261,19 +252,6 @@ async def _result(
     return result
 
 
-def _gateway(options: ReplyOptions, database_url: str, port: int, twilio_api: str) -> Gateway:
-    env = gateway_env(
-        database_url=database_url,
-        redis_url=options.redis_url,
-        port=port,
-        twilio_api=twilio_api,
-        twilio_account=ACCOUNT_SID,
-        # The gateways never compact; only the worker does, while it runs.
-        RELAYDESK_RUN_COMPACTION="false",
-    )
-    return Gateway("reply", port, env)
-
-
 async def run_reply_bench(options: ReplyOptions, progress: Progress) -> ReplyResult:
     why = await services.services_unreachable(options.postgres_url, options.redis_url)
     if why is not None:
@@ -288,14 +266,16 @@ async def run_reply_bench(options: ReplyOptions, progress: Progress) -> ReplyRes
             stack.push_async_callback(redis.aclose)
             inbox = TwilioInbox()
             twilio_api = await stack.enter_async_context(inbox.serving())
-            database_url = await stack.enter_async_context(
-                services.temporary_database(options.postgres_url)
+            database_url, engine = await stack.enter_async_context(
+                services.migrated_database(options.postgres_url)
             )
-            engine = make_engine(database_url)
-            stack.push_async_callback(engine.dispose)
-            await upgrade(engine)
             sessions = make_sessionmaker(engine)
-            gateway = _gateway(options, database_url, free_port(), twilio_api)
+            gateway = answering_gateway(
+                "reply",
+                database_url=database_url,
+                redis_url=options.redis_url,
+                twilio_api=twilio_api,
+            )
             progress(f"seeding {options.customers} customers and their twins")
             sides = [("without", originals), ("with", twins(originals))]
             seeded_ids = [await seed(sessions, customers, counter) for _, customers in sides]

@@ -34,17 +34,16 @@ from redis.asyncio import Redis
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from gateway.storage.engine import make_engine, make_sessionmaker
-from gateway.storage.migrate import upgrade
+from gateway.storage.engine import make_sessionmaker
 from tools.bench import services
-from tools.bench.harness import TWILIO_TOKEN, free_port, gateway_env
+from tools.bench.harness import TWILIO_TOKEN
 from tools.bench.load_offer import Load, Offered, ReplyLog, offer
 from tools.bench.load_report import LoadResult, SideResult
 from tools.bench.load_webchat import WebchatResult, forget_visitors, summarize, visit
 from tools.bench.model_server import REPLY_TOKENS, SlowModel
 from tools.bench.reply_jobs import forget_keys, stream_position, take_jobs
-from tools.bench.reply_stack import GATEWAY_PROCESSES, Gateway, gateways
-from tools.bench.reply_talk import ACCOUNT_SID, ReplyBenchError
+from tools.bench.reply_stack import GATEWAY_PROCESSES, answering_gateway, gateways
+from tools.bench.reply_talk import ReplyBenchError
 from tools.twilio_webhook import WHATSAPP_PATH
 
 __all__ = ["LoadOptions", "LoadResult", "ReplyBenchError", "run_load_bench"]
@@ -193,25 +192,21 @@ async def _run_side(
     stack: _Stack, side: _Side, with_webchat: bool
 ) -> tuple[SideResult, WebchatResult | None]:
     options, progress = stack.options, stack.progress
-    port = free_port()
-    env = gateway_env(
+    gateway = answering_gateway(
+        f"load-{side.name}",
         database_url=stack.database_url,
         redis_url=options.redis_url,
-        port=port,
         twilio_api=stack.twilio_api,
-        twilio_account=ACCOUNT_SID,
-        # Compaction is `relaydesk worker`'s job in production, and no part of answering.
-        RELAYDESK_RUN_COMPACTION="false",
+        serve_args=options.serve_args,
+        **side.model_env,  # the offline model unless the side names another
     )
-    env.update(side.model_env)  # the offline model unless the side names another
-    gateway = Gateway(f"load-{side.name}", port, env, options.serve_args)
     progress(
         f"{side.name}: starting relaydesk serve --workers {GATEWAY_PROCESSES} "
         f"{' '.join(options.serve_args)}".rstrip()
     )
     try:
         async with gateways([gateway], stack.workdir):
-            gateway_url = f"http://127.0.0.1:{port}"
+            gateway_url = f"http://127.0.0.1:{gateway.port}"
             await _warm_up(stack, side, gateway_url + WHATSAPP_PATH)
             stack.model.reset()
             load = Load(
@@ -271,12 +266,9 @@ async def run_load_bench(options: LoadOptions, progress: Progress) -> LoadResult
             stack.push_async_callback(redis.aclose)
             twilio_api = await stack.enter_async_context(replies.serving())
             model_url = await stack.enter_async_context(model.serving())
-            database_url = await stack.enter_async_context(
-                services.temporary_database(options.postgres_url)
+            database_url, engine = await stack.enter_async_context(
+                services.migrated_database(options.postgres_url)
             )
-            engine = make_engine(database_url)
-            stack.push_async_callback(engine.dispose)
-            await upgrade(engine)
             sides = _sides(options, model_url)
             # Before the database is dropped: it names the customers whose keys to delete.
             stack.push_async_callback(

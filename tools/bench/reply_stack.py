@@ -17,11 +17,13 @@ from pathlib import Path
 from tools.bench.harness import (
     START_TIMEOUT_S,
     ServerNotReady,
+    free_port,
+    gateway_env,
     relaydesk_command,
     serving,
     stop,
 )
-from tools.bench.reply_talk import ReplyBenchError
+from tools.bench.reply_talk import ACCOUNT_SID, ReplyBenchError
 
 GATEWAY_PROCESSES = 2
 CONSUMERS = 2
@@ -37,6 +39,32 @@ class Gateway:
     port: int
     env: dict[str, str]
     serve_args: tuple[str, ...] = ()
+
+
+def answering_gateway(
+    name: str,
+    *,
+    database_url: str,
+    redis_url: str,
+    twilio_api: str,
+    serve_args: tuple[str, ...] = (),
+    **values: str,
+) -> Gateway:
+    """A `Gateway` on a free port with the offline model, whose WhatsApp replies go to the
+    Twilio API at ``twilio_api`` (account `ACCOUNT_SID`), and that never compacts: that is
+    ``relaydesk worker``'s job, in production as in the benchmarks. ``values`` are set over
+    those settings (another model, say)."""
+    port = free_port()
+    env = gateway_env(
+        database_url=database_url,
+        redis_url=redis_url,
+        port=port,
+        twilio_api=twilio_api,
+        twilio_account=ACCOUNT_SID,
+        RELAYDESK_RUN_COMPACTION="false",
+    )
+    env.update(values)
+    return Gateway(name, port, env, serve_args)
 
 
 @contextlib.asynccontextmanager

@@ -1,6 +1,6 @@
 """The PostgreSQL server and Redis the benchmarks run on: their URLs, whether they answer, and
 temporary databases created next to the given one (so an app's own engine sees the schema in
-``public`` without any search_path setting)."""
+``public`` without any search_path setting), empty or migrated."""
 
 from __future__ import annotations
 
@@ -13,8 +13,11 @@ from contextlib import asynccontextmanager
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError
-from sqlalchemy.ext.asyncio import create_async_engine
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.pool import NullPool
+
+from gateway.storage.engine import make_engine
+from gateway.storage.migrate import upgrade
 
 POSTGRES_URL_ENV = "RELAYDESK_BENCH_POSTGRES_URL"
 REDIS_URL_ENV = "RELAYDESK_BENCH_REDIS_URL"
@@ -108,3 +111,16 @@ async def temporary_database(admin_url: str) -> AsyncIterator[str]:
         yield database_url
     finally:
         await drop_database(admin_url, database_url)
+
+
+@asynccontextmanager
+async def migrated_database(admin_url: str) -> AsyncIterator[tuple[str, AsyncEngine]]:
+    """A `temporary_database` upgraded to the newest schema, and an engine on it: (its URL, the
+    engine). The engine is disposed before the database is dropped."""
+    async with temporary_database(admin_url) as database_url:
+        engine = make_engine(database_url)
+        try:
+            await upgrade(engine)
+            yield database_url, engine
+        finally:
+            await engine.dispose()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from datetime import UTC, datetime, timedelta
+from typing import Protocol
 
 import httpx
 import pytest
@@ -25,12 +26,21 @@ from context import (
     build_window,
     load_encoding,
 )
-from tests.gateway.providers.vendor import ScriptedVendor, Step
+from tests.gateway.providers.vendor import ANTHROPIC_PATH, OPENAI_PATH, ScriptedVendor, Step
 
 SHARED_HEADER = "x-shared-client"
 T0 = datetime(2026, 11, 1, 9, 0, tzinfo=UTC)
 
 StartVendor = Callable[..., Awaitable[tuple[ScriptedVendor, str]]]
+
+
+class StartAt(Protocol):
+    """``await start(steps, then=Step(...))`` → (vendor, base URL): `start_vendor` at one
+    vendor's path and base."""
+
+    def __call__(
+        self, steps: Iterable[Step] = (), *, then: Step
+    ) -> Awaitable[tuple[ScriptedVendor, str]]: ...
 
 
 class Shown:
@@ -66,6 +76,26 @@ async def start_vendor(aiohttp_server: AiohttpServer) -> AsyncIterator[StartVend
     yield start
     for vendor in vendors:  # let held-back answers go before the servers close
         vendor.release.set()
+
+
+@pytest.fixture
+def start_openai(start_vendor: StartVendor) -> StartAt:
+    """A chat-completions vendor; the base URL ends in /v1, as OpenAI's does."""
+
+    def start(steps: Iterable[Step] = (), *, then: Step) -> Awaitable[tuple[ScriptedVendor, str]]:
+        return start_vendor(OPENAI_PATH, steps, then=then, base="/v1")
+
+    return start
+
+
+@pytest.fixture
+def start_anthropic(start_vendor: StartVendor) -> StartAt:
+    """A Messages API vendor; the base URL is the server's root, as Anthropic's is."""
+
+    def start(steps: Iterable[Step] = (), *, then: Step) -> Awaitable[tuple[ScriptedVendor, str]]:
+        return start_vendor(ANTHROPIC_PATH, steps, then=then)
+
+    return start
 
 
 @pytest.fixture(scope="session")

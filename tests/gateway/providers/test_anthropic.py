@@ -8,47 +8,27 @@ import pytest
 from context import ChatMessage, Window
 from gateway.providers import (
     ANTHROPIC_VERSION,
-    AnthropicProvider,
     ProviderError,
     RetryPolicy,
     Usage,
 )
 from gateway.providers.anthropic import LEADING_USER_TEXT, anthropic_payload
-from tests.gateway.providers.conftest import SHARED_HEADER, StartVendor
-from tests.gateway.providers.vendor import Step, anthropic_error, anthropic_reply
-from tests.support.providers import FAST, made_provider
+from tests.gateway.providers.conftest import SHARED_HEADER, StartAt
+from tests.gateway.providers.vendor import ANTHROPIC_PATH, Step, anthropic_error, anthropic_reply
+from tests.support.providers import ANTHROPIC_KEY, anthropic_provider
 
-PATH = "/v1/messages"
 MODEL = "claude-sonnet-4-5"
 
 
-def provider(
-    http: httpx.AsyncClient,
-    base_url: str,
-    *,
-    retry: RetryPolicy = FAST,
-    timeout_s: float = 5.0,
-) -> AnthropicProvider:
-    return made_provider(
-        f"anthropic:{MODEL}",
-        AnthropicProvider,
-        http,
-        base_url,
-        api_key="sk-ant-test",
-        retry=retry,
-        timeout_s=timeout_s,
-    )
-
-
 async def test_system_prefix_is_a_cached_block_and_turns_follow(
-    http: httpx.AsyncClient, start_vendor: StartVendor, window: Window
+    http: httpx.AsyncClient, start_anthropic: StartAt, window: Window
 ) -> None:
-    vendor, base = await start_vendor(PATH, then=Step(body=anthropic_reply()))
+    vendor, base = await start_anthropic(then=Step(body=anthropic_reply()))
 
-    await provider(http, base).complete(window.messages, max_tokens=800)
+    await anthropic_provider(http, base).complete(window.messages, max_tokens=800)
 
     [request] = vendor.received
-    assert request.path == PATH
+    assert request.path == ANTHROPIC_PATH
     system, *turns = window.messages
     assert request.body == {
         "model": MODEL,
@@ -58,7 +38,7 @@ async def test_system_prefix_is_a_cached_block_and_turns_follow(
         ],
         "messages": [{"role": m.role, "content": m.content} for m in turns],
     }
-    assert request.headers["x-api-key"] == "sk-ant-test"
+    assert request.headers["x-api-key"] == ANTHROPIC_KEY
     assert request.headers["anthropic-version"] == ANTHROPIC_VERSION == "2023-06-01"
     assert request.headers["content-type"] == "application/json"
     assert "authorization" not in request.headers
@@ -66,10 +46,10 @@ async def test_system_prefix_is_a_cached_block_and_turns_follow(
 
 
 async def test_the_cached_prefix_is_byte_identical_between_turns(
-    http: httpx.AsyncClient, start_vendor: StartVendor, window: Window
+    http: httpx.AsyncClient, start_anthropic: StartAt, window: Window
 ) -> None:
-    vendor, base = await start_vendor(PATH, then=Step(body=anthropic_reply()))
-    claude = provider(http, base)
+    vendor, base = await start_anthropic(then=Step(body=anthropic_reply()))
+    claude = anthropic_provider(http, base)
     next_turn = (
         *window.messages[:-1],
         window.messages[-1],
@@ -85,12 +65,12 @@ async def test_the_cached_prefix_is_byte_identical_between_turns(
 
 
 async def test_usage_counts_cache_reads_and_writes_into_the_prompt(
-    http: httpx.AsyncClient, start_vendor: StartVendor, window: Window
+    http: httpx.AsyncClient, start_anthropic: StartAt, window: Window
 ) -> None:
     body = anthropic_reply(input_tokens=21, output_tokens=45, cache_read=1800, cache_creation=200)
-    _, base = await start_vendor(PATH, then=Step(body=body))
+    _, base = await start_anthropic(then=Step(body=body))
 
-    completion = await provider(http, base).complete(window.messages, max_tokens=800)
+    completion = await anthropic_provider(http, base).complete(window.messages, max_tokens=800)
 
     assert completion.text == "Seu pedido 4471 saiu para entrega hoje."
     assert completion.provider == "anthropic"
@@ -100,21 +80,20 @@ async def test_usage_counts_cache_reads_and_writes_into_the_prompt(
 
 
 async def test_usage_with_null_cache_fields(
-    http: httpx.AsyncClient, start_vendor: StartVendor, window: Window
+    http: httpx.AsyncClient, start_anthropic: StartAt, window: Window
 ) -> None:
     body = anthropic_reply(input_tokens=300, output_tokens=12, cache_read=None, cache_creation=None)
-    _, base = await start_vendor(PATH, then=Step(body=body))
+    _, base = await start_anthropic(then=Step(body=body))
 
-    completion = await provider(http, base).complete(window.messages, max_tokens=800)
+    completion = await anthropic_provider(http, base).complete(window.messages, max_tokens=800)
 
     assert completion.usage == Usage(prompt_tokens=300, completion_tokens=12, cached_tokens=0)
 
 
 async def test_retries_429_then_529_then_answers(
-    http: httpx.AsyncClient, start_vendor: StartVendor, window: Window
+    http: httpx.AsyncClient, start_anthropic: StartAt, window: Window
 ) -> None:
-    vendor, base = await start_vendor(
-        PATH,
+    vendor, base = await start_anthropic(
         [
             Step(429, anthropic_error("rate limited", "rate_limit_error"), {"retry-after": "0"}),
             Step(529, anthropic_error("Overloaded", "overloaded_error")),
@@ -122,7 +101,7 @@ async def test_retries_429_then_529_then_answers(
         then=Step(body=anthropic_reply()),
     )
 
-    completion = await provider(http, base).complete(window.messages, max_tokens=800)
+    completion = await anthropic_provider(http, base).complete(window.messages, max_tokens=800)
 
     assert completion.attempts == 3
     assert len(vendor.received) == 3
@@ -130,14 +109,14 @@ async def test_retries_429_then_529_then_answers(
 
 
 async def test_400_is_not_retried_and_names_the_vendor_message(
-    http: httpx.AsyncClient, start_vendor: StartVendor, window: Window
+    http: httpx.AsyncClient, start_anthropic: StartAt, window: Window
 ) -> None:
-    vendor, base = await start_vendor(
-        PATH, then=Step(400, anthropic_error("messages: roles must alternate"))
+    vendor, base = await start_anthropic(
+        then=Step(400, anthropic_error("messages: roles must alternate"))
     )
 
     with pytest.raises(ProviderError) as caught:
-        await provider(http, base).complete(window.messages, max_tokens=800)
+        await anthropic_provider(http, base).complete(window.messages, max_tokens=800)
 
     assert len(vendor.received) == 1
     error = caught.value
@@ -151,12 +130,12 @@ async def test_400_is_not_retried_and_names_the_vendor_message(
 
 
 async def test_timeout_raises_after_the_attempts(
-    http: httpx.AsyncClient, start_vendor: StartVendor, window: Window
+    http: httpx.AsyncClient, start_anthropic: StartAt, window: Window
 ) -> None:
-    vendor, base = await start_vendor(PATH, then=Step(body=anthropic_reply(), hang_s=5.0))
+    vendor, base = await start_anthropic(then=Step(body=anthropic_reply(), hang_s=5.0))
 
     with pytest.raises(ProviderError) as caught:
-        await provider(http, base, timeout_s=0.2, retry=RetryPolicy(2, 0.01)).complete(
+        await anthropic_provider(http, base, timeout_s=0.2, retry=RetryPolicy(2, 0.01)).complete(
             window.messages, max_tokens=800
         )
 
@@ -165,13 +144,13 @@ async def test_timeout_raises_after_the_attempts(
 
 
 async def test_a_base_url_ending_in_v1_is_accepted(
-    http: httpx.AsyncClient, start_vendor: StartVendor, window: Window
+    http: httpx.AsyncClient, start_anthropic: StartAt, window: Window
 ) -> None:
-    vendor, base = await start_vendor(PATH, then=Step(body=anthropic_reply()))
+    vendor, base = await start_anthropic(then=Step(body=anthropic_reply()))
 
-    await provider(http, base + "/v1/").complete(window.messages, max_tokens=800)
+    await anthropic_provider(http, base + "/v1/").complete(window.messages, max_tokens=800)
 
-    assert vendor.received[0].path == PATH
+    assert vendor.received[0].path == ANTHROPIC_PATH
 
 
 # --- request shape, pure ------------------------------------------------------------------------

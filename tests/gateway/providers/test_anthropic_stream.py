@@ -6,37 +6,17 @@ import httpx
 import pytest
 
 from context import Window
-from gateway.providers import AnthropicProvider, ProviderError, RetryPolicy, Usage
-from tests.gateway.providers.conftest import Shown, StartVendor
+from gateway.providers import ProviderError, RetryPolicy, Usage
+from tests.gateway.providers.conftest import Shown, StartAt
 from tests.gateway.providers.vendor import (
+    WHOLE,
     Step,
     anthropic_error,
     anthropic_reply,
     anthropic_stream,
     sse,
 )
-from tests.support.providers import FAST, made_provider
-
-PATH = "/v1/messages"
-WHOLE = "Seu pedido 4471 saiu para entrega hoje."
-
-
-def provider(
-    http: httpx.AsyncClient,
-    base_url: str,
-    *,
-    retry: RetryPolicy = FAST,
-    timeout_s: float = 5.0,
-) -> AnthropicProvider:
-    return made_provider(
-        "anthropic:claude-sonnet-4-5",
-        AnthropicProvider,
-        http,
-        base_url,
-        api_key="sk-ant-test",
-        retry=retry,
-        timeout_s=timeout_s,
-    )
+from tests.support.providers import ANTHROPIC_KEY, anthropic_provider
 
 
 def error_event(kind: str, message: str) -> str:
@@ -44,13 +24,15 @@ def error_event(kind: str, message: str) -> str:
 
 
 async def test_text_arrives_accumulated_and_in_order_with_usage_from_the_stream(
-    http: httpx.AsyncClient, start_vendor: StartVendor, window: Window
+    http: httpx.AsyncClient, start_anthropic: StartAt, window: Window
 ) -> None:
     events = anthropic_stream(input_tokens=21, output_tokens=45, cache_creation=200)
-    vendor, base = await start_vendor(PATH, then=Step(events=events))
+    vendor, base = await start_anthropic(then=Step(events=events))
     shown = Shown()
 
-    completion = await provider(http, base).complete(window.messages, max_tokens=800, on_text=shown)
+    completion = await anthropic_provider(http, base).complete(
+        window.messages, max_tokens=800, on_text=shown
+    )
 
     assert shown.texts == ["Seu pedido", "Seu pedido 4471 saiu", WHOLE]
     assert completion.text == WHOLE
@@ -63,30 +45,32 @@ async def test_text_arrives_accumulated_and_in_order_with_usage_from_the_stream(
     assert request.body["stream"] is True
     assert request.body["system"][0]["cache_control"] == {"type": "ephemeral"}
     assert request.headers["accept"] == "text/event-stream"
-    assert request.headers["x-api-key"] == "sk-ant-test"
+    assert request.headers["x-api-key"] == ANTHROPIC_KEY
 
 
 async def test_without_on_text_the_request_does_not_stream(
-    http: httpx.AsyncClient, start_vendor: StartVendor, window: Window
+    http: httpx.AsyncClient, start_anthropic: StartAt, window: Window
 ) -> None:
-    vendor, base = await start_vendor(PATH, then=Step(body=anthropic_reply()))
+    vendor, base = await start_anthropic(then=Step(body=anthropic_reply()))
 
-    completion = await provider(http, base).complete(window.messages, max_tokens=800)
+    completion = await anthropic_provider(http, base).complete(window.messages, max_tokens=800)
 
     assert "stream" not in vendor.received[0].body
     assert completion.text == WHOLE
 
 
 async def test_a_stream_cut_mid_way_is_retried_and_only_the_retried_text_returned(
-    http: httpx.AsyncClient, start_vendor: StartVendor, window: Window
+    http: httpx.AsyncClient, start_anthropic: StartAt, window: Window
 ) -> None:
     partial = anthropic_stream(["Um momento", ", vou verificar"])[:5]  # start, block, ping, 2
-    vendor, base = await start_vendor(
-        PATH, [Step(events=partial, drop=True)], then=Step(events=anthropic_stream())
+    vendor, base = await start_anthropic(
+        [Step(events=partial, drop=True)], then=Step(events=anthropic_stream())
     )
     shown = Shown()
 
-    completion = await provider(http, base).complete(window.messages, max_tokens=800, on_text=shown)
+    completion = await anthropic_provider(http, base).complete(
+        window.messages, max_tokens=800, on_text=shown
+    )
 
     assert shown.texts == [
         "Um momento",
@@ -100,13 +84,13 @@ async def test_a_stream_cut_mid_way_is_retried_and_only_the_retried_text_returne
 
 
 async def test_a_stream_without_message_stop_fails_after_the_attempts(
-    http: httpx.AsyncClient, start_vendor: StartVendor, window: Window
+    http: httpx.AsyncClient, start_anthropic: StartAt, window: Window
 ) -> None:
     no_stop = anthropic_stream()[:-1]  # even the stop reason came, but not message_stop
-    vendor, base = await start_vendor(PATH, then=Step(events=no_stop))
+    vendor, base = await start_anthropic(then=Step(events=no_stop))
 
     with pytest.raises(ProviderError) as caught:
-        await provider(http, base, retry=RetryPolicy(3, 0.01, 0.02)).complete(
+        await anthropic_provider(http, base, retry=RetryPolicy(3, 0.01, 0.02)).complete(
             window.messages, max_tokens=800, on_text=Shown()
         )
 
@@ -117,15 +101,17 @@ async def test_a_stream_without_message_stop_fails_after_the_attempts(
 
 
 async def test_an_overloaded_error_event_is_retried(
-    http: httpx.AsyncClient, start_vendor: StartVendor, window: Window
+    http: httpx.AsyncClient, start_anthropic: StartAt, window: Window
 ) -> None:
     overloaded = [*anthropic_stream()[:4], error_event("overloaded_error", "Overloaded")]
-    vendor, base = await start_vendor(
-        PATH, [Step(events=overloaded)], then=Step(events=anthropic_stream())
+    vendor, base = await start_anthropic(
+        [Step(events=overloaded)], then=Step(events=anthropic_stream())
     )
     shown = Shown()
 
-    completion = await provider(http, base).complete(window.messages, max_tokens=800, on_text=shown)
+    completion = await anthropic_provider(http, base).complete(
+        window.messages, max_tokens=800, on_text=shown
+    )
 
     assert (completion.text, completion.attempts) == (WHOLE, 2)
     assert shown.texts[0] == shown.texts[1] == "Seu pedido"  # once per attempt
@@ -133,13 +119,13 @@ async def test_an_overloaded_error_event_is_retried(
 
 
 async def test_an_overloaded_error_event_on_every_attempt_is_a_server_error(
-    http: httpx.AsyncClient, start_vendor: StartVendor, window: Window
+    http: httpx.AsyncClient, start_anthropic: StartAt, window: Window
 ) -> None:
     overloaded = [*anthropic_stream()[:2], error_event("overloaded_error", "Overloaded")]
-    _, base = await start_vendor(PATH, then=Step(events=overloaded))
+    _, base = await start_anthropic(then=Step(events=overloaded))
 
     with pytest.raises(ProviderError) as caught:
-        await provider(http, base, retry=RetryPolicy(2, 0.01)).complete(
+        await anthropic_provider(http, base, retry=RetryPolicy(2, 0.01)).complete(
             window.messages, max_tokens=800, on_text=Shown()
         )
 
@@ -153,13 +139,15 @@ async def test_an_overloaded_error_event_on_every_attempt_is_a_server_error(
 
 
 async def test_an_invalid_request_error_event_is_final(
-    http: httpx.AsyncClient, start_vendor: StartVendor, window: Window
+    http: httpx.AsyncClient, start_anthropic: StartAt, window: Window
 ) -> None:
     refused = [*anthropic_stream()[:1], error_event("invalid_request_error", "prompt is too long")]
-    vendor, base = await start_vendor(PATH, then=Step(events=refused))
+    vendor, base = await start_anthropic(then=Step(events=refused))
 
     with pytest.raises(ProviderError) as caught:
-        await provider(http, base).complete(window.messages, max_tokens=800, on_text=Shown())
+        await anthropic_provider(http, base).complete(
+            window.messages, max_tokens=800, on_text=Shown()
+        )
 
     assert (caught.value.reason, caught.value.attempts) == ("client_error", 1)
     assert caught.value.detail == "prompt is too long"
@@ -167,15 +155,14 @@ async def test_an_invalid_request_error_event_is_final(
 
 
 async def test_a_529_before_the_stream_is_retried(
-    http: httpx.AsyncClient, start_vendor: StartVendor, window: Window
+    http: httpx.AsyncClient, start_anthropic: StartAt, window: Window
 ) -> None:
-    vendor, base = await start_vendor(
-        PATH,
+    vendor, base = await start_anthropic(
         [Step(529, anthropic_error("Overloaded", "overloaded_error"))],
         then=Step(events=anthropic_stream()),
     )
 
-    completion = await provider(http, base).complete(
+    completion = await anthropic_provider(http, base).complete(
         window.messages, max_tokens=800, on_text=Shown()
     )
 
@@ -183,13 +170,13 @@ async def test_a_529_before_the_stream_is_retried(
 
 
 async def test_unknown_events_are_skipped(
-    http: httpx.AsyncClient, start_vendor: StartVendor, window: Window
+    http: httpx.AsyncClient, start_anthropic: StartAt, window: Window
 ) -> None:
     events = anthropic_stream()
     later = sse({"type": "content_block_annotation", "index": 0}, "content_block_annotation")
-    _, base = await start_vendor(PATH, then=Step(events=[*events[:3], later, *events[3:]]))
+    _, base = await start_anthropic(then=Step(events=[*events[:3], later, *events[3:]]))
 
-    completion = await provider(http, base).complete(
+    completion = await anthropic_provider(http, base).complete(
         window.messages, max_tokens=800, on_text=Shown()
     )
 
@@ -197,16 +184,16 @@ async def test_unknown_events_are_skipped(
 
 
 async def test_a_raising_callback_does_not_break_the_call(
-    http: httpx.AsyncClient, start_vendor: StartVendor, window: Window
+    http: httpx.AsyncClient, start_anthropic: StartAt, window: Window
 ) -> None:
-    _, base = await start_vendor(PATH, then=Step(events=anthropic_stream()))
+    _, base = await start_anthropic(then=Step(events=anthropic_stream()))
     calls: list[str] = []
 
     async def broken(text: str) -> None:
         calls.append(text)
         raise ConnectionResetError("the visitor left")
 
-    completion = await provider(http, base).complete(
+    completion = await anthropic_provider(http, base).complete(
         window.messages, max_tokens=800, on_text=broken
     )
 

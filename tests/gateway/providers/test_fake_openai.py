@@ -9,7 +9,6 @@ from collections.abc import AsyncIterator
 
 import httpx
 import pytest
-from aiohttp.test_utils import TestServer
 
 from context import ChatMessage
 from gateway.providers import OpenAICompatProvider, ProviderError, RetryPolicy, Usage
@@ -19,14 +18,6 @@ from tests.support.openai_server import FakeOpenAI
 ONE_TRY = RetryPolicy(attempts=1)
 
 
-async def serve(fake: FakeOpenAI) -> AsyncIterator[str]:
-    server = TestServer(fake.app())
-    await server.start_server()
-    yield str(server.make_url("/v1"))
-    fake.release()
-    await server.close()
-
-
 @pytest.fixture
 async def fake() -> FakeOpenAI:
     return FakeOpenAI(streaming=True, reply="Seu pedido 4471 saiu hoje.", tokens_per_s=200)
@@ -34,7 +25,7 @@ async def fake() -> FakeOpenAI:
 
 @pytest.fixture
 async def base(fake: FakeOpenAI) -> AsyncIterator[str]:
-    async for url in serve(fake):
+    async with fake.serving() as url:
         yield url
 
 
@@ -103,7 +94,7 @@ async def test_without_streaming_mode_a_stream_request_gets_json_as_before(
     http: httpx.AsyncClient,
 ) -> None:
     plain = FakeOpenAI()
-    async for url in serve(plain):
+    async with plain.serving() as url:
         with pytest.raises(ProviderError) as caught:
             await model(http, url).complete(
                 [ChatMessage("user", "oi")], max_tokens=9, on_text=Shown()

@@ -10,7 +10,6 @@ import pytest
 from context import ChatMessage, Window
 from gateway.providers import (
     FALLBACK_MESSAGE,
-    OpenAICompatProvider,
     ProviderError,
     RetryPolicy,
     Usage,
@@ -18,58 +17,37 @@ from gateway.providers import (
     make_provider,
 )
 from gateway.providers.openai_compat import openai_payload, token_field_for
-from tests.gateway.providers.conftest import SHARED_HEADER, StartVendor
-from tests.gateway.providers.vendor import Step, openai_error, openai_reply
-from tests.support.providers import FAST, made_provider
-
-PATH = "/v1/chat/completions"
-
-
-def provider(
-    http: httpx.AsyncClient,
-    base_url: str,
-    *,
-    retry: RetryPolicy = FAST,
-    timeout_s: float = 5.0,
-    model: str = "gpt-4o-mini",
-) -> OpenAICompatProvider:
-    return made_provider(
-        f"openai:{model}",
-        OpenAICompatProvider,
-        http,
-        base_url,
-        api_key="sk-test-key",
-        retry=retry,
-        timeout_s=timeout_s,
-    )
+from tests.gateway.providers.conftest import SHARED_HEADER, StartAt
+from tests.gateway.providers.vendor import OPENAI_PATH, Step, openai_error, openai_reply
+from tests.support.providers import OPENAI_KEY, openai_provider
 
 
 async def test_request_carries_the_window_unchanged(
-    http: httpx.AsyncClient, start_vendor: StartVendor, window: Window
+    http: httpx.AsyncClient, start_openai: StartAt, window: Window
 ) -> None:
-    vendor, base = await start_vendor(PATH, then=Step(body=openai_reply()), base="/v1")
+    vendor, base = await start_openai(then=Step(body=openai_reply()))
 
-    await provider(http, base).complete(window.messages, max_tokens=800)
+    await openai_provider(http, base).complete(window.messages, max_tokens=800)
 
     [request] = vendor.received
-    assert request.path == PATH
+    assert request.path == OPENAI_PATH
     assert request.body == {
         "model": "gpt-4o-mini",
         "messages": [{"role": m.role, "content": m.content} for m in window.messages],
         "max_tokens": 800,
     }
     assert request.body["messages"][0]["role"] == "system"
-    assert request.headers["authorization"] == "Bearer sk-test-key"
+    assert request.headers["authorization"] == f"Bearer {OPENAI_KEY}"
     assert request.headers["content-type"] == "application/json"
     assert request.headers[SHARED_HEADER] == "yes"  # the injected client made the call
 
 
 async def test_answer_and_usage_with_cached_tokens(
-    http: httpx.AsyncClient, start_vendor: StartVendor, window: Window
+    http: httpx.AsyncClient, start_openai: StartAt, window: Window
 ) -> None:
-    _, base = await start_vendor(PATH, then=Step(body=openai_reply()), base="/v1")
+    _, base = await start_openai(then=Step(body=openai_reply()))
 
-    completion = await provider(http, base).complete(window.messages, max_tokens=800)
+    completion = await openai_provider(http, base).complete(window.messages, max_tokens=800)
 
     assert completion.text == "Seu pedido 4471 saiu para entrega hoje."
     assert completion.provider == "openai"
@@ -80,30 +58,28 @@ async def test_answer_and_usage_with_cached_tokens(
 
 
 async def test_usage_without_cache_details_reads_zero_cached(
-    http: httpx.AsyncClient, start_vendor: StartVendor, window: Window
+    http: httpx.AsyncClient, start_openai: StartAt, window: Window
 ) -> None:
     body = openai_reply(prompt=120, completion=9, cached=None)
-    _, base = await start_vendor(PATH, then=Step(body=body), base="/v1")
+    _, base = await start_openai(then=Step(body=body))
 
-    completion = await provider(http, base).complete(window.messages, max_tokens=100)
+    completion = await openai_provider(http, base).complete(window.messages, max_tokens=100)
 
     assert completion.usage == Usage(prompt_tokens=120, completion_tokens=9, cached_tokens=0)
 
 
 async def test_retries_429_then_500_then_answers(
-    http: httpx.AsyncClient, start_vendor: StartVendor, window: Window
+    http: httpx.AsyncClient, start_openai: StartAt, window: Window
 ) -> None:
-    vendor, base = await start_vendor(
-        PATH,
+    vendor, base = await start_openai(
         [
             Step(429, openai_error("Rate limit reached", "requests"), {"Retry-After": "0"}),
             Step(500, openai_error("The server had an error", "server_error")),
         ],
         then=Step(body=openai_reply()),
-        base="/v1",
     )
 
-    completion = await provider(http, base).complete(window.messages, max_tokens=800)
+    completion = await openai_provider(http, base).complete(window.messages, max_tokens=800)
 
     assert completion.attempts == 3
     assert completion.usage.prompt_tokens == 2006
@@ -112,14 +88,12 @@ async def test_retries_429_then_500_then_answers(
 
 
 async def test_gives_up_after_the_policy_attempts(
-    http: httpx.AsyncClient, start_vendor: StartVendor, window: Window
+    http: httpx.AsyncClient, start_openai: StartAt, window: Window
 ) -> None:
-    vendor, base = await start_vendor(
-        PATH, then=Step(503, openai_error("overloaded", "server_error")), base="/v1"
-    )
+    vendor, base = await start_openai(then=Step(503, openai_error("overloaded", "server_error")))
 
     with pytest.raises(ProviderError) as caught:
-        await provider(http, base, retry=RetryPolicy(3, 0.01, 0.02)).complete(
+        await openai_provider(http, base, retry=RetryPolicy(3, 0.01, 0.02)).complete(
             window.messages, max_tokens=800
         )
 
@@ -130,29 +104,27 @@ async def test_gives_up_after_the_policy_attempts(
 
 
 async def test_400_is_not_retried(
-    http: httpx.AsyncClient, start_vendor: StartVendor, window: Window
+    http: httpx.AsyncClient, start_openai: StartAt, window: Window
 ) -> None:
-    vendor, base = await start_vendor(
-        PATH,
-        then=Step(400, openai_error("This model's maximum context length is 8192 tokens.")),
-        base="/v1",
+    vendor, base = await start_openai(
+        then=Step(400, openai_error("This model's maximum context length is 8192 tokens."))
     )
 
     with pytest.raises(ProviderError) as caught:
-        await provider(http, base).complete(window.messages, max_tokens=800)
+        await openai_provider(http, base).complete(window.messages, max_tokens=800)
 
     assert len(vendor.received) == 1
     error = caught.value
     assert (error.reason, error.status, error.attempts) == ("client_error", 400, 1)
     assert "maximum context length" in error.detail
-    assert "sk-test-key" not in str(error)
+    assert OPENAI_KEY not in str(error)
 
 
 async def test_timeout_is_retried_then_the_customer_gets_the_fallback(
-    http: httpx.AsyncClient, start_vendor: StartVendor, window: Window
+    http: httpx.AsyncClient, start_openai: StartAt, window: Window
 ) -> None:
-    vendor, base = await start_vendor(PATH, then=Step(body=openai_reply(), hang_s=5.0), base="/v1")
-    slow = provider(http, base, timeout_s=0.2, retry=RetryPolicy(2, 0.01, 0.01))
+    vendor, base = await start_openai(then=Step(body=openai_reply(), hang_s=5.0))
+    slow = openai_provider(http, base, timeout_s=0.2, retry=RetryPolicy(2, 0.01, 0.01))
 
     outcome = await answer_or_fallback(slow, window.messages, max_tokens=800)
 
@@ -171,12 +143,12 @@ async def test_timeout_is_retried_then_the_customer_gets_the_fallback(
 
 
 async def test_a_custom_fallback_text_is_used(
-    http: httpx.AsyncClient, start_vendor: StartVendor, window: Window
+    http: httpx.AsyncClient, start_openai: StartAt, window: Window
 ) -> None:
-    _, base = await start_vendor(PATH, then=Step(500, {}), base="/v1")
+    _, base = await start_openai(then=Step(500, {}))
 
     outcome = await answer_or_fallback(
-        provider(http, base, retry=RetryPolicy(1)),
+        openai_provider(http, base, retry=RetryPolicy(1)),
         window.messages,
         max_tokens=800,
         fallback="Estamos com instabilidade.",
@@ -187,11 +159,11 @@ async def test_a_custom_fallback_text_is_used(
 
 
 async def test_success_outcome_carries_the_usage(
-    http: httpx.AsyncClient, start_vendor: StartVendor, window: Window
+    http: httpx.AsyncClient, start_openai: StartAt, window: Window
 ) -> None:
-    _, base = await start_vendor(PATH, then=Step(body=openai_reply()), base="/v1")
+    _, base = await start_openai(then=Step(body=openai_reply()))
 
-    outcome = await answer_or_fallback(provider(http, base), window.messages, max_tokens=800)
+    outcome = await answer_or_fallback(openai_provider(http, base), window.messages, max_tokens=800)
 
     assert outcome.ok and outcome.failure is None
     assert outcome.reply == "Seu pedido 4471 saiu para entrega hoje."
@@ -204,9 +176,9 @@ async def test_connection_refused_is_retried(http: httpx.AsyncClient, window: Wi
         port = probe.getsockname()[1]
 
     with pytest.raises(ProviderError) as caught:
-        await provider(http, f"http://127.0.0.1:{port}/v1", retry=RetryPolicy(2, 0.01)).complete(
-            window.messages, max_tokens=800
-        )
+        await openai_provider(
+            http, f"http://127.0.0.1:{port}/v1", retry=RetryPolicy(2, 0.01)
+        ).complete(window.messages, max_tokens=800)
 
     assert (caught.value.reason, caught.value.attempts) == ("connect_error", 2)
 
@@ -220,12 +192,12 @@ async def test_connection_refused_is_retried(http: httpx.AsyncClient, window: Wi
     ],
 )
 async def test_unusable_answers_fail_without_retry(
-    http: httpx.AsyncClient, start_vendor: StartVendor, window: Window, step: Step, detail: str
+    http: httpx.AsyncClient, start_openai: StartAt, window: Window, step: Step, detail: str
 ) -> None:
-    vendor, base = await start_vendor(PATH, then=step, base="/v1")
+    vendor, base = await start_openai(then=step)
 
     with pytest.raises(ProviderError) as caught:
-        await provider(http, base).complete(window.messages, max_tokens=800)
+        await openai_provider(http, base).complete(window.messages, max_tokens=800)
 
     assert len(vendor.received) == 1
     assert caught.value.reason == "invalid_response"
@@ -233,9 +205,9 @@ async def test_unusable_answers_fail_without_retry(
 
 
 async def test_local_server_without_key_gets_no_authorization(
-    http: httpx.AsyncClient, start_vendor: StartVendor, window: Window
+    http: httpx.AsyncClient, start_openai: StartAt, window: Window
 ) -> None:
-    vendor, base = await start_vendor(PATH, then=Step(body=openai_reply()), base="/v1")
+    vendor, base = await start_openai(then=Step(body=openai_reply()))
     local = make_provider("openai:llama3.1:8b", http=http, base_url=base, api_key=None)
 
     completion = await local.complete(window.messages, max_tokens=64)

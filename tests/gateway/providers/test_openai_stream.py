@@ -12,45 +12,32 @@ import pytest
 from context import ChatMessage, Window
 from gateway.providers import (
     FALLBACK_MESSAGE,
-    OpenAICompatProvider,
     ProviderError,
     RetryPolicy,
     Usage,
     answer_or_fallback,
 )
-from tests.gateway.providers.conftest import Shown, StartVendor
-from tests.gateway.providers.vendor import Step, openai_error, openai_reply, openai_stream, sse
-from tests.support.providers import FAST, made_provider
-
-PATH = "/v1/chat/completions"
-WHOLE = "Seu pedido 4471 saiu para entrega hoje."
-
-
-def provider(
-    http: httpx.AsyncClient,
-    base_url: str,
-    *,
-    retry: RetryPolicy = FAST,
-    timeout_s: float = 5.0,
-) -> OpenAICompatProvider:
-    return made_provider(
-        "openai:gpt-4o-mini",
-        OpenAICompatProvider,
-        http,
-        base_url,
-        api_key="sk-test-key",
-        retry=retry,
-        timeout_s=timeout_s,
-    )
+from tests.gateway.providers.conftest import Shown, StartAt
+from tests.gateway.providers.vendor import (
+    WHOLE,
+    Step,
+    openai_error,
+    openai_reply,
+    openai_stream,
+    sse,
+)
+from tests.support.providers import OPENAI_KEY, openai_provider
 
 
 async def test_text_arrives_accumulated_and_in_order(
-    http: httpx.AsyncClient, start_vendor: StartVendor, window: Window
+    http: httpx.AsyncClient, start_openai: StartAt, window: Window
 ) -> None:
-    vendor, base = await start_vendor(PATH, then=Step(events=openai_stream()), base="/v1")
+    vendor, base = await start_openai(then=Step(events=openai_stream()))
     shown = Shown()
 
-    completion = await provider(http, base).complete(window.messages, max_tokens=800, on_text=shown)
+    completion = await openai_provider(http, base).complete(
+        window.messages, max_tokens=800, on_text=shown
+    )
 
     assert shown.texts == ["Seu pedido", "Seu pedido 4471 saiu", WHOLE]
     assert completion.text == WHOLE
@@ -62,15 +49,15 @@ async def test_text_arrives_accumulated_and_in_order(
     assert request.body["stream_options"] == {"include_usage": True}
     assert request.body["messages"][-1]["content"] == "Meu pedido 4471 não chegou"
     assert request.headers["accept"] == "text/event-stream"
-    assert request.headers["authorization"] == "Bearer sk-test-key"
+    assert request.headers["authorization"] == f"Bearer {OPENAI_KEY}"
 
 
 async def test_without_on_text_the_request_does_not_stream(
-    http: httpx.AsyncClient, start_vendor: StartVendor, window: Window
+    http: httpx.AsyncClient, start_openai: StartAt, window: Window
 ) -> None:
-    vendor, base = await start_vendor(PATH, then=Step(body=openai_reply()), base="/v1")
+    vendor, base = await start_openai(then=Step(body=openai_reply()))
 
-    completion = await provider(http, base).complete(window.messages, max_tokens=800)
+    completion = await openai_provider(http, base).complete(window.messages, max_tokens=800)
 
     [request] = vendor.received
     assert "stream" not in request.body and "stream_options" not in request.body
@@ -79,15 +66,17 @@ async def test_without_on_text_the_request_does_not_stream(
 
 
 async def test_a_stream_cut_mid_way_is_retried_and_only_the_retried_text_returned(
-    http: httpx.AsyncClient, start_vendor: StartVendor, window: Window
+    http: httpx.AsyncClient, start_openai: StartAt, window: Window
 ) -> None:
     partial = openai_stream(["Um momento", ", vou verificar"])[:3]  # role chunk and two pieces
-    vendor, base = await start_vendor(
-        PATH, [Step(events=partial, drop=True)], then=Step(events=openai_stream()), base="/v1"
+    vendor, base = await start_openai(
+        [Step(events=partial, drop=True)], then=Step(events=openai_stream())
     )
     shown = Shown()
 
-    completion = await provider(http, base).complete(window.messages, max_tokens=800, on_text=shown)
+    completion = await openai_provider(http, base).complete(
+        window.messages, max_tokens=800, on_text=shown
+    )
 
     assert shown.texts == [
         "Um momento",
@@ -112,13 +101,13 @@ async def test_a_stream_cut_mid_way_is_retried_and_only_the_retried_text_returne
     ids=["dropped", "ended-early", "not-json"],
 )
 async def test_a_stream_broken_on_every_attempt_fails_after_the_attempts(
-    http: httpx.AsyncClient, start_vendor: StartVendor, window: Window, step: Step, detail: str
+    http: httpx.AsyncClient, start_openai: StartAt, window: Window, step: Step, detail: str
 ) -> None:
-    vendor, base = await start_vendor(PATH, then=step, base="/v1")
+    vendor, base = await start_openai(then=step)
     shown = Shown()
 
     with pytest.raises(ProviderError) as caught:
-        await provider(http, base, retry=RetryPolicy(3, 0.01, 0.02)).complete(
+        await openai_provider(http, base, retry=RetryPolicy(3, 0.01, 0.02)).complete(
             window.messages, max_tokens=800, on_text=shown
         )
 
@@ -130,12 +119,12 @@ async def test_a_stream_broken_on_every_attempt_fails_after_the_attempts(
 
 
 async def test_a_finish_reason_without_done_is_a_whole_reply(
-    http: httpx.AsyncClient, start_vendor: StartVendor, window: Window
+    http: httpx.AsyncClient, start_openai: StartAt, window: Window
 ) -> None:
     without_done = openai_stream()[:-1]  # some compatible servers end the body after usage
-    _, base = await start_vendor(PATH, then=Step(events=without_done), base="/v1")
+    _, base = await start_openai(then=Step(events=without_done))
 
-    completion = await provider(http, base).complete(
+    completion = await openai_provider(http, base).complete(
         window.messages, max_tokens=800, on_text=Shown()
     )
 
@@ -147,18 +136,16 @@ async def test_a_finish_reason_without_done_is_a_whole_reply(
 
 
 async def test_429_before_the_stream_waits_its_retry_after(
-    http: httpx.AsyncClient, start_vendor: StartVendor, window: Window
+    http: httpx.AsyncClient, start_openai: StartAt, window: Window
 ) -> None:
-    vendor, base = await start_vendor(
-        PATH,
+    vendor, base = await start_openai(
         [Step(429, openai_error("Rate limit reached", "requests"), {"Retry-After": "0.3"})],
         then=Step(events=openai_stream()),
-        base="/v1",
     )
     shown = Shown()
 
     started = time.monotonic()
-    completion = await provider(
+    completion = await openai_provider(
         http, base, retry=RetryPolicy(attempts=2, base_delay_s=0.0, max_delay_s=1.0)
     ).complete(window.messages, max_tokens=800, on_text=shown)
 
@@ -168,14 +155,14 @@ async def test_429_before_the_stream_waits_its_retry_after(
 
 
 async def test_a_400_before_the_stream_is_final(
-    http: httpx.AsyncClient, start_vendor: StartVendor, window: Window
+    http: httpx.AsyncClient, start_openai: StartAt, window: Window
 ) -> None:
-    vendor, base = await start_vendor(
-        PATH, then=Step(400, openai_error("Unknown parameter: 'stream_options'.")), base="/v1"
+    vendor, base = await start_openai(
+        then=Step(400, openai_error("Unknown parameter: 'stream_options'."))
     )
 
     with pytest.raises(ProviderError) as caught:
-        await provider(http, base).complete(window.messages, max_tokens=800, on_text=Shown())
+        await openai_provider(http, base).complete(window.messages, max_tokens=800, on_text=Shown())
 
     assert (caught.value.reason, caught.value.status, caught.value.attempts) == (
         "client_error",
@@ -187,13 +174,13 @@ async def test_a_400_before_the_stream_is_final(
 
 
 async def test_an_error_chunk_fails_the_attempt_and_is_retried(
-    http: httpx.AsyncClient, start_vendor: StartVendor, window: Window
+    http: httpx.AsyncClient, start_openai: StartAt, window: Window
 ) -> None:
     failing = [*openai_stream()[:2], sse(openai_error("The model crashed", "server_error"))]
-    vendor, base = await start_vendor(PATH, then=Step(events=failing), base="/v1")
+    vendor, base = await start_openai(then=Step(events=failing))
 
     with pytest.raises(ProviderError) as caught:
-        await provider(http, base, retry=RetryPolicy(2, 0.01, 0.01)).complete(
+        await openai_provider(http, base, retry=RetryPolicy(2, 0.01, 0.01)).complete(
             window.messages, max_tokens=800, on_text=Shown()
         )
 
@@ -204,11 +191,11 @@ async def test_an_error_chunk_fails_the_attempt_and_is_retried(
 
 async def test_a_raising_callback_is_dropped_and_the_call_still_finishes(
     http: httpx.AsyncClient,
-    start_vendor: StartVendor,
+    start_openai: StartAt,
     window: Window,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    _, base = await start_vendor(PATH, then=Step(events=openai_stream()), base="/v1")
+    _, base = await start_openai(then=Step(events=openai_stream()))
     seen: list[str] = []
 
     async def flaky(text: str) -> None:
@@ -217,7 +204,7 @@ async def test_a_raising_callback_is_dropped_and_the_call_still_finishes(
             raise RuntimeError("socket closed")
 
     with caplog.at_level(logging.WARNING, "relaydesk.providers"):
-        completion = await provider(http, base).complete(
+        completion = await openai_provider(http, base).complete(
             window.messages, max_tokens=800, on_text=flaky
         )
 
@@ -228,15 +215,13 @@ async def test_a_raising_callback_is_dropped_and_the_call_still_finishes(
 
 
 async def test_a_silent_gap_between_events_times_out_and_is_retried(
-    http: httpx.AsyncClient, start_vendor: StartVendor, window: Window
+    http: httpx.AsyncClient, start_openai: StartAt, window: Window
 ) -> None:
     stalled = Step(events=openai_stream()[:2], stall_s=5.0)
-    vendor, base = await start_vendor(
-        PATH, [stalled], then=Step(events=openai_stream()), base="/v1"
-    )
+    vendor, base = await start_openai([stalled], then=Step(events=openai_stream()))
     shown = Shown()
 
-    completion = await provider(http, base, timeout_s=0.3).complete(
+    completion = await openai_provider(http, base, timeout_s=0.3).complete(
         window.messages, max_tokens=800, on_text=shown
     )
 
@@ -246,14 +231,12 @@ async def test_a_silent_gap_between_events_times_out_and_is_retried(
 
 
 async def test_a_silent_gap_on_every_attempt_is_a_timeout(
-    http: httpx.AsyncClient, start_vendor: StartVendor, window: Window
+    http: httpx.AsyncClient, start_openai: StartAt, window: Window
 ) -> None:
-    _, base = await start_vendor(
-        PATH, then=Step(events=openai_stream()[:2], stall_s=5.0), base="/v1"
-    )
+    _, base = await start_openai(then=Step(events=openai_stream()[:2], stall_s=5.0))
 
     with pytest.raises(ProviderError) as caught:
-        await provider(http, base, timeout_s=0.2, retry=RetryPolicy(2, 0.01)).complete(
+        await openai_provider(http, base, timeout_s=0.2, retry=RetryPolicy(2, 0.01)).complete(
             window.messages, max_tokens=800, on_text=Shown()
         )
 
@@ -263,13 +246,13 @@ async def test_a_silent_gap_on_every_attempt_is_a_timeout(
 
 
 async def test_a_stream_longer_than_the_timeout_is_fine_while_events_keep_coming(
-    http: httpx.AsyncClient, start_vendor: StartVendor, window: Window
+    http: httpx.AsyncClient, start_openai: StartAt, window: Window
 ) -> None:
     pieces = [f"{n} " for n in range(8)]
     steady = Step(events=openai_stream(pieces), gap_s=0.15)  # about 1.8 s in all
-    _, base = await start_vendor(PATH, then=steady, base="/v1")
+    _, base = await start_openai(then=steady)
 
-    completion = await provider(http, base, timeout_s=0.6, retry=RetryPolicy(1)).complete(
+    completion = await openai_provider(http, base, timeout_s=0.6, retry=RetryPolicy(1)).complete(
         window.messages, max_tokens=800, on_text=Shown()
     )
 
@@ -277,14 +260,14 @@ async def test_a_stream_longer_than_the_timeout_is_fine_while_events_keep_coming
 
 
 async def test_a_slow_callback_does_not_count_against_the_vendor(
-    http: httpx.AsyncClient, start_vendor: StartVendor, window: Window
+    http: httpx.AsyncClient, start_openai: StartAt, window: Window
 ) -> None:
-    _, base = await start_vendor(PATH, then=Step(events=openai_stream()), base="/v1")
+    _, base = await start_openai(then=Step(events=openai_stream()))
 
     async def slow_display(text: str) -> None:
         await asyncio.sleep(0.4)
 
-    completion = await provider(http, base, timeout_s=0.3, retry=RetryPolicy(1)).complete(
+    completion = await openai_provider(http, base, timeout_s=0.3, retry=RetryPolicy(1)).complete(
         window.messages, max_tokens=800, on_text=slow_display
     )
 
@@ -292,12 +275,12 @@ async def test_a_slow_callback_does_not_count_against_the_vendor(
 
 
 async def test_a_2xx_that_is_not_an_event_stream_is_refused(
-    http: httpx.AsyncClient, start_vendor: StartVendor, window: Window
+    http: httpx.AsyncClient, start_openai: StartAt, window: Window
 ) -> None:
-    vendor, base = await start_vendor(PATH, then=Step(body=openai_reply()), base="/v1")
+    vendor, base = await start_openai(then=Step(body=openai_reply()))
 
     with pytest.raises(ProviderError) as caught:
-        await provider(http, base).complete(window.messages, max_tokens=800, on_text=Shown())
+        await openai_provider(http, base).complete(window.messages, max_tokens=800, on_text=Shown())
 
     assert (caught.value.reason, caught.value.attempts) == ("invalid_response", 1)
     assert "text/event-stream" in caught.value.detail
@@ -305,25 +288,25 @@ async def test_a_2xx_that_is_not_an_event_stream_is_refused(
 
 
 async def test_a_whole_stream_without_text_is_refused(
-    http: httpx.AsyncClient, start_vendor: StartVendor, window: Window
+    http: httpx.AsyncClient, start_openai: StartAt, window: Window
 ) -> None:
-    _, base = await start_vendor(PATH, then=Step(events=openai_stream([])), base="/v1")
+    _, base = await start_openai(then=Step(events=openai_stream([])))
 
     with pytest.raises(ProviderError) as caught:
-        await provider(http, base).complete(window.messages, max_tokens=800, on_text=Shown())
+        await openai_provider(http, base).complete(window.messages, max_tokens=800, on_text=Shown())
 
     assert (caught.value.reason, caught.value.attempts) == ("invalid_response", 1)
     assert caught.value.detail == "no text in the reply (finish_reason='stop')"
 
 
 async def test_the_fallback_after_a_broken_stream_replaces_what_was_shown(
-    http: httpx.AsyncClient, start_vendor: StartVendor, window: Window
+    http: httpx.AsyncClient, start_openai: StartAt, window: Window
 ) -> None:
-    _, base = await start_vendor(PATH, then=Step(events=openai_stream()[:2], drop=True), base="/v1")
+    _, base = await start_openai(then=Step(events=openai_stream()[:2], drop=True))
     shown = Shown()
 
     outcome = await answer_or_fallback(
-        provider(http, base, retry=RetryPolicy(1)),
+        openai_provider(http, base, retry=RetryPolicy(1)),
         [ChatMessage("user", "oi")],
         max_tokens=50,
         on_text=shown,

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from context import ChatMessage
 from gateway.providers import RetryPolicy, make_provider
 from gateway.providers.retry import backoff_delay, parse_retry_after
-from tests.gateway.providers.conftest import StartVendor
+from tests.gateway.providers.conftest import StartAt
 from tests.gateway.providers.vendor import Step, openai_reply
 
 POLICY = RetryPolicy(attempts=6, base_delay_s=0.5, max_delay_s=8.0)
@@ -86,13 +86,11 @@ def test_policy_refuses_nonsense(kwargs: dict[str, float]) -> None:
 
 
 async def test_retry_after_from_the_server_is_waited_for(
-    http: httpx.AsyncClient, start_vendor: StartVendor
+    http: httpx.AsyncClient, start_openai: StartAt
 ) -> None:
-    vendor, base = await start_vendor(
-        "/v1/chat/completions",
+    vendor, base = await start_openai(
         [Step(429, {"error": {"message": "slow down"}}, {"Retry-After": "0.3"})],
         then=Step(body=openai_reply()),
-        base="/v1",
     )
     model = make_provider(
         "openai:m",

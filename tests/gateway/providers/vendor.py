@@ -16,6 +16,12 @@ from typing import Any
 
 from aiohttp import web
 
+OPENAI_PATH = "/v1/chat/completions"  # below a base URL ending in /v1
+ANTHROPIC_PATH = "/v1/messages"  # below a base URL without it
+PIECES = ("Seu pedido", " 4471 saiu", " para entrega hoje.")
+"""The pieces a stream sends by default; `WHOLE` the reply they make, the default plain text."""
+WHOLE = "".join(PIECES)
+
 
 @dataclass(frozen=True)
 class Step:
@@ -111,7 +117,7 @@ def sse(data: object, event: str | None = None) -> str:
 
 
 def openai_stream(
-    pieces: Sequence[str] = ("Seu pedido", " 4471 saiu", " para entrega hoje."),
+    pieces: Sequence[str] = PIECES,
     *,
     prompt: int = 2006,
     completion: int = 300,
@@ -149,7 +155,7 @@ def openai_stream(
 
 
 def anthropic_stream(
-    pieces: Sequence[str] = ("Seu pedido", " 4471 saiu", " para entrega hoje."),
+    pieces: Sequence[str] = PIECES,
     *,
     input_tokens: int = 21,
     output_tokens: int = 45,
@@ -193,7 +199,7 @@ def anthropic_stream(
 
 
 def openai_reply(
-    text: str = "Seu pedido 4471 saiu para entrega hoje.",
+    text: str = WHOLE,
     *,
     prompt: int = 2006,
     completion: int = 300,
@@ -229,7 +235,7 @@ def openai_error(message: str, kind: str = "invalid_request_error") -> dict[str,
 
 
 def anthropic_reply(
-    text: str = "Seu pedido 4471 saiu para entrega hoje.",
+    text: str = WHOLE,
     *,
     input_tokens: int = 21,
     output_tokens: int = 45,
