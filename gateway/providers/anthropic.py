@@ -227,6 +227,11 @@ class AnthropicProvider:
         if on_text is None:
             return parse_anthropic_reply(await call(self, payload), requested_model=self.model)
         reply = await stream(self, {**payload, "stream": True}, AnthropicStream, on_text)
-        return streamed_completion(
-            reply, provider=self.name, requested_model=self.model, stop_field="stop_reason"
+        return await streamed_completion(
+            reply,
+            provider=self.name,
+            requested_model=self.model,
+            stop_field="stop_reason",
+            parse_whole=lambda whole: parse_anthropic_reply(whole, requested_model=self.model),
+            on_text=on_text,
         )

@@ -108,10 +108,22 @@ def completion(
     )
 
 
-def streamed_completion(
-    reply: StreamedReply[P], *, provider: str, requested_model: str, stop_field: str
+async def streamed_completion(
+    reply: StreamedReply[P],
+    *,
+    provider: str,
+    requested_model: str,
+    stop_field: str,
+    parse_whole: Callable[[JsonReply], Completion],
+    on_text: OnText,
 ) -> Completion:
-    """The `Completion` of a stream read to its end, with the same checks as `completion`."""
+    """The `Completion` of a stream read to its end, with the same checks as `completion`; a
+    server that answered in one JSON body instead is read by ``parse_whole`` and its text told
+    to ``on_text`` once."""
+    if reply.whole is not None:
+        done = parse_whole(reply.whole)
+        await TextListener(on_text, provider=provider, model=requested_model)(done.text)
+        return done
     return _checked(
         provider=provider,
         requested_model=requested_model,

@@ -169,6 +169,11 @@ class OpenAICompatProvider:
         if on_text is None:
             return parse_openai_reply(await call(self, payload), requested_model=self.model)
         reply = await stream(self, {**payload, **STREAM_FLAGS}, OpenAIStream, on_text)
-        return streamed_completion(
-            reply, provider=self.name, requested_model=self.model, stop_field="finish_reason"
+        return await streamed_completion(
+            reply,
+            provider=self.name,
+            requested_model=self.model,
+            stop_field="finish_reason",
+            parse_whole=lambda whole: parse_openai_reply(whole, requested_model=self.model),
+            on_text=on_text,
         )

@@ -6,7 +6,9 @@ The body is read as server-sent events with httpx-sse; what an event means is th
 to the caller's `TextListener`, the end-of-stream check, and failures mapped onto the retry
 loop of ``retry.py``. A stream is a whole reply only when the vendor's end marker was read; a
 dropped connection, an early end, an unreadable event or a silent gap fails that attempt, and a
-retry starts the text again from empty.
+retry starts the text again from empty. A server that ignores the stream flag and answers
+with one JSON body (some OpenAI-compatible servers do) is not a failure: its body is returned as
+`StreamedReply.whole` for the vendor's plain parser.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from httpx_sse import EventSource, ServerSentEvent, SSEError
 from gateway.providers.base import FailureReason, ProviderError, Usage
 from gateway.providers.listener import TextListener
 from gateway.providers.retry import (
+    JsonReply,
     ProviderRequest,
     RetryableFailure,
     Target,
@@ -87,11 +90,13 @@ P = TypeVar("P", bound=StreamParser)
 
 @dataclass(frozen=True, slots=True)
 class StreamedReply(Generic[P]):
-    """A stream read to its end marker: the whole text, the calls it took, what was parsed."""
+    """A stream read to its end marker: the whole text, the calls it took, what was parsed;
+    or, from a server that answered in one JSON body instead, that body (``whole``)."""
 
     text: str
     attempts: int
     parser: P
+    whole: JsonReply | None = None
 
 
 def event_json(event: ServerSentEvent) -> Mapping[str, object]:
@@ -143,6 +148,8 @@ async def post_stream(
                         await response.aread()
                         raise_for_status(response, target, number)
                     status = response.status_code
+                    if _is_json(response):
+                        return StreamedReply("", number, reading, await _whole(response, number))
                     deadline.reschedule(loop.time() + timeout_s)
                     async with aclosing(EventSource(response).aiter_sse()) as events:
                         async for event in events:
@@ -169,6 +176,23 @@ async def post_stream(
         return StreamedReply(text=text, attempts=number, parser=reading)
 
     return await with_retries(attempt, policy=request.policy, target=target)
+
+
+def _is_json(response: httpx.Response) -> bool:
+    content_type: str = response.headers.get("content-type", "")
+    return content_type.split(";")[0].strip() == "application/json"
+
+
+async def _whole(response: httpx.Response, attempt: int) -> JsonReply:
+    """The one JSON body of a server that did not stream; read like `post_json` reads it."""
+    await response.aread()
+    try:
+        body: object = response.json()
+    except ValueError:
+        body = None
+    if not isinstance(body, dict):
+        body = {}  # no text in it: the vendor's checks refuse it as an invalid response
+    return JsonReply(body=body, attempts=attempt)
 
 
 def _broken(

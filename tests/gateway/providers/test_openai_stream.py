@@ -274,10 +274,26 @@ async def test_a_slow_callback_does_not_count_against_the_vendor(
     assert completion.text == WHOLE and completion.attempts == 1
 
 
-async def test_a_2xx_that_is_not_an_event_stream_is_refused(
+async def test_a_server_that_answers_a_stream_request_in_one_json_body_is_read_whole(
     http: httpx.AsyncClient, start_openai: StartAt, window: Window
 ) -> None:
-    vendor, base = await start_openai(then=Step(body=openai_reply()))
+    """Some OpenAI-compatible servers ignore ``stream: true``: their answer still counts."""
+    vendor, base = await start_openai(then=Step(body=openai_reply(prompt=120, completion=9)))
+    shown = Shown()
+
+    done = await openai_provider(http, base).complete(
+        window.messages, max_tokens=800, on_text=shown
+    )
+
+    assert done.text == WHOLE and shown.texts == [WHOLE]  # told once, whole
+    assert (done.usage.prompt_tokens, done.usage.completion_tokens) == (120, 9)
+    assert len(vendor.received) == 1
+
+
+async def test_a_2xx_that_is_neither_a_stream_nor_json_is_refused(
+    http: httpx.AsyncClient, start_openai: StartAt, window: Window
+) -> None:
+    vendor, base = await start_openai(then=Step(raw="<html>maintenance</html>"))
 
     with pytest.raises(ProviderError) as caught:
         await openai_provider(http, base).complete(window.messages, max_tokens=800, on_text=Shown())
