@@ -28,7 +28,7 @@ from context.compaction import (
 from gateway.memory.llm_compactor import CompactionFailed, LLMCompactor, describe
 from gateway.memory.queue import CompactionJob
 from gateway.providers import ProviderError
-from gateway.storage.records import FactRecord, MessageRecord, NewFact
+from gateway.storage.records import CANNED, FactRecord, MessageRecord, NewFact
 from gateway.storage.repositories import episodes, facts, messages, summaries
 from gateway.tenants import TenantSettings
 from gateway.turns.calls import current_turn, speech
@@ -181,12 +181,13 @@ async def _load(
         limit=MAX_MESSAGES_PER_RUN,
         after_id=pointer,
     )
-    # Only the current transcript version, and only real speech, is summarized.
+    # Only the current transcript version, only real speech, and no canned reply is summarized.
     replaced = {m.supersedes_id for m in pending if m.supersedes_id is not None}
     usable = [
         m
         for m in pending
         if m.role in ("user", "assistant")
+        and not (m.extra or {}).get(CANNED)
         and m.id not in replaced
         and current_turn(m.extra, episode.version)
         and speech(m.extra)

@@ -6,6 +6,12 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any
 
+# A reply the gateway wrote itself rather than a model (`extra[CANNED]` names which): shown in
+# its conversation, but never summarized, mined for facts or recalled in other episodes.
+CANNED = "canned"
+CANNED_OFFLINE = "offline"  # the offline model's notice
+CANNED_FALLBACK = "fallback"  # the message sent when the model failed
+
 
 @dataclass(frozen=True, slots=True)
 class CustomerRecord:

@@ -39,7 +39,14 @@ from gateway.providers.limits import CallLimits, ModelGate
 from gateway.providers.pool import ProviderPool
 from gateway.providers.transcriber import Transcriber
 from gateway.runtime.clock import utcnow
-from gateway.storage.records import MessageRecord, NewMessage, TurnRecord
+from gateway.storage.records import (
+    CANNED,
+    CANNED_FALLBACK,
+    CANNED_OFFLINE,
+    MessageRecord,
+    NewMessage,
+    TurnRecord,
+)
 from gateway.storage.repositories import customers, episodes, messages, summaries, tenants, turns
 from gateway.tenants import TenantSettings
 from gateway.turns.backpressure import Backpressure
@@ -159,6 +166,9 @@ class Answerer:
                 provider, tenant, window.messages, budget.output_reserve, preview
             )
             text = completion.text
+            # The offline model's text is about the gateway, not the customer: kept out of
+            # memory (summaries, facts, recall) like the fallback message.
+            canned = CANNED_OFFLINE if provider.name == "offline" else None
             fields.update(
                 status="done",
                 model=completion.model,
@@ -170,6 +180,7 @@ class Answerer:
         except ProviderError as exc:
             log.warning("model call failed", extra={"fields": {"turn": turn.id, "error": str(exc)}})
             text = tenant.fallback_message or FALLBACK_MESSAGE
+            canned = CANNED_FALLBACK
             fields.update(status="failed", model=provider.model, error=str(exc)[:2000])
             fields["attempts"] = exc.attempts
         except BaseException:
@@ -182,7 +193,7 @@ class Answerer:
         fields.update(delivery_status="sending", delivery_lease_until=utcnow() + DELIVERY_LEASE)
         try:
             async with self.work:
-                reply = await self._store_reply(turn, held, inbound, text, fields)
+                reply = await self._store_reply(turn, held, inbound, text, canned, fields)
         except BaseException:
             typing.stop()
             raise
@@ -241,6 +252,7 @@ class Answerer:
         held: Held,
         inbound: MessageRecord,
         text: str,
+        canned: str | None,
         fields: dict[str, Any],
     ) -> MessageRecord:
         async with self.sessions.begin() as session:
@@ -260,7 +272,7 @@ class Answerer:
                     identity_id=inbound.identity_id,
                     provider_message_id=f"reply:{inbound.id}",
                     thread_key=inbound.thread_key,
-                    extra={"in_reply_to": inbound.id},
+                    extra={"in_reply_to": inbound.id, **({CANNED: canned} if canned else {})},
                 ),
                 add_to_episode=False,
             )

@@ -13,7 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from gateway.runtime.clock import utcnow
 from gateway.storage.errors import DuplicateMessage, RecordNotFound, require_customer
 from gateway.storage.models import Episode, Message
-from gateway.storage.records import MessageRecord, NewMessage, SenderSnapshot, TurnLine
+from gateway.storage.records import CANNED, MessageRecord, NewMessage, SenderSnapshot, TurnLine
 from gateway.storage.repositories.tables import EPISODES, MESSAGES
 
 # A repeated (channel, provider id) inserts nothing and returns no id.
@@ -43,8 +43,11 @@ _RECENT = {
 _HISTORY_TOKENS = select(func.coalesce(func.sum(Episode.token_total), 0)).where(
     Episode.customer_id == bindparam("customer_id")
 )
+# Canned replies (the offline model's, the fallback) are never compacted: not counted either.
 _UNSUMMARIZED = select(func.coalesce(func.sum(Message.token_count), 0)).where(
-    Message.customer_id == bindparam("customer_id"), Message.episode_id == bindparam("episode_id")
+    Message.customer_id == bindparam("customer_id"),
+    Message.episode_id == bindparam("episode_id"),
+    Message.extra[CANNED].as_string().is_(None),
 )
 _UNSUMMARIZED_AFTER = _UNSUMMARIZED.where(Message.id > bindparam("after_id"))
 _ADD_TOKENS = (

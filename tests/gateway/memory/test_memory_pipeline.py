@@ -95,6 +95,14 @@ async def test_an_injection_corpus_stores_no_instruction_and_escalates_no_scope(
         await engine.dispose()
 
 
+# The customer's words carry the episode past the threshold: the offline model's replies are
+# canned, so they never count towards compaction.
+LONG_QUESTION = (
+    "Comprei na semana passada, paguei no cartão e o rastreio não muda desde segunda-feira; "
+    "preciso dele até sexta porque é presente de aniversário da minha mãe, que mora em Campinas."
+)
+
+
 async def test_a_conversation_around_the_threshold_compacts_once(tmp_path: Path) -> None:
     async with running_stack("embedded", tmp_path) as stack:
         async with stack.sessions().begin() as session:
@@ -115,7 +123,8 @@ async def test_a_conversation_around_the_threshold_compacts_once(tmp_path: Path)
                 json={
                     "visitor_id": visitor,
                     "client_message_id": f"m{index}",
-                    "text": f"Pergunta {index}: o pedido {4400 + index} já saiu para entrega?",
+                    "text": f"Pergunta {index}: o pedido {4400 + index} já saiu para entrega? "
+                    + LONG_QUESTION,
                 },
             )
             assert response.status == 202
