@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +20,7 @@ from context import TokenCounter
 from context.compaction import (
     MULTI_VALUED_KEYS,
     CompactionResult,
+    ExtractedFact,
     SourceMessage,
     SummarySentence,
     compact_offline,
@@ -320,12 +321,24 @@ async def _store_facts(
     result: CompactionResult,
     pending: Sequence[MessageRecord],
 ) -> int:
+    return await store_facts(session, customer_id, result.facts, {m.id: m for m in pending})
+
+
+async def store_facts(
+    session: AsyncSession,
+    customer_id: str,
+    found: Sequence[ExtractedFact],
+    sources: Mapping[int, MessageRecord],
+) -> int:
     """Write the facts in source order, so a later value supersedes an earlier one; a typed
-    message repeating a transcript-only value confirms it."""
-    by_id = {m.id: m for m in pending}
+    message repeating a transcript-only value confirms it. A fact already stored from the same
+    message (extracted when the message arrived, then again by compaction) changes nothing."""
     written = 0
-    for fact in sorted(result.facts, key=lambda f: f.source_message_id):
-        source = by_id.get(fact.source_message_id)
+    known = await facts.stored_from(session, customer_id, {f.source_message_id for f in found})
+    for fact in sorted(found, key=lambda f: f.source_message_id):
+        if (fact.key, fact.value, fact.source_message_id) in known:
+            continue
+        source = sources.get(fact.source_message_id)
         typed = source is None or source.channel not in TRANSCRIPT_CHANNELS
         confidence = fact.confidence
         if not typed and source is not None and source.transcript_confidence is not None:

@@ -31,6 +31,7 @@ from channels.base import Channel
 from context import ChatMessage, TokenCounter
 from gateway.coordination.locks import ConversationLocks, Held
 from gateway.customers.resolve import ResolvedIdentity
+from gateway.memory.message_facts import store_message_facts
 from gateway.memory.queue import CompactionJob, CompactionQueue
 from gateway.memory.recall import RecallCache
 from gateway.providers import FALLBACK_MESSAGE, ProviderError
@@ -139,6 +140,10 @@ class Answerer:
 
     async def _answer(self, turn: TurnRecord, inbound: MessageRecord, held: Held) -> None:
         text_in = await self._voice_text(inbound)
+        async with self.work:
+            # The facts this message states, stored before its window is assembled.
+            async with self.sessions.begin() as session:
+                await store_message_facts(session, inbound, text_in)
         async with self.work, self.sessions() as session:
             tenant = await self.tenant_cache.get(session, channel=inbound.channel)
             identity = await _identity_of(session, inbound)

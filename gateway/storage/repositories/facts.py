@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 
 from sqlalchemy import bindparam, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -45,6 +45,22 @@ def fact_record(row: Fact) -> FactRecord:
         superseded_by=row.superseded_by,
         created_at=row.created_at,
     )
+
+
+async def stored_from(
+    session: AsyncSession, customer_id: str, message_ids: Collection[int]
+) -> set[tuple[str, str, int]]:
+    """(key, value, source message) of every fact, current or not, that these messages gave."""
+    customer_id = require_customer(customer_id)
+    if not message_ids:
+        return set()
+    rows = await session.execute(
+        select(Fact.key, Fact.value, Fact.source_message_id).where(
+            Fact.customer_id == customer_id,
+            Fact.source_message_id.in_(sorted(message_ids)),
+        )
+    )
+    return {(key, value, int(source)) for key, value, source in rows}
 
 
 async def record_fact(

@@ -1,0 +1,113 @@
+"""Facts from the first message: a WhatsApp message with an order id and a Pix key gives both
+facts, sourced to it, before the next turn — on any of the customer's verified channels; the
+correction supersedes the old key at once. Signed Twilio webhooks through the real app, the
+window read through `POST /v1/context`, no compaction needed."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from pathlib import Path
+
+import jwt
+from aiohttp.test_utils import TestServer
+from sqlalchemy import select
+
+from gateway.storage.models import Fact, Message
+from tests.support.context_api import post_context
+from tests.support.signed_twilio import inbound_params, post_signed
+from tests.support.stack import API_KEY, WEBCHAT_SECRET, Stack, running_stack
+from tests.support.twilio_server import FakeTwilio
+
+ACCOUNT = "AC" + "a" * 32
+TOKEN = "twilio-auth-token-for-tests"
+PUBLIC_URL = "https://relay.example.org"
+NUMBER = "+5511998765432"
+FIRST = "Meu pedido é o 4471-XB e minha chave Pix é ana.souza@example.com"
+CORRECTION = "Corrigindo: minha chave Pix na verdade é ana.pix@example.com, a outra não vale mais."
+
+
+async def _say(stack: Stack, twilio: FakeTwilio, text: str) -> None:
+    sent = len(twilio.created)
+    params = inbound_params(f"SM{uuid.uuid4().hex}", f"whatsapp:{NUMBER}", text, account=ACCOUNT)
+    response = await post_signed(stack.client, params, token=TOKEN, public_url=PUBLIC_URL)
+    assert response.status == 200
+    await stack.stored()
+    await stack.idle()
+    assert len(twilio.created) == sent + 1  # answered
+
+
+async def _facts(stack: Stack) -> list[Fact]:
+    async with stack.sessions()() as session:
+        return list((await session.scalars(select(Fact).order_by(Fact.id))).all())
+
+
+async def _message_id(stack: Stack, text: str) -> int:
+    async with stack.sessions()() as session:
+        found = await session.scalar(select(Message.id).where(Message.text == text))
+    assert found is not None
+    return int(found)
+
+
+async def test_the_first_message_gives_facts_and_a_correction_supersedes_at_once(
+    tmp_path: Path,
+) -> None:
+    twilio = FakeTwilio()
+    server = TestServer(twilio.app())
+    await server.start_server()
+    try:
+        async with running_stack(
+            "embedded",
+            tmp_path,
+            RELAYDESK_PUBLIC_URL=PUBLIC_URL,
+            TWILIO_ACCOUNT_SID=ACCOUNT,
+            TWILIO_AUTH_TOKEN=TOKEN,
+            TWILIO_WHATSAPP_FROM="whatsapp:+14155238886",
+            TWILIO_API_BASE=str(server.make_url("")).rstrip("/"),
+        ) as stack:
+            await _say(stack, twilio, FIRST)
+            first_id = await _message_id(stack, FIRST)
+            stored = {(f.key, f.value, f.source_message_id) for f in await _facts(stack)}
+            assert ("order_id", "4471-XB", first_id) in stored
+            assert ("pix_key", "ana.souza@example.com", first_id) in stored
+
+            await _say(stack, twilio, CORRECTION)
+            correction_id = await _message_id(stack, CORRECTION)
+            pix = [f for f in await _facts(stack) if f.key == "pix_key"]
+            assert [(f.value, f.superseded_by is None) for f in pix] == [
+                ("ana.souza@example.com", False),
+                ("ana.pix@example.com", True),
+            ]
+            assert pix[1].source_message_id == correction_id
+
+            # Her web chat, with a token that proves the phone: the facts slice holds the
+            # order and the current key, with their source channel.
+            token = jwt.encode(
+                {
+                    "sub": "acct-ana",
+                    "exp": int(time.time()) + 600,
+                    "phone_number": NUMBER,
+                    "phone_number_verified": True,
+                },
+                WEBCHAT_SECRET,
+                algorithm="HS256",
+            )
+            body = await post_context(
+                stack.client,
+                {"Authorization": f"Bearer {API_KEY}"},
+                channel="webchat",
+                external_id="visitor-ana-1",
+                message="Pode fazer o reembolso?",
+                identity_token=token,
+            )
+            assert body["link_level"] == "verified"
+            facts_slice = next(
+                s
+                for s in body["report"]["slices"]
+                if s["name"] == "facts"  # type: ignore[index]
+            )
+            assert facts_slice["used"] > 0
+            system = body["messages"][0]["content"]  # type: ignore[index]
+            assert "4471-XB" in system and "ana.pix@example.com" in system
+    finally:
+        await server.close()
