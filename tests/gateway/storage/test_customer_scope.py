@@ -16,6 +16,7 @@ from gateway.storage.repositories import facts, messages, summaries
 SAMPLE_ARGUMENTS: dict[str, Any] = {
     "episode_id": "e",
     "message_id": 1,
+    "message_ids": [1],
     "fact_id": 1,
     "key": "email",
     "limit": 5,
