@@ -7,7 +7,7 @@ key, and a per-channel block overrides last. Invalid stored settings name the ba
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -66,6 +66,10 @@ class TenantSettings(BaseModel):
     scope_policy: dict[str, Any] | None = None
     link_limits: dict[str, int] | None = None
     blocked_values: dict[str, Any] | None = None
+    # A call the call center names a customer for, from a caller id that sits on another
+    # customer: "propose" that customer's merge to an operator (a number may be a family's), or
+    # "merge" it at once when it holds nothing verified (the call center's check suffices).
+    call_center_customer: Literal["propose", "merge"] = "propose"
 
     @model_validator(mode="after")
     def _consistent(self) -> TenantSettings:

@@ -15,11 +15,13 @@ claims (asserted) or merely suggests (inferred). Deciding which customer that is
 | Telegram contact of someone else          | telegram:<id>   | verified  | (contact ignored)     |
 | phone call, caller id                     | phone:+E164     | inferred  | phone inferred        |
 | phone call, no usable caller id           | phone:call:<id> | anonymous | none                  |
-| + customer id from the call center        | (unchanged)     | (2)       | customer hint         |
+| + customer id from the call center        | (unchanged) (3) | (2)       | customer hint         |
 | phone or e-mail stated in the text        | (unchanged)     | unchanged | asserted              |
 
 (1) phone and e-mail too when the token flags them verified; otherwise they are asserted.
 (2) the hint verifies the customer it names, not the key; see `identity.resolution`.
+(3) with a caller id, the call's own key ``phone:call:<id>`` is kept as ``named_key``: where the
+    call goes when the caller id already belongs to another customer than the one named.
 
 A blocked value never becomes an identifier; a blocked channel key keeps talking, but as an
 anonymous identity that proves nothing.
@@ -112,7 +114,10 @@ class IdentityObservation:
     ``level`` is the strength of the tie between ``key`` and its owner; ``verified`` may be
     non-empty only at the verified level. ``customer_hint`` is a customer id vouched for by a
     trusted upstream (the call-center pipeline): it verifies *that customer*, not the key, so it
-    lifts the link to verified only when the message lands on that customer. ``previous_key`` is
+    lifts the link to verified only when the message lands on that customer. ``named_key`` is
+    the message's own key (a call's ``phone:call:<id>``), used instead of ``key`` when ``key``
+    belongs to another customer than the hint names: the upstream vouches for this message, not
+    for everything the key ever said. ``previous_key`` is
     another identity seen on the same device (the anonymous visitor before login): a suggestion
     for an operator, never a link. ``evidence`` is a short audit description without secrets.
     """
@@ -124,6 +129,7 @@ class IdentityObservation:
     asserted: tuple[Identifier, ...] = ()
     inferred: tuple[Identifier, ...] = ()
     customer_hint: str | None = None
+    named_key: ChannelIdentityKey | None = None
     previous_key: ChannelIdentityKey | None = None
 
     def __post_init__(self) -> None:
@@ -160,6 +166,7 @@ def observe(
         asserted=_unique(observation.asserted + claims, exclude=observation.verified),
         inferred=observation.inferred,
         customer_hint=observation.customer_hint,
+        named_key=observation.named_key,
         previous_key=observation.previous_key,
     )
 
@@ -262,6 +269,7 @@ def _phone_call(call: PhoneCall, region: str | None, blocked: BlockedValues) -> 
     if hint is not None and blocked.is_blocked_text(hint):
         hint = None
     inferred: tuple[Identifier, ...] = ()
+    named_key: ChannelIdentityKey | None = None
     if caller_key is None:
         key = channel_identity_key("phone", "phone:call:" + call.call_id)
         if blocked.is_blocked_key(key):
@@ -272,7 +280,21 @@ def _phone_call(call: PhoneCall, region: str | None, blocked: BlockedValues) -> 
         description = "phone call caller id (spoofable)"
     if hint is not None:
         description += "; customer named by the call center"
-    return IdentityObservation(key, level, description, inferred=inferred, customer_hint=hint)
+        if caller_key is not None:
+            named_key = _call_key(call)
+            if named_key is not None and blocked.is_blocked_key(named_key):
+                named_key = None
+    return IdentityObservation(
+        key, level, description, inferred=inferred, customer_hint=hint, named_key=named_key
+    )
+
+
+def _call_key(call: PhoneCall) -> ChannelIdentityKey | None:
+    """The call's own key, ``phone:call:<id>``; ``None`` for an unusable call id."""
+    try:
+        return channel_identity_key("phone", "phone:call:" + call.call_id)
+    except InvalidIdentifier:
+        return None
 
 
 def _stated(

@@ -79,8 +79,9 @@ class GraphLookups:
 def lookups_for(observation: IdentityObservation) -> GraphLookups:
     """The keys, identifiers and customers `identity.resolve` will ask about for ``observation``."""
     keys: tuple[ChannelIdentityKey, ...] = (observation.key,)
-    if observation.previous_key is not None:
-        keys += (observation.previous_key,)
+    for other in (observation.named_key, observation.previous_key):
+        if other is not None:
+            keys += (other,)
     identifiers = tuple(
         dict.fromkeys(observation.verified + observation.asserted + observation.inferred)
     )

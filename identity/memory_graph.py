@@ -82,13 +82,16 @@ class MemoryGraph:
         self._customers.add(customer)
         return customer
 
-    def apply(self, resolution: Resolution) -> str:
-        """Store ``resolution``; returns the customer id the message belongs to."""
+    def apply(self, resolution: Resolution, *, actor: str = "linking") -> str:
+        """Store ``resolution``; returns the customer id the message belongs to. The customers
+        it absorbs are merged first, audited under ``actor``."""
         customer = resolution.customer_id
         if customer is None:
             customer = self.new_customer()
         elif customer not in self._customers:
             raise OwnershipConflict("resolution names an unknown customer")
+        for source in resolution.absorb:
+            self.merge(source, customer, actor=actor, reason=resolution.evidence)
         key = resolution.key
         current = self.identity(key)
         if current is None:
@@ -100,7 +103,10 @@ class MemoryGraph:
         for link in resolution.attach:
             self._attach(customer, key, link.identifier, link.level)
         for pending in resolution.pending:
-            if pending.candidate_customer != customer and pending not in self._pending:
+            # The proposed identity is usually the message's own, but may be another (rule 6).
+            owner = self.identity(pending.identity_key)
+            proposes = owner is not None and owner.customer_id != pending.candidate_customer
+            if proposes and pending not in self._pending:
                 self._pending.append(pending)
         return customer
 

@@ -19,6 +19,18 @@ Rules, in the order they are applied:
 5. Asserted and inferred evidence never joins, merges or raises a level: a claim held by another
    customer becomes a pending link at the weaker of the two levels; an unheld claim is recorded
    on the resolved customer at its own level so a later verification can find it.
+6. A customer named by a trusted upstream (the call center's ``customer_id``) is authoritative
+   for *this* message. When the key already belongs to another customer, the message goes to
+   the named customer under its own key (``named_key``: the call's ``phone:call:<id>``), and the
+   key is proposed for merge into the named customer (``named_by_call_center``: an operator
+   confirms, merging the key's customer in, or rejects). With ``named_customer="merge"`` the
+   key's customer is merged into the named one at once (``absorb``) when nothing verified would
+   move: the key's stored level is below verified and its customer holds no verified
+   identifier; otherwise it is proposed as above. A number shared by a family is why proposing
+   is the default: the call center verified the caller of this call, not every earlier call.
+   Without a usable ``named_key`` (a call without caller id re-posted naming someone else, or
+   a call whose own key already belongs to a third customer) rule 4's ``verified_conflict``
+   applies.
 """
 
 from __future__ import annotations
@@ -31,7 +43,7 @@ from typing import Literal
 from identity.blocked import DEFAULT_BLOCKED, BlockedValues
 from identity.errors import IdentityConfigError
 from identity.evidence import IdentityObservation
-from identity.graph import IdentityGraphView, IdentityLink
+from identity.graph import Holding, IdentityGraphView, IdentityLink
 from identity.levels import LinkLevel, weakest
 from identity.normalize import ChannelIdentityKey, Identifier, IdentifierKind
 
@@ -39,6 +51,7 @@ __all__ = [
     "DEFAULT_LIMITS",
     "IdentifierLink",
     "LinkLimits",
+    "NamedCustomerPolicy",
     "Outcome",
     "PendingLink",
     "PendingReason",
@@ -47,10 +60,18 @@ __all__ = [
 ]
 
 Outcome = Literal["known", "joined", "new"]
-_LIMIT_KINDS = ("web_account", "phone", "email", "telegram")
+_LIMIT_KINDS: tuple[IdentifierKind, ...] = ("web_account", "phone", "email", "telegram")
 PendingReason = Literal[
-    "verified_conflict", "merge_limit", "asserted_match", "inferred_match", "same_device"
+    "verified_conflict",
+    "merge_limit",
+    "asserted_match",
+    "inferred_match",
+    "same_device",
+    "named_by_call_center",
 ]
+# When a trusted upstream names a customer and the key sits on another one (rule 6): propose
+# merging the key's customer into the named one, or merge it at once when nothing verified moves.
+NamedCustomerPolicy = Literal["propose", "merge"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +147,9 @@ class Resolution:
     caller then stores the identity, ``attach`` and ``pending`` under the new id. ``level`` is the
     link level for this message (scopes); ``identity_level`` is what to store on the channel
     identity. ``refused`` lists verified identifiers left unattached by `LinkLimits`.
+    ``absorb`` names customers to merge into ``customer_id`` before anything else is written
+    (rule 6); a pending link's ``identity_key`` may be another key than ``key`` (rule 6 proposes
+    the caller id's identity while the message is stored under the call's own key).
     """
 
     key: ChannelIdentityKey
@@ -137,6 +161,7 @@ class Resolution:
     attach: tuple[IdentifierLink, ...] = ()
     pending: tuple[PendingLink, ...] = ()
     refused: tuple[Identifier, ...] = ()
+    absorb: tuple[str, ...] = ()
 
 
 def resolve(
@@ -145,6 +170,7 @@ def resolve(
     *,
     limits: LinkLimits = DEFAULT_LIMITS,
     blocked: BlockedValues = DEFAULT_BLOCKED,
+    named_customer: NamedCustomerPolicy = "propose",
 ) -> Resolution:
     """Decide the customer, link levels, attachments and pending links for ``observation``.
 
@@ -166,6 +192,12 @@ def resolve(
     hint = observation.customer_hint
     if hint is not None and not graph.has_customer(hint):
         hint = None
+    if hint is not None and known is not None and known.customer_id != hint:
+        named = _named_elsewhere(
+            observation, known, hint, graph, limits=limits, blocked=blocked, policy=named_customer
+        )
+        if named is not None:
+            return named
     proposals = _Proposals(key)
     customer, outcome, attach, refused = _choose_customer(
         known, verified, hint, graph, limits, proposals
@@ -207,6 +239,93 @@ def resolve(
         pending=proposals.links(),
         refused=tuple(refused),
     )
+
+
+def _named_elsewhere(
+    observation: IdentityObservation,
+    known: IdentityLink,
+    hint: str,
+    graph: IdentityGraphView,
+    *,
+    limits: LinkLimits,
+    blocked: BlockedValues,
+    policy: NamedCustomerPolicy,
+) -> Resolution | None:
+    """Rule 6: the upstream named ``hint`` while the key sits on ``known.customer_id``.
+    ``None`` when no key of the message can carry it to ``hint`` (rule 4 then applies)."""
+    other = known.customer_id
+    if policy == "merge" and _nothing_verified(known, other, graph):
+        merged = resolve(
+            observation, _AfterMerge(graph, other, hint), limits=limits, blocked=blocked
+        )
+        return replace(
+            merged,
+            evidence=merged.evidence + "; the caller id's unverified customer merged in",
+            absorb=(other, *merged.absorb),
+        )
+    if observation.named_key is None:
+        return None
+    stored = graph.identity(observation.named_key)
+    if stored is not None and stored.customer_id != hint:
+        return None  # the call's own key is someone else's too: neither carries it to ``hint``
+    caller = observation.key
+    own = resolve(
+        replace(
+            observation,
+            key=observation.named_key,
+            # The caller id is proposed as a whole below; as a claim it would point backwards.
+            inferred=tuple(i for i in observation.inferred if i != caller.identifier),
+            named_key=None,
+            evidence=observation.evidence + f"; caller id {caller} is another customer's",
+        ),
+        graph,
+        limits=limits,
+        blocked=blocked,
+    )
+    link = PendingLink(caller, hint, caller.identifier, LinkLevel.VERIFIED, "named_by_call_center")
+    return replace(own, pending=(link, *(p for p in own.pending if p != link)))
+
+
+def _nothing_verified(known: IdentityLink, customer: str, graph: IdentityGraphView) -> bool:
+    """Whether merging ``customer`` (which owns the key ``known``) would move nothing
+    verified: the key is below verified and the customer holds no verified identifier."""
+    if known.level is LinkLevel.VERIFIED:
+        return False
+    return all(graph.identifier_count(customer, kind) == 0 for kind in _LIMIT_KINDS)
+
+
+class _AfterMerge:
+    """``graph`` as it reads once ``source`` is merged into ``target``."""
+
+    def __init__(self, graph: IdentityGraphView, source: str, target: str) -> None:
+        self._graph = graph
+        self._source = source
+        self._target = target
+
+    def _owner(self, customer: str) -> str:
+        return self._target if customer == self._source else customer
+
+    def identity(self, key: ChannelIdentityKey) -> IdentityLink | None:
+        link = self._graph.identity(key)
+        return None if link is None else IdentityLink(self._owner(link.customer_id), link.level)
+
+    def holders(self, identifier: Identifier) -> Iterable[Holding]:
+        strongest: dict[str, LinkLevel] = {}
+        for holding in self._graph.holders(identifier):
+            owner = self._owner(holding.customer_id)
+            strongest[owner] = max(holding.level, strongest.get(owner, holding.level))
+        return tuple(Holding(c, level) for c, level in sorted(strongest.items()))
+
+    def identifier_count(self, customer_id: str, kind: IdentifierKind) -> int:
+        if customer_id == self._source:
+            return 0
+        count = self._graph.identifier_count(customer_id, kind)
+        if customer_id == self._target:
+            count += self._graph.identifier_count(self._source, kind)
+        return count
+
+    def has_customer(self, customer_id: str) -> bool:
+        return customer_id != self._source and self._graph.has_customer(customer_id)
 
 
 class _Proposals:

@@ -6,6 +6,7 @@ from typing import Any, Literal
 
 from aiohttp import web
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from channels.base import PayloadInvalid
 from channels.transcripts import parse_transcript
@@ -13,12 +14,12 @@ from gateway.customers.evidence import SenderClaim, phone_caller
 from gateway.customers.resolve import identify
 from gateway.http.auth import require_api_key
 from gateway.http.bodies import read_json
-from gateway.http.errors import BadRequest
+from gateway.http.errors import BadRequest, Conflict, NotFound
 from gateway.http.openapi import document
 from gateway.keys import COUNTER, MEMORY, SESSIONS, SETTINGS
 from gateway.memory.queue import CompactionJob
-from gateway.storage.repositories import tenants
-from gateway.turns.calls import store_call
+from gateway.storage.repositories import customers, tenants
+from gateway.turns.calls import CallOnAnotherCustomer, store_call
 from identity import InvalidIdentifier
 
 
@@ -46,6 +47,7 @@ async def post_transcript(request: web.Request) -> web.Response:
     customer_text = " ".join(s.text for s in transcript.segments if s.speaker == "customer")
     async with request.app[SESSIONS].begin() as session:
         tenant = await tenants.tenant_settings(session, host=request.host, channel="phone")
+        named = await _named_customer(session, body.customer_id)
         try:
             identity = await identify(
                 session,
@@ -54,7 +56,7 @@ async def post_transcript(request: web.Request) -> web.Response:
                         channel="phone",
                         sender=body.caller or "",
                         call_id=body.call_id,
-                        customer_id=body.customer_id,
+                        customer_id=named,
                     ),
                     None,
                 ),
@@ -64,14 +66,17 @@ async def post_transcript(request: web.Request) -> web.Response:
             )
         except InvalidIdentifier as exc:
             raise BadRequest(f"caller: {exc}", code="invalid_identity") from exc
-        stored = await store_call(
-            session,
-            identity=identity,
-            call_id=body.call_id,
-            started_at=body.started_at,
-            transcript=transcript,
-            counter=request.app[COUNTER],
-        )
+        try:
+            stored = await store_call(
+                session,
+                identity=identity,
+                call_id=body.call_id,
+                started_at=body.started_at,
+                transcript=transcript,
+                counter=request.app[COUNTER],
+            )
+        except CallOnAnotherCustomer as exc:
+            raise Conflict(str(exc), code="call_on_another_customer") from exc
     if not stored.unchanged:
         await request.app[MEMORY].queue.enqueue(
             CompactionJob(identity.customer_id, stored.episode_id, "closed")
@@ -89,12 +94,29 @@ async def post_transcript(request: web.Request) -> web.Response:
     )
 
 
+async def _named_customer(session: AsyncSession, customer_id: str | None) -> str | None:
+    """The customer the call center named, after any operator merge; a 404 when there is none
+    (a call stored on the wrong customer is worse than a refused post)."""
+    if customer_id is None or not customer_id.strip():
+        return None
+    named = await customers.surviving_customer(session, customer_id.strip())
+    if named is None:
+        raise NotFound(f"customer_id: no customer {customer_id!r}", code="unknown_customer")
+    return named
+
+
 document(
     "POST",
     "/v1/transcripts",
     "Ingest a finished phone call (native, AWS Transcribe, Deepgram, Whisper, AssemblyAI)",
     body=TranscriptIn,
-    responses={201: "stored as one phone episode", 400: "malformed", 413: "too large"},
+    responses={
+        201: "stored as one phone episode",
+        400: "malformed",
+        404: "customer_id names no customer",
+        409: "a re-post of a call stored on another customer",
+        413: "too large",
+    },
 )
 
 

@@ -12,6 +12,7 @@ from typing import cast
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from gateway.customers.operator_actions import merge_customers
 from gateway.storage.errors import IdentityRace
 from gateway.storage.records import ChannelIdentityRecord
 from gateway.storage.repositories import customers, pending_links
@@ -28,6 +29,7 @@ from identity import (
     IdentityObservation,
     LinkLevel,
     LinkLimits,
+    NamedCustomerPolicy,
     PendingLink,
     Resolution,
     ScopePolicy,
@@ -38,15 +40,18 @@ from identity import (
 from identity.stated import stated_values
 
 DEFAULT_POLICY = ScopePolicy.default()
+CALL_CENTER = "call-center"  # the actor of merges the call center's verification makes
 
 
 @dataclass(frozen=True, slots=True)
 class IdentityRules:
-    """A tenant's identity data: scope policy, merge-protection limits, blocked values."""
+    """A tenant's identity data: scope policy, merge-protection limits, blocked values, and
+    what a customer named by the call center does to the caller id's other customer."""
 
     policy: ScopePolicy = DEFAULT_POLICY
     limits: LinkLimits = DEFAULT_LIMITS
     blocked: BlockedValues = DEFAULT_BLOCKED
+    named_customer: NamedCustomerPolicy = "propose"
 
 
 def rules_for(tenant: TenantSettings, region: str | None) -> IdentityRules:
@@ -61,6 +66,7 @@ def rules_for(tenant: TenantSettings, region: str | None) -> IdentityRules:
         blocked=BlockedValues.from_mapping(tenant.blocked_values, region=region)
         if tenant.blocked_values
         else DEFAULT_BLOCKED,
+        named_customer=tenant.call_center_customer,
     )
 
 
@@ -135,6 +141,7 @@ async def resolve_identity(
         await snapshot_for(session, observation, found),
         limits=rules.limits,
         blocked=rules.blocked,
+        named_customer=rules.named_customer,
     )
     customer_id, identity_id = await apply_resolution(
         session, resolution, stored=found.get(resolution.key)
@@ -190,6 +197,11 @@ async def apply_resolution(
             # committed it after our snapshot): a new customer here would split the sender.
             raise IdentityRace(f"identity {key} appeared concurrently")
         customer_id = (await customers.create_customer(session)).id
+    for absorbed in resolution.absorb:
+        # The tenant lets the call center's verification merge the caller id's customer.
+        await merge_customers(
+            session, absorbed, customer_id, actor=CALL_CENTER, reason=resolution.evidence
+        )
     evidence = {"description": resolution.evidence, "level": resolution.identity_level.value}
     if stored is None:
         stored = await customers.create_identity(
@@ -214,7 +226,13 @@ async def apply_resolution(
             source_identity_id=stored.id,
         )
     for pending in resolution.pending:
-        await _propose(session, stored.id, pending)
+        proposed: ChannelIdentityRecord | None = stored
+        if pending.identity_key != key:  # the caller id, when the call went elsewhere
+            proposed = await customers.find_identity(
+                session, pending.identity_key.channel, str(pending.identity_key)
+            )
+        if proposed is not None:
+            await _propose(session, proposed.id, pending)
     return customer_id, stored.id
 
 

@@ -4,7 +4,9 @@ Card numbers and security codes are redacted before anything is stored. Each tur
 confidence and words (low-confidence words marked in the text); segments flagged as probably
 not speech are stored with their flags and left out of summaries. A re-post of the same
 `call_id` with a different transcript becomes a new version of the same episode (the earlier
-version's rows stay, for audit); an identical re-post changes nothing.
+version's rows stay, for audit); an identical re-post changes nothing. A re-post that resolves
+to another customer than the stored call's is refused (`CallOnAnotherCustomer`): moving a call
+between customers is an operator's merge or split, never a side effect of a re-post.
 """
 
 from __future__ import annotations
@@ -23,6 +25,10 @@ from context import TokenCounter
 from gateway.customers.resolve import ResolvedIdentity
 from gateway.storage.records import NewMessage
 from gateway.storage.repositories import episodes, messages, summaries
+
+
+class CallOnAnotherCustomer(Exception):
+    """The call is stored on another customer than the one this post resolves to."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +84,11 @@ async def store_call(
     digest = transcript_digest(transcript)
     ref = f"call:{call_id}"
     known = await episodes.episode_by_external_ref(session, ref)
+    if known is not None and known.customer_id != identity.customer_id:
+        raise CallOnAnotherCustomer(
+            f"call {call_id} is stored on customer {known.customer_id}, this post resolves to "
+            f"customer {identity.customer_id}; an operator merges or splits customers"
+        )
     if known is not None:
         latest = await messages.latest_in_episode(session, known.id)
         if latest is not None and (latest.extra or {}).get("transcript_sha256") == digest:

@@ -9,7 +9,13 @@ import pytest
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from gateway.customers import operator_actions as operator_store
-from gateway.customers.resolve import apply_resolution, resolve_identity, snapshot_for
+from gateway.customers.resolve import (
+    IdentityRules,
+    ResolvedIdentity,
+    apply_resolution,
+    resolve_identity,
+    snapshot_for,
+)
 from gateway.storage.errors import IdentityRace
 from gateway.storage.records import NewFact, NewMessage
 from gateway.storage.repositories import audit, customers, episodes, facts, messages
@@ -170,3 +176,58 @@ async def test_an_identity_that_appears_after_the_snapshot_is_not_given_a_second
         await apply_resolution(session, stale)
     again = await resolve_identity(session, observation)  # what the retry does
     assert again.customer_id == winner.customer_id
+
+
+async def _caller_then_named_call(
+    session: AsyncSession, rules: IdentityRules | None = None
+) -> tuple[str, str, ResolvedIdentity]:
+    """A call from NUMBER without a customer id (its own customer), a WhatsApp customer of
+    another number, then a call from NUMBER the call center names for that customer."""
+    caller = await resolve_identity(session, observe(PhoneCall("call-1", caller=NUMBER)))
+    named = await resolve_identity(session, observe(WhatsAppSender("whatsapp:+5521998765432")))
+    call = await resolve_identity(
+        session,
+        observe(PhoneCall("call-2", caller=NUMBER, customer_id=named.customer_id)),
+        rules=rules,
+    )
+    return caller.customer_id, named.customer_id, call
+
+
+async def test_a_named_call_goes_to_the_named_customer_and_proposes_the_caller_id(
+    session: AsyncSession,
+) -> None:
+    caller_customer, named_customer, call = await _caller_then_named_call(session)
+    assert (call.customer_id, call.level) == (named_customer, LinkLevel.VERIFIED)
+    call_identity = await customers.identity_by_id(session, call.identity_id)
+    assert call_identity.external_id == "phone:call:call-2"
+    caller_identity = await customers.find_identity(session, "phone", f"phone:{NUMBER}")
+    assert caller_identity is not None and caller_identity.customer_id == caller_customer
+    [link] = await operator_store.list_pending_links(session, customer_id=named_customer)
+    assert (link.identity_id, link.reason) == (caller_identity.id, "named_by_call_center")
+
+    await operator_store.confirm_pending_link(
+        session, link.id, actor="ana.operator", reason="the earlier call was hers too"
+    )
+    identities = await customers.list_identities(session, named_customer)
+    assert {i.external_id: i.link_level for i in identities} == {
+        "whatsapp:+5521998765432": "verified",
+        "phone:call:call-2": "verified",
+        f"phone:{NUMBER}": "verified",
+    }
+    assert await customers.unmerged_customers(session, [caller_customer]) == set()
+
+
+async def test_a_merging_tenant_merges_the_caller_ids_customer_at_once(
+    session: AsyncSession,
+) -> None:
+    caller_customer, named_customer, call = await _caller_then_named_call(
+        session, IdentityRules(named_customer="merge")
+    )
+    assert (call.customer_id, call.level) == (named_customer, LinkLevel.VERIFIED)
+    caller_identity = await customers.find_identity(session, "phone", f"phone:{NUMBER}")
+    assert caller_identity is not None and call.identity_id == caller_identity.id
+    assert (caller_identity.customer_id, caller_identity.link_level) == (named_customer, "verified")
+    assert await customers.unmerged_customers(session, [caller_customer]) == set()
+    assert await operator_store.list_pending_links(session) == []
+    [merge] = await audit.list_audit(session, subject_id=named_customer, action="merge")
+    assert (merge.actor, merge.details["from_customer"]) == ("call-center", caller_customer)

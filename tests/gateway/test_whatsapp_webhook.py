@@ -13,7 +13,8 @@ from aiohttp.test_utils import TestServer
 from sqlalchemy import func, select
 from twilio.request_validator import RequestValidator
 
-from gateway.storage.models import Message, OutboundMessage, TurnRow
+from gateway.storage.models import ChannelIdentity, Message, OutboundMessage, TurnRow
+from tests.gateway.conftest import AUTH
 from tests.support.openai_server import FakeOpenAI, model_settings
 from tests.support.signed_twilio import inbound_params
 from tests.support.stack import Stack, inbound_rows, running_stack
@@ -270,3 +271,28 @@ async def test_concurrent_sweeps_send_a_stranded_reply_once(
             turn = await session.scalar(select(TurnRow))
         assert turn is not None and turn.delivery_status == "sent"
         assert turn.delivery_lease_until is None
+
+
+async def test_pix_keys_in_messages_are_not_the_customers_identifiers(
+    tmp_path: Path, twilio: tuple[FakeTwilio, str]
+) -> None:
+    _, base = twilio
+    sender = "whatsapp:+5511998765432"
+    texts = [
+        "Meu pedido é o 4471-XB e minha chave Pix é ana.souza@example.com",
+        "Corrigindo: minha chave Pix na verdade é ana.pix@example.com, a outra não vale mais.",
+        "Ah, e meu e-mail é ana@example.com",
+    ]
+    async with running_stack("embedded", tmp_path, **_settings(base)) as stack:
+        for text in texts:
+            assert (await _webhook(stack, _params(text, sender))).status == 200
+            await stack.stored()  # in order, as the provider would send them
+        async with stack.sessions()() as session:
+            customer_id = await session.scalar(
+                select(ChannelIdentity.customer_id).where(ChannelIdentity.external_id == sender)
+            )
+        profile = await stack.client.get(f"/v1/operator/customers/{customer_id}", headers=AUTH)
+        assert profile.status == 200
+        identifiers = {(i["kind"], i["value"]) for i in (await profile.json())["identifiers"]}
+    # The sender's number (verified) and the e-mail they said is theirs; no Pix key.
+    assert identifiers == {("phone", "+5511998765432"), ("email", "ana@example.com")}

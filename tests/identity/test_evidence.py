@@ -134,6 +134,18 @@ def test_call_center_customer_id_becomes_a_hint() -> None:
     obs = observe(PhoneCall("CA1", caller="+5511987654321", customer_id="cust-7"))
     assert obs.customer_hint == "cust-7"
     assert obs.level is LinkLevel.INFERRED  # the hint verifies the customer, not the caller id
+    # Where the call goes if the caller id turns out to be another customer's.
+    assert obs.named_key == key("phone:call:CA1")
+    assert observe(PhoneCall("CA1", caller="+5511987654321")).named_key is None
+    # Without a caller id the call's own key is the key already.
+    assert observe(PhoneCall("CA1", customer_id="cust-7")).named_key is None
+
+
+def test_named_key_survives_stated_claims_and_skips_placeholder_call_ids() -> None:
+    call = PhoneCall("CA1", caller="+5511987654321", customer_id="cust-7")
+    assert observe(call, stated=["ana@example.com"]).named_key == key("phone:call:CA1")
+    placeholder = PhoneCall("test", caller="+5511987654321", customer_id="cust-7")
+    assert observe(placeholder).named_key is None
 
 
 @pytest.mark.parametrize("caller", [None, "anonymous", "+15005550006", "+266696687"])

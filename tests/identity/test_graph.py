@@ -35,6 +35,8 @@ def test_lookups_name_everything_resolve_reads() -> None:
     call = observe(PhoneCall("CA1", caller="+5511987654321", customer_id="c-1"))
     assert lookups_for(call).customer_ids == ("c-1",)
     assert lookups_for(call).identifiers == (PHONE,)
+    # The call's own key too: it carries the call when the caller id is someone else's.
+    assert lookups_for(call).keys == (call.key, ChannelIdentityKey.parse("phone:call:CA1"))
 
 
 def test_snapshot_reduces_rows_to_the_strongest_level_per_customer() -> None:

@@ -18,6 +18,7 @@ from identity import (
     LinkLevel,
     LinkLimits,
     MemoryGraph,
+    NamedCustomerPolicy,
     PhoneCall,
     TelegramContactShare,
     TelegramSender,
@@ -50,6 +51,9 @@ def mint(sub: str, claims: dict[str, object], *, forged: bool, expired: bool) ->
 
 
 class LinkingMachine(RuleBasedStateMachine):
+    # What a customer named by the call center does to the caller id's other customer.
+    named_customer: NamedCustomerPolicy = "propose"
+
     def __init__(self) -> None:
         super().__init__()
         self.graph = MemoryGraph()
@@ -70,32 +74,54 @@ class LinkingMachine(RuleBasedStateMachine):
             if h.level is LinkLevel.VERIFIED
         }
         previous_owner = self.graph.identity(obs.key)
-        res = resolve(obs, self.graph, limits=LIMITS)
+        res = resolve(obs, self.graph, limits=LIMITS, named_customer=self.named_customer)
         counts_before = self.counts(res.customer_id)
+        for absorbed in res.absorb:
+            assert self.named_customer == "merge", "merged without the tenant's consent"
+            assert previous_owner is not None and previous_owner.customer_id == absorbed
+            assert previous_owner.level is not LinkLevel.VERIFIED, "absorbed a verified key"
+            assert not any(self.counts(absorbed).values()), "absorbed verified identifiers"
+        absorbed_keys = {key for c in res.absorb for key in self.graph.identity_keys(c)}
         customer = self.graph.apply(res)
         event(f"outcome {res.outcome}")
         if len(verified_owners) > 1 and previous_owner is None:
             event("new identity with verified matches on two customers")
         for pending in res.pending:
             event(f"pending {pending.reason}")
-        self.graph.add_record("message", obs.key)
+        if res.absorb:
+            event("absorbed the caller id's customer")
+        # The message is stored under the resolution's key: the observation's own, or the call's
+        # own key when the call center named another customer than the caller id's.
+        assert res.key in (obs.key, obs.named_key)
+        self.graph.add_record("message", res.key)
         if claims:
-            self.graph.add_record("fact", obs.key)
+            self.graph.add_record("fact", res.key)
 
         hint_lands = obs.customer_hint is not None and obs.customer_hint == customer
         ceiling = LinkLevel.VERIFIED if hint_lands else obs.level
         assert res.level <= ceiling, "link level exceeds the evidence"
-        assert customers <= self.graph.customers, "a message merged customers"
+        assert customers - set(res.absorb) <= self.graph.customers, "a message merged customers"
         for key, link in before.items():
-            if key != obs.key:
-                assert self.graph.identity(key) == link, (
-                    "a message moved or re-levelled another identity"
-                )
-        previous = before.get(obs.key)
-        stored = self.graph.identity(obs.key)
+            now = self.graph.identity(key)
+            if key in absorbed_keys:
+                assert now is not None and link is not None
+                assert now.customer_id == customer, "an absorbed identity stayed behind"
+                assert key == res.key or now.level == link.level, "an absorbed key re-levelled"
+            elif key != res.key:
+                assert now == link, "a message moved or re-levelled another identity"
+        if res.key != obs.key:
+            assert previous_owner is not None and previous_owner.customer_id != customer
+            assert obs.customer_hint == customer, "the call left its caller id for no one"
+            assert any(
+                p.identity_key == obs.key and p.candidate_customer == customer
+                for p in self.graph.pending
+            ), "the caller id's customer was not proposed to the named one"
+        previous = before.get(res.key)
+        stored = self.graph.identity(res.key)
         assert stored is not None
         if previous is not None:
-            assert customer == previous.customer_id, "a known identity changed customer"
+            if res.key not in absorbed_keys:
+                assert customer == previous.customer_id, "a known identity changed customer"
             assert stored.level >= previous.level, "a stored link level fell"
         if res.outcome == "joined":
             assert ceiling is LinkLevel.VERIFIED, "an unverified claim joined a customer"
@@ -118,7 +144,7 @@ class LinkingMachine(RuleBasedStateMachine):
                 assert attached.identifier in obs.verified
             else:
                 assert attached.identifier in obs.asserted + obs.inferred
-        self.support[obs.key] = max(self.support.get(obs.key, LinkLevel.ANONYMOUS), res.level)
+        self.support[res.key] = max(self.support.get(res.key, LinkLevel.ANONYMOUS), res.level)
 
     def counts(self, customer: str | None) -> dict[IdentifierKind, int]:
         if customer is None:
@@ -312,10 +338,18 @@ class LinkingMachine(RuleBasedStateMachine):
             assert link.candidate_customer in self.graph.customers
 
 
-LinkingMachine.TestCase.settings = settings(
-    max_examples=100,
-    stateful_step_count=40,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow],
-)
+class MergingNamedCustomerMachine(LinkingMachine):
+    """The same, for a tenant whose call center's verification suffices to merge."""
+
+    named_customer: NamedCustomerPolicy = "merge"
+
+
+for machine in (LinkingMachine, MergingNamedCustomerMachine):
+    machine.TestCase.settings = settings(
+        max_examples=100,
+        stateful_step_count=40,
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow],
+    )
 TestLinking = LinkingMachine.TestCase
+TestLinkingWhenTheCallCenterMerges = MergingNamedCustomerMachine.TestCase

@@ -116,6 +116,39 @@ def test_split_undoes_merge_and_is_audited() -> None:
     assert [entry.action for entry in graph.audit_log] == ["merge", "split"]
 
 
+def test_a_call_named_for_another_customer_is_proposed_then_confirmed() -> None:
+    graph = MemoryGraph()
+    first = send(graph, PhoneCall("CA1", caller="+5511987654321"))
+    named = send(graph, WhatsAppSender("+5521998765432"))
+    ana = owner(graph, named.key)
+    call = send(graph, PhoneCall("CA2", caller="+5511987654321", customer_id=ana))
+    assert owner(graph, call.key) == ana and call.key != first.key
+    (link,) = graph.pending
+    assert (link.identity_key, link.candidate_customer) == (first.key, ana)
+    caller_customer = owner(graph, first.key)
+    audit = graph.confirm(link, actor="op", reason="Ana confirmed the earlier call was hers")
+    assert audit is not None and audit.from_customer == caller_customer
+    assert set(graph.identity_keys(ana)) == {first.key, named.key, call.key}
+
+
+def test_a_merging_tenant_absorbs_the_caller_ids_customer_at_once() -> None:
+    graph = MemoryGraph()
+    first = send(graph, PhoneCall("CA1", caller="+5511987654321"))
+    caller_customer = owner(graph, first.key)
+    ana = owner(graph, send(graph, WhatsAppSender("+5521998765432")).key)
+    call = PhoneCall("CA2", caller="+5511987654321", customer_id=ana)
+    resolution = resolve(observe(call), graph, named_customer="merge")
+    graph.apply(resolution, actor="call-center")
+    assert resolution.key == first.key and owner(graph, first.key) == ana
+    assert caller_customer not in graph.customers and graph.pending == ()
+    (audit,) = graph.audit_log
+    assert (audit.actor, audit.from_customer, audit.to_customer) == (
+        "call-center",
+        caller_customer,
+        ana,
+    )
+
+
 def test_reject_forgets_the_proposal() -> None:
     graph = MemoryGraph()
     send(graph, WhatsAppSender("+5511987654321"))

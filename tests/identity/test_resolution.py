@@ -151,12 +151,85 @@ def test_call_center_hint_joins_and_verifies_only_that_customer() -> None:
     assert (again.customer_id, again.level, again.identity_level) == ("wa", INF, V)
 
 
-def test_hint_naming_another_customer_than_the_known_one_is_a_conflict() -> None:
-    caller = ChannelIdentityKey.parse("phone:+5511987654321")
-    graph = GraphSnapshot.from_rows(identities=[(caller, "y", INF)], customers=["x"])
-    res = resolve(observe(PhoneCall("CA1", caller=caller.identifier.value, customer_id="x")), graph)
-    assert (res.customer_id, res.level) == ("y", INF)
-    assert res.pending == (PendingLink(caller, "x", caller.identifier, V, "verified_conflict"),)
+CALLER = ChannelIdentityKey.parse("phone:+5511987654321")
+CALL = ChannelIdentityKey.parse("phone:call:CA2")
+# An earlier call from the number, without a customer id, gave the caller id customer "y".
+CALLER_ON_ITS_OWN = GraphSnapshot.from_rows(
+    identities=[(CALLER, "y", INF)], holdings=[(PHONE, "y", INF)], customers=["x"]
+)
+NAMED_BY_CALL_CENTER = PendingLink(CALLER, "x", PHONE, V, "named_by_call_center")
+
+
+def named_call(*stated: str) -> IdentityObservation:
+    return observe(PhoneCall("CA2", caller=PHONE.value, customer_id="x"), stated=stated)
+
+
+def test_the_named_customer_gets_the_call_and_the_caller_id_is_proposed() -> None:
+    res = resolve(named_call(), CALLER_ON_ITS_OWN)
+    # The call, under its own key, on the customer the call center named, verified.
+    assert (res.key, res.customer_id, res.outcome) == (CALL, "x", "joined")
+    assert (res.level, res.identity_level) == (V, V)
+    # The caller id stays where it is until an operator confirms or rejects the merge.
+    assert res.pending == (NAMED_BY_CALL_CENTER,)
+    assert (res.attach, res.absorb) == ((), ())
+
+
+def test_a_repost_of_the_named_call_stays_on_the_named_customer() -> None:
+    graph = GraphSnapshot.from_rows(
+        identities=[(CALLER, "y", INF), (CALL, "x", V)], holdings=[(PHONE, "y", INF)]
+    )
+    res = resolve(named_call(), graph)
+    assert (res.key, res.customer_id, res.outcome, res.level) == (CALL, "x", "known", V)
+    assert res.pending == (NAMED_BY_CALL_CENTER,)
+
+
+def test_claims_stated_on_the_named_call_go_to_the_named_customer() -> None:
+    res = resolve(named_call("ana@example.com"), CALLER_ON_ITS_OWN)
+    assert res.customer_id == "x"
+    assert res.attach == (IdentifierLink(EMAIL, A),)
+
+
+def test_merge_policy_absorbs_the_caller_ids_unverified_customer() -> None:
+    res = resolve(named_call(), CALLER_ON_ITS_OWN, named_customer="merge")
+    assert (res.key, res.customer_id, res.absorb) == (CALLER, "x", ("y",))
+    # Once merged, the caller id is the named customer's, verified by the call center.
+    assert (res.outcome, res.level, res.identity_level) == ("known", V, V)
+    assert (res.pending, res.attach) == ((), ())
+
+
+@pytest.mark.parametrize(
+    "graph",
+    [
+        # The caller id was verified for "y" (an earlier call named "y").
+        GraphSnapshot.from_rows(identities=[(CALLER, "y", V)], customers=["x"]),
+        # "y" holds a verified identifier (a WhatsApp number of its own).
+        GraphSnapshot.from_rows(
+            identities=[(CALLER, "y", INF)], counts=[("y", "phone", 1)], customers=["x"]
+        ),
+    ],
+)
+def test_merge_policy_never_absorbs_a_customer_with_verified_evidence(
+    graph: GraphSnapshot,
+) -> None:
+    res = resolve(named_call(), graph, named_customer="merge")
+    assert (res.key, res.customer_id, res.absorb) == (CALL, "x", ())
+    assert res.pending == (NAMED_BY_CALL_CENTER,)
+
+
+def test_a_call_whose_own_key_is_a_third_customers_stays_a_conflict() -> None:
+    graph = GraphSnapshot.from_rows(
+        identities=[(CALLER, "y", INF), (CALL, "z", N)], customers=["x"]
+    )
+    res = resolve(named_call(), graph)
+    assert (res.key, res.customer_id, res.level) == (CALLER, "y", INF)
+    assert res.pending == (PendingLink(CALLER, "x", PHONE, V, "verified_conflict"),)
+
+
+def test_a_call_without_caller_id_known_elsewhere_stays_a_conflict() -> None:
+    graph = GraphSnapshot.from_rows(identities=[(CALL, "y", N)], customers=["x"])
+    res = resolve(observe(PhoneCall("CA2", customer_id="x")), graph)
+    assert (res.key, res.customer_id, res.level) == (CALL, "y", N)
+    assert res.pending == (PendingLink(CALL, "x", CALL.identifier, V, "verified_conflict"),)
 
 
 def test_unknown_hint_is_ignored() -> None:

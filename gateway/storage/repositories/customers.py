@@ -117,6 +117,22 @@ async def unmerged_customers(session: AsyncSession, customer_ids: Iterable[str])
     return set(rows)
 
 
+async def surviving_customer(session: AsyncSession, customer_id: str) -> str | None:
+    """The customer `customer_id` is now: itself, or the customer an operator merged it into
+    (followed to the end); `None` when no such customer exists."""
+    seen: set[str] = set()
+    current = customer_id
+    while current not in seen:
+        seen.add(current)
+        row = await session.get(Customer, current)
+        if row is None:
+            return None
+        if row.merged_into is None:
+            return current
+        current = row.merged_into
+    return None  # a merge cycle cannot come from merges; refuse rather than loop
+
+
 async def find_identity(
     session: AsyncSession, channel: str, external_id: str
 ) -> ChannelIdentityRecord | None:

@@ -19,7 +19,9 @@ from channels.transcripts import parse_transcript
 from gateway.keys import MEMORY
 from gateway.runtime.clock import utcnow
 from gateway.storage.models import Episode, Message
+from gateway.storage.repositories import tenants
 from tests.gateway.conftest import AUTH
+from tests.support.context_api import post_context
 from tests.support.fixtures import FIXTURES
 from tests.support.stack import WEBCHAT_SECRET, Stack, running_stack
 
@@ -274,3 +276,142 @@ async def test_card_numbers_never_reach_storage_window_or_logs(
         assert card not in shown
         assert card not in logs
     assert "[cardnumberredacted]" in stored
+
+
+# A number a family shares; Ana also writes from her own WhatsApp.
+ANA = "+5521998765432"
+EARLIER_CALL = _native(
+    ("agent", "Central, bom dia", 0.97),
+    ("customer", "Quero cancelar a assinatura da academia", 0.9),
+)
+ANAS_CALL = _native(
+    ("agent", "Central, boa tarde", 0.97),
+    ("customer", "O pedido 4471 ainda não chegou", 0.62),
+)
+
+
+async def _whatsapp_customer(stack: Stack, number: str) -> str:
+    body = await post_context(
+        stack.client, AUTH, channel="whatsapp", external_id=number, message="oi"
+    )
+    return str(body["customer_id"])
+
+
+async def _get(stack: Stack, path: str) -> dict[str, Any]:
+    response = await stack.client.get(path, headers=AUTH)
+    assert response.status == 200, await response.text()
+    result: dict[str, Any] = await response.json()
+    return result
+
+
+async def _identities(stack: Stack, customer_id: str) -> set[str]:
+    profile = await _get(stack, f"/v1/operator/customers/{customer_id}")
+    return {i["external_id"] for i in profile["identities"]}
+
+
+async def test_the_customer_the_call_center_names_gets_the_call(stack: Stack) -> None:
+    ana = await _whatsapp_customer(stack, ANA)
+    earlier = await _post(stack, _envelope("call-earlier", "native", EARLIER_CALL))
+    assert earlier["customer_id"] != ana and earlier["link_level"] == "inferred"
+    named = await _post(stack, _envelope("call-ana", "native", ANAS_CALL, customer_id=ana))
+    assert (named["customer_id"], named["link_level"]) == (ana, "verified")
+    async with stack.sessions()() as session:
+        episode = await session.get(Episode, named["episode_id"])
+    assert episode is not None and episode.customer_id == ana
+    await _settled(stack)
+
+    # Ana's later windows, on another channel, carry the call tagged like any call.
+    window = await post_context(
+        stack.client, AUTH, channel="whatsapp", external_id=ANA, message="e o meu pedido?"
+    )
+    assert window["customer_id"] == ana
+    messages = window["messages"]
+    assert isinstance(messages, list)
+    system = messages[0]["content"]
+    assert "[phone · transcript · confidence 0.62 · 2026-11-02]" in system
+    assert "4471" in system
+    # The earlier call from the shared number stays with its own customer until an operator says.
+    assert "academia" not in json.dumps(window, ensure_ascii=False)
+    assert await _identities(stack, ana) == {f"whatsapp:{ANA}", "phone:call:call-ana"}
+
+    [link] = (await _get(stack, "/v1/operator/pending-links"))["pending_links"]
+    assert (link["target_customer_id"], link["reason"]) == (ana, "named_by_call_center")
+    assert link["identifier"] == {"kind": "phone", "value": CALLER}
+    confirmed = await stack.client.post(
+        f"/v1/operator/pending-links/{link['id']}/confirm",
+        json={"reason": "Ana says the earlier call was hers", "actor": "ana.ops"},
+        headers=AUTH,
+    )
+    assert confirmed.status == 200, await confirmed.text()
+    assert await _identities(stack, ana) == {
+        f"whatsapp:{ANA}",
+        "phone:call:call-ana",
+        f"phone:{CALLER}",
+    }
+    assert await _identities(stack, earlier["customer_id"]) == set()
+
+
+async def test_a_tenant_may_let_the_call_center_merge_the_caller_ids_customer(
+    stack: Stack,
+) -> None:
+    async with stack.sessions().begin() as session:
+        await tenants.save_tenant_settings(
+            session, domain="default", settings={"call_center_customer": "merge"}
+        )
+    ana = await _whatsapp_customer(stack, ANA)
+    earlier = await _post(stack, _envelope("call-earlier", "native", EARLIER_CALL))
+    named = await _post(stack, _envelope("call-ana", "native", ANAS_CALL, customer_id=ana))
+    assert (named["customer_id"], named["link_level"]) == (ana, "verified")
+    assert await _identities(stack, ana) == {f"whatsapp:{ANA}", f"phone:{CALLER}"}
+    assert await _identities(stack, earlier["customer_id"]) == set()
+    assert (await _get(stack, "/v1/operator/pending-links"))["pending_links"] == []
+    [merge] = (await _get(stack, f"/v1/operator/audit?subject_id={ana}&action=merge"))["audit"]
+    assert merge["actor"] == "call-center"
+    async with stack.sessions()() as session:
+        calls = list(await session.scalars(select(Episode).where(Episode.channel == "phone")))
+    assert {c.customer_id for c in calls} == {ana}
+
+
+async def test_a_customer_id_that_names_no_customer_is_404(stack: Stack) -> None:
+    body = _envelope("call-ghost", "native", ANAS_CALL, customer_id="0" * 32)
+    response = await stack.client.post("/v1/transcripts", json=body, headers=AUTH)
+    assert response.status == 404
+    error = await response.json()
+    assert error["error"] == "unknown_customer" and "0" * 32 in error["detail"]
+    async with stack.sessions()() as session:
+        assert list(await session.scalars(select(Episode))) == []
+
+
+async def test_a_customer_id_merged_away_names_the_customer_it_became(stack: Stack) -> None:
+    ana = await _whatsapp_customer(stack, ANA)
+    old = await _whatsapp_customer(stack, "+5531998765432")
+    merged = await stack.client.post(
+        "/v1/operator/customers/merge",
+        json={
+            "source_customer_id": old,
+            "target_customer_id": ana,
+            "reason": "the same person",
+            "actor": "ana.ops",
+        },
+        headers=AUTH,
+    )
+    assert merged.status == 200, await merged.text()
+    named = await _post(stack, _envelope("call-ana", "native", ANAS_CALL, customer_id=old))
+    assert (named["customer_id"], named["link_level"]) == (ana, "verified")
+
+
+async def test_a_repost_that_would_move_a_call_to_another_customer_is_409(stack: Stack) -> None:
+    ana = await _whatsapp_customer(stack, ANA)
+    await _post(stack, _envelope("call-earlier", "native", EARLIER_CALL))
+    await _post(stack, _envelope("call-ana", "native", ANAS_CALL, customer_id=ana))
+    # Without the customer id the caller id would take the call back to the earlier customer.
+    response = await stack.client.post(
+        "/v1/transcripts", json=_envelope("call-ana", "native", EARLIER_CALL), headers=AUTH
+    )
+    assert response.status == 409
+    assert (await response.json())["error"] == "call_on_another_customer"
+    async with stack.sessions()() as session:
+        episode = await session.scalar(
+            select(Episode).where(Episode.external_ref == "call:call-ana")
+        )
+    assert episode is not None and (episode.customer_id, episode.version) == (ana, 1)
