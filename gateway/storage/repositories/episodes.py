@@ -11,7 +11,7 @@ from gateway.runtime.clock import utcnow
 from gateway.storage.errors import RecordNotFound, require_customer
 from gateway.storage.models import Episode
 from gateway.storage.records import EpisodeRecord
-from gateway.storage.repositories.tables import EPISODES
+from gateway.storage.repositories.tables import EPISODES, AnyRow
 
 _OPEN = (
     select(Episode)
@@ -22,6 +22,11 @@ _OPEN = (
     )
     .order_by(Episode.last_message_at.desc())
     .limit(1)
+)
+_OF_CUSTOMER = (
+    select(EPISODES)
+    .where(EPISODES.c.customer_id == bindparam("customer_id"))
+    .order_by(EPISODES.c.started_at, EPISODES.c.id)
 )
 _OPEN_OF_IDENTITY = _OPEN.where(Episode.identity_id == bindparam("identity_id"))
 _AT = bindparam("at", type_=EPISODES.c.last_message_at.type)
@@ -37,7 +42,8 @@ _RECORD_MESSAGE = (
 )
 
 
-def episode_record(row: Episode) -> EpisodeRecord:
+def episode_record(row: Episode | AnyRow) -> EpisodeRecord:
+    """From an ORM row, or a Core row of the episodes table (the same attribute names)."""
     return EpisodeRecord(
         id=row.id,
         customer_id=row.customer_id,
@@ -51,6 +57,7 @@ def episode_record(row: Episode) -> EpisodeRecord:
         started_at=row.started_at,
         last_message_at=row.last_message_at,
         ended_at=row.ended_at,
+        token_total=row.token_total,
     )
 
 
@@ -157,9 +164,6 @@ async def close_episode(session: AsyncSession, episode_id: str, at: datetime | N
 
 
 async def list_episodes(session: AsyncSession, customer_id: str) -> list[EpisodeRecord]:
-    rows = await session.scalars(
-        select(Episode)
-        .where(Episode.customer_id == require_customer(customer_id))
-        .order_by(Episode.started_at, Episode.id)
-    )
+    """The customer's episodes, oldest first (read as plain rows: every answer reads them)."""
+    rows = await session.execute(_OF_CUSTOMER, {"customer_id": require_customer(customer_id)})
     return [episode_record(row) for row in rows]

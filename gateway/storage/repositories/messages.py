@@ -13,7 +13,13 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from gateway.runtime.clock import utcnow
 from gateway.storage.errors import DuplicateMessage, RecordNotFound, require_customer
 from gateway.storage.models import Episode, Message
-from gateway.storage.records import MessageRecord, NewMessage, SenderSnapshot, TurnLine
+from gateway.storage.records import (
+    MessageRecord,
+    NewMessage,
+    SenderSnapshot,
+    TurnLine,
+    WindowLine,
+)
 from gateway.storage.repositories.tables import EPISODES, MESSAGES
 
 # A repeated (channel, provider id) inserts nothing and returns no id.
@@ -36,6 +42,31 @@ _RECENT = {
         *([Message.id < bindparam("before_id")] if before else []),
     )
     .order_by(Message.id.desc())
+    .limit(bindparam("limit"))
+    for after in (False, True)
+    for before in (False, True)
+}
+# In `WindowLine`'s field order.
+_LINE_COLUMNS = (
+    MESSAGES.c.id,
+    MESSAGES.c.role,
+    MESSAGES.c.text,
+    MESSAGES.c.token_count,
+    MESSAGES.c.channel,
+    MESSAGES.c.created_at,
+    MESSAGES.c.transcript_confidence,
+    MESSAGES.c.supersedes_id,
+)
+# window_lines by (after_id given, before_id given)
+_LINES = {
+    (after, before): select(*_LINE_COLUMNS)
+    .where(
+        MESSAGES.c.customer_id == bindparam("customer_id"),
+        MESSAGES.c.episode_id == bindparam("episode_id"),
+        *([MESSAGES.c.id > bindparam("after_id")] if after else []),
+        *([MESSAGES.c.id < bindparam("before_id")] if before else []),
+    )
+    .order_by(MESSAGES.c.id.desc())
     .limit(bindparam("limit"))
     for after in (False, True)
     for before in (False, True)
@@ -211,6 +242,30 @@ async def recent_messages(
     rows = list(await session.scalars(query, params))
     rows.reverse()
     return [message_record(row) for row in rows]
+
+
+async def window_lines(
+    session: AsyncSession,
+    customer_id: str,
+    episode_id: str,
+    *,
+    limit: int,
+    after_id: int | None = None,
+    before_id: int | None = None,
+) -> list[WindowLine]:
+    """`recent_messages` with only the columns a window reads, as plain rows: the newest
+    `limit` messages of an episode between the two ids, oldest first."""
+    params = {
+        "customer_id": require_customer(customer_id),
+        "episode_id": episode_id,
+        "after_id": after_id,
+        "before_id": before_id,
+        "limit": limit,
+    }
+    query = _LINES[(after_id is not None, before_id is not None)]
+    rows = list(await session.execute(query, params))
+    rows.reverse()
+    return [WindowLine(*row) for row in rows]
 
 
 async def episode_messages(
