@@ -12,11 +12,14 @@ from gateway.runtime.clock import utcnow
 from gateway.storage.errors import RecordNotFound, require_customer
 from gateway.storage.models import ChannelIdentity, Customer, CustomerIdentifier
 from gateway.storage.records import ChannelIdentityRecord, CustomerRecord, IdentifierRecord
+from gateway.storage.repositories.tables import IDENTITIES, AnyRow
 
-_FIND_IDENTITY = select(ChannelIdentity).where(
-    ChannelIdentity.channel == bindparam("channel"),
-    ChannelIdentity.external_id == bindparam("external_id"),
+# Plain rows of the table, not ORM objects: every message reads its identity twice.
+_FIND_IDENTITY = select(IDENTITIES).where(
+    IDENTITIES.c.channel == bindparam("channel"),
+    IDENTITIES.c.external_id == bindparam("external_id"),
 )
+_IDENTITY_BY_ID = select(IDENTITIES).where(IDENTITIES.c.id == bindparam("identity_id"))
 _OWNERS = (
     select(CustomerIdentifier)
     .where(
@@ -49,7 +52,8 @@ def customer_record(row: Customer) -> CustomerRecord:
     )
 
 
-def identity_record(row: ChannelIdentity) -> ChannelIdentityRecord:
+def identity_record(row: ChannelIdentity | AnyRow) -> ChannelIdentityRecord:
+    """From an ORM row, or a Core row of the identities table (the same attribute names)."""
     return ChannelIdentityRecord(
         id=row.id,
         channel=row.channel,
@@ -120,7 +124,8 @@ async def unmerged_customers(session: AsyncSession, customer_ids: Iterable[str])
 async def find_identity(
     session: AsyncSession, channel: str, external_id: str
 ) -> ChannelIdentityRecord | None:
-    row = await session.scalar(_FIND_IDENTITY, {"channel": channel, "external_id": external_id})
+    params = {"channel": channel, "external_id": external_id}
+    row = (await session.execute(_FIND_IDENTITY, params)).first()
     return identity_record(row) if row else None
 
 
@@ -168,7 +173,7 @@ async def update_identity(
 
 
 async def identity_by_id(session: AsyncSession, identity_id: str) -> ChannelIdentityRecord:
-    row = await session.get(ChannelIdentity, identity_id)
+    row = (await session.execute(_IDENTITY_BY_ID, {"identity_id": identity_id})).first()
     if row is None:
         raise RecordNotFound(f"identity {identity_id} not found")
     return identity_record(row)

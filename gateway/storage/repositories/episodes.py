@@ -13,22 +13,24 @@ from gateway.storage.models import Episode
 from gateway.storage.records import EpisodeRecord
 from gateway.storage.repositories.tables import EPISODES, AnyRow
 
+# Plain rows of the table, not ORM objects: every message reads its episode, every answer
+# all of the customer's.
 _OPEN = (
-    select(Episode)
+    select(EPISODES)
     .where(
-        Episode.customer_id == bindparam("customer_id"),
-        Episode.channel == bindparam("channel"),
-        Episode.status == "open",
+        EPISODES.c.customer_id == bindparam("customer_id"),
+        EPISODES.c.channel == bindparam("channel"),
+        EPISODES.c.status == "open",
     )
-    .order_by(Episode.last_message_at.desc())
+    .order_by(EPISODES.c.last_message_at.desc())
     .limit(1)
 )
+_OPEN_OF_IDENTITY = _OPEN.where(EPISODES.c.identity_id == bindparam("identity_id"))
 _OF_CUSTOMER = (
     select(EPISODES)
     .where(EPISODES.c.customer_id == bindparam("customer_id"))
     .order_by(EPISODES.c.started_at, EPISODES.c.id)
 )
-_OPEN_OF_IDENTITY = _OPEN.where(Episode.identity_id == bindparam("identity_id"))
 _AT = bindparam("at", type_=EPISODES.c.last_message_at.type)
 _RECORD_MESSAGE = (
     EPISODES.update()
@@ -134,7 +136,7 @@ async def latest_open_episode(
     query = _OPEN
     if identity_id is not None:
         query, params["identity_id"] = _OPEN_OF_IDENTITY, identity_id
-    row = await session.scalar(query, params)
+    row = (await session.execute(query, params)).first()
     return episode_record(row) if row else None
 
 

@@ -20,7 +20,7 @@ from gateway.storage.records import (
     TurnLine,
     WindowLine,
 )
-from gateway.storage.repositories.tables import EPISODES, MESSAGES
+from gateway.storage.repositories.tables import EPISODES, MESSAGES, AnyRow
 
 # A repeated (channel, provider id) inserts nothing and returns no id.
 _INSERT = {
@@ -29,8 +29,13 @@ _INSERT = {
     .returning(MESSAGES.c.id)
     for name, insert in (("postgresql", pg_insert), ("sqlite", sqlite_insert))
 }
-_GET = select(Message).where(
-    Message.customer_id == bindparam("customer_id"), Message.id == bindparam("message_id")
+# Plain rows of the table, not ORM objects: the answer path reads a message per reply.
+_GET = select(MESSAGES).where(
+    MESSAGES.c.customer_id == bindparam("customer_id"), MESSAGES.c.id == bindparam("message_id")
+)
+_BY_PROVIDER_ID = select(MESSAGES).where(
+    MESSAGES.c.channel == bindparam("channel"),
+    MESSAGES.c.provider_message_id == bindparam("provider_id"),
 )
 _EPISODE = select(Message).where(
     Message.customer_id == bindparam("customer_id"), Message.episode_id == bindparam("episode_id")
@@ -85,7 +90,8 @@ _ADD_TOKENS = (
 )
 
 
-def message_record(row: Message) -> MessageRecord:
+def message_record(row: Message | AnyRow) -> MessageRecord:
+    """From an ORM row, or a Core row of the messages table (the same attribute names)."""
     return MessageRecord(
         id=row.id,
         customer_id=row.customer_id,
@@ -201,18 +207,14 @@ def _dialect(session: AsyncSession) -> str:
 async def find_by_provider_id(
     session: AsyncSession, channel: str, provider_message_id: str
 ) -> MessageRecord | None:
-    row = await session.scalar(
-        select(Message).where(
-            Message.channel == channel, Message.provider_message_id == provider_message_id
-        )
-    )
+    params = {"channel": channel, "provider_id": provider_message_id}
+    row = (await session.execute(_BY_PROVIDER_ID, params)).first()
     return message_record(row) if row else None
 
 
 async def get_message(session: AsyncSession, customer_id: str, message_id: int) -> MessageRecord:
-    row = await session.scalar(
-        _GET, {"customer_id": require_customer(customer_id), "message_id": message_id}
-    )
+    params = {"customer_id": require_customer(customer_id), "message_id": message_id}
+    row = (await session.execute(_GET, params)).first()
     if row is None:
         raise RecordNotFound(f"message {message_id} not found")
     return message_record(row)

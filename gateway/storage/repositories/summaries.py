@@ -13,9 +13,9 @@ from gateway.storage.models import CompactionTrace, Episode, EpisodeSummary, Mes
 from gateway.storage.records import CompactionTraceRecord, SummaryRecord
 from gateway.storage.repositories.tables import EPISODES, SUMMARIES, AnyRow
 
-_OF_EPISODE = select(EpisodeSummary).where(
-    EpisodeSummary.customer_id == bindparam("customer_id"),
-    EpisodeSummary.episode_id == bindparam("episode_id"),
+_OF_EPISODE = select(SUMMARIES).where(
+    SUMMARIES.c.customer_id == bindparam("customer_id"),
+    SUMMARIES.c.episode_id == bindparam("episode_id"),
 )
 _OF_EPISODE_ONLY = select(EpisodeSummary).where(
     EpisodeSummary.episode_id == bindparam("episode_id")
@@ -54,7 +54,8 @@ _WITH_PERIOD_EXCEPT = (
 )
 
 
-def summary_record(row: EpisodeSummary, episode: Episode | None = None) -> SummaryRecord:
+def summary_record(row: EpisodeSummary | AnyRow, episode: Episode | None = None) -> SummaryRecord:
+    """From an ORM row, or a Core row of the summaries table (the same attribute names)."""
     return SummaryRecord(
         period_start=episode.started_at if episode else None,
         period_end=(episode.ended_at or episode.last_message_at) if episode else None,
@@ -131,9 +132,8 @@ async def save_summary(
 async def episode_summary(
     session: AsyncSession, customer_id: str, episode_id: str
 ) -> SummaryRecord | None:
-    row = await session.scalar(
-        _OF_EPISODE, {"customer_id": require_customer(customer_id), "episode_id": episode_id}
-    )
+    params = {"customer_id": require_customer(customer_id), "episode_id": episode_id}
+    row = (await session.execute(_OF_EPISODE, params)).first()
     return summary_record(row) if row else None
 
 

@@ -14,13 +14,15 @@ from gateway.runtime.clock import utcnow
 from gateway.storage.errors import RecordNotFound
 from gateway.storage.models import ConversationFence, TurnRow
 from gateway.storage.records import TurnRecord
-from gateway.storage.repositories.tables import FENCES, TURNS
+from gateway.storage.repositories.tables import FENCES, TURNS, AnyRow
 
 _INSERT = TURNS.insert().returning(TURNS.c.id)
+# Plain rows of the table, not ORM objects: the answer path reads and writes a turn several
+# times per reply.
 _NEXT_PENDING = (
-    select(TurnRow)
-    .where(TurnRow.conversation_key == bindparam("key"), TurnRow.status == "pending")
-    .order_by(TurnRow.inbound_message_id)
+    select(TURNS)
+    .where(TURNS.c.conversation_key == bindparam("key"), TURNS.c.status == "pending")
+    .order_by(TURNS.c.inbound_message_id)
     .limit(1)
 )
 _FENCE = select(FENCES.c.fence).where(FENCES.c.conversation_key == bindparam("key"))
@@ -31,7 +33,8 @@ _RAISE_FENCE = (
 )
 
 
-def turn_record(row: TurnRow) -> TurnRecord:
+def turn_record(row: TurnRow | AnyRow) -> TurnRecord:
+    """From an ORM row, or a Core row of the turns table (the same attribute names)."""
     return TurnRecord(
         id=row.id,
         inbound_message_id=row.inbound_message_id,
@@ -105,7 +108,7 @@ async def turn_for_message(session: AsyncSession, inbound_message_id: int) -> Tu
 
 async def next_pending(session: AsyncSession, conversation_key: str) -> TurnRecord | None:
     """The oldest unanswered turn of a conversation (arrival order = message id order)."""
-    row = await session.scalar(_NEXT_PENDING, {"key": conversation_key})
+    row = (await session.execute(_NEXT_PENDING, {"key": conversation_key})).first()
     return turn_record(row) if row else None
 
 
@@ -170,13 +173,11 @@ async def claim_delivery(session: AsyncSession, turn_id: int, lease: timedelta) 
 
 async def finish_turn(session: AsyncSession, turn_id: int, **fields: Any) -> TurnRecord:
     """Set `fields` on the turn in one UPDATE … RETURNING."""
-    row = await session.scalar(
-        update(TurnRow)
-        .where(TurnRow.id == turn_id)
-        .values(**fields)
-        .returning(TurnRow)
-        .execution_options(populate_existing=True)
-    )
+    row = (
+        await session.execute(
+            TURNS.update().where(TURNS.c.id == turn_id).values(**fields).returning(*TURNS.c)
+        )
+    ).first()
     if row is None:
         raise RecordNotFound(f"turn {turn_id} not found")
     return turn_record(row)
