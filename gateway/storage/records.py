@@ -141,6 +141,16 @@ class WindowLine:
 
 
 @dataclass(frozen=True, slots=True)
+class NewTurn:
+    """A pending turn to create for a stored inbound message."""
+
+    inbound_message_id: int
+    customer_id: str
+    episode_id: str
+    conversation_key: str
+
+
+@dataclass(frozen=True, slots=True)
 class NewMessage:
     """What the pipeline hands to storage; the token count is computed once, before this."""
 

@@ -5,14 +5,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, cast
 
-from sqlalchemy import CursorResult, bindparam, func, select, update
+from sqlalchemy import CursorResult, bindparam, func, select, tuple_, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from gateway.runtime.clock import utcnow
 from gateway.storage.errors import RecordNotFound, require_customer
 from gateway.storage.models import ChannelIdentity, Customer, CustomerIdentifier
 from gateway.storage.records import ChannelIdentityRecord, CustomerRecord, IdentifierRecord
-from gateway.storage.repositories.tables import IDENTITIES, AnyRow
+from gateway.storage.repositories.tables import IDENTIFIERS, IDENTITIES, AnyRow
 
 # Plain rows of the table, not ORM objects: every message reads its identity twice.
 _FIND_IDENTITY = select(IDENTITIES).where(
@@ -20,6 +20,18 @@ _FIND_IDENTITY = select(IDENTITIES).where(
     IDENTITIES.c.external_id == bindparam("external_id"),
 )
 _IDENTITY_BY_ID = select(IDENTITIES).where(IDENTITIES.c.id == bindparam("identity_id"))
+_FIND_IDENTITIES = select(IDENTITIES).where(
+    tuple_(IDENTITIES.c.channel, IDENTITIES.c.external_id).in_(bindparam("keys", expanding=True))
+)
+_OWNERS_OF_MANY = (
+    select(IDENTIFIERS)
+    .where(
+        tuple_(IDENTIFIERS.c.kind, IDENTIFIERS.c.value).in_(
+            bindparam("identifiers", expanding=True)
+        )
+    )
+    .order_by(IDENTIFIERS.c.id)
+)
 _OWNERS = (
     select(CustomerIdentifier)
     .where(
@@ -65,7 +77,7 @@ def identity_record(row: ChannelIdentity | AnyRow) -> ChannelIdentityRecord:
     )
 
 
-def identifier_record(row: CustomerIdentifier) -> IdentifierRecord:
+def identifier_record(row: CustomerIdentifier | AnyRow) -> IdentifierRecord:
     return IdentifierRecord(
         id=row.id,
         customer_id=row.customer_id,
@@ -127,6 +139,18 @@ async def find_identity(
     params = {"channel": channel, "external_id": external_id}
     row = (await session.execute(_FIND_IDENTITY, params)).first()
     return identity_record(row) if row else None
+
+
+async def find_identities(
+    session: AsyncSession, keys: Iterable[tuple[str, str]]
+) -> dict[tuple[str, str], ChannelIdentityRecord]:
+    """`find_identity` for several (channel, external id) keys in one statement; the keys
+    without an identity are left out."""
+    wanted = sorted(set(keys))
+    if not wanted:
+        return {}
+    rows = await session.execute(_FIND_IDENTITIES, {"keys": wanted})
+    return {(row.channel, row.external_id): identity_record(row) for row in rows}
 
 
 async def create_identity(
@@ -246,6 +270,20 @@ async def owners_of_identifier(
     """Who already holds this identifier (across customers): the input to linking."""
     rows = await session.scalars(_OWNERS, {"kind": kind, "value": value})
     return [identifier_record(row) for row in rows]
+
+
+async def owners_of_identifiers(
+    session: AsyncSession, identifiers: Iterable[tuple[str, str]]
+) -> dict[tuple[str, str], list[IdentifierRecord]]:
+    """`owners_of_identifier` for several (kind, value) pairs in one statement; an identifier
+    nobody holds is left out."""
+    wanted = sorted(set(identifiers))
+    if not wanted:
+        return {}
+    owners: dict[tuple[str, str], list[IdentifierRecord]] = {}
+    for row in await session.execute(_OWNERS_OF_MANY, {"identifiers": wanted}):
+        owners.setdefault((row.kind, row.value), []).append(identifier_record(row))
+    return owners
 
 
 async def identifier_counts(

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 
-from sqlalchemy import bindparam, case, select, update
+from sqlalchemy import bindparam, case, select, tuple_, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from gateway.runtime.clock import utcnow
@@ -26,6 +27,16 @@ _OPEN = (
     .limit(1)
 )
 _OPEN_OF_IDENTITY = _OPEN.where(EPISODES.c.identity_id == bindparam("identity_id"))
+_OPEN_OF_MANY = (
+    select(EPISODES)
+    .where(
+        EPISODES.c.status == "open",
+        tuple_(EPISODES.c.customer_id, EPISODES.c.channel, EPISODES.c.identity_id).in_(
+            bindparam("keys", expanding=True)
+        ),
+    )
+    .order_by(EPISODES.c.last_message_at.desc())
+)
 _OF_CUSTOMER = (
     select(EPISODES)
     .where(EPISODES.c.customer_id == bindparam("customer_id"))
@@ -110,10 +121,10 @@ async def episode_by_external_ref(session: AsyncSession, external_ref: str) -> E
 async def lock_episode(session: AsyncSession, episode_id: str) -> EpisodeRecord | None:
     """Read the episode and, on PostgreSQL, lock its row until the commit, so that work on one
     episode (its compactions) runs one at a time; SQLite transactions are already exclusive."""
-    query = select(Episode).where(Episode.id == episode_id)
+    query = select(EPISODES).where(EPISODES.c.id == episode_id)
     if session.bind is not None and session.bind.dialect.name == "postgresql":
         query = query.with_for_update()
-    row = await session.scalar(query)
+    row = (await session.execute(query)).first()
     return episode_record(row) if row else None
 
 
@@ -140,6 +151,20 @@ async def latest_open_episode(
     return episode_record(row) if row else None
 
 
+async def latest_open_episodes(
+    session: AsyncSession, keys: Iterable[tuple[str, str, str]]
+) -> dict[tuple[str, str, str], EpisodeRecord]:
+    """`latest_open_episode` for several (customer, channel, identity) keys in one statement;
+    a key without an open episode is left out."""
+    wanted = sorted(set(keys))
+    if not wanted:
+        return {}
+    found: dict[tuple[str, str, str], EpisodeRecord] = {}
+    for row in await session.execute(_OPEN_OF_MANY, {"keys": wanted}):
+        found.setdefault((row.customer_id, row.channel, row.identity_id), episode_record(row))
+    return found
+
+
 async def touch_episode(session: AsyncSession, episode_id: str, at: datetime) -> None:
     row = await session.get(Episode, episode_id)
     if row is None:
@@ -155,6 +180,20 @@ async def record_message(
     moved forward (never back), in one UPDATE. It locks the episode row until the commit, so
     run it last in the transaction: concurrent messages of one conversation queue on it."""
     await session.execute(_RECORD_MESSAGE, {"episode_id": episode_id, "tokens": tokens, "at": at})
+
+
+async def record_messages(session: AsyncSession, added: Mapping[str, tuple[datetime, int]]) -> None:
+    """`record_message` for several episodes at once: {episode id: (newest message time, tokens
+    added)}. The rows are updated in id order, so two writers never lock them in opposite
+    orders; run it last in the transaction, as `record_message`."""
+    if added:
+        await session.execute(
+            _RECORD_MESSAGE,
+            [
+                {"episode_id": episode_id, "at": at, "tokens": tokens}
+                for episode_id, (at, tokens) in sorted(added.items())
+            ],
+        )
 
 
 async def close_episode(session: AsyncSession, episode_id: str, at: datetime | None = None) -> None:

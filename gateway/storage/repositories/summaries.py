@@ -17,9 +17,7 @@ _OF_EPISODE = select(SUMMARIES).where(
     SUMMARIES.c.customer_id == bindparam("customer_id"),
     SUMMARIES.c.episode_id == bindparam("episode_id"),
 )
-_OF_EPISODE_ONLY = select(EpisodeSummary).where(
-    EpisodeSummary.episode_id == bindparam("episode_id")
-)
+_OF_EPISODE_ONLY = select(SUMMARIES).where(SUMMARIES.c.episode_id == bindparam("episode_id"))
 _POINTER = select(EpisodeSummary.last_message_id).where(
     EpisodeSummary.episode_id == bindparam("episode_id")
 )
@@ -188,7 +186,7 @@ async def owed_final_summary(
 async def summary_of_locked_episode(session: AsyncSession, episode_id: str) -> SummaryRecord | None:
     """The summary of an episode the caller read (and locked) in this transaction, found by
     the episode alone: the episode row is the scope (compaction works per episode)."""
-    row = await session.scalar(_OF_EPISODE_ONLY, {"episode_id": episode_id})
+    row = (await session.execute(_OF_EPISODE_ONLY, {"episode_id": episode_id})).first()
     return summary_record(row) if row else None
 
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from collections.abc import Sequence
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import and_, bindparam, or_, select, update
@@ -13,10 +14,11 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from gateway.runtime.clock import utcnow
 from gateway.storage.errors import RecordNotFound
 from gateway.storage.models import ConversationFence, TurnRow
-from gateway.storage.records import TurnRecord
+from gateway.storage.records import NewTurn, TurnRecord
 from gateway.storage.repositories.tables import FENCES, TURNS, AnyRow
 
 _INSERT = TURNS.insert().returning(TURNS.c.id)
+_INSERT_MANY = TURNS.insert().returning(TURNS.c.id, sort_by_parameter_order=True)
 # Plain rows of the table, not ORM objects: the answer path reads and writes a turn several
 # times per reply.
 _NEXT_PENDING = (
@@ -65,25 +67,40 @@ async def create_turn(
     conversation_key: str,
 ) -> TurnRecord:
     """A pending turn for a stored inbound message (one INSERT … RETURNING)."""
+    new = NewTurn(inbound_message_id, customer_id, episode_id, conversation_key)
     now = utcnow()
-    inserted = await session.execute(
-        _INSERT,
-        {
-            "inbound_message_id": inbound_message_id,
-            "customer_id": customer_id,
-            "episode_id": episode_id,
-            "conversation_key": conversation_key,
-            "status": "pending",
-            "created_at": now,
-            "updated_at": now,
-        },
-    )
+    inserted = await session.execute(_INSERT, _turn_values(new, now))
+    return _pending(int(inserted.scalar_one()), new)
+
+
+async def create_turns(session: AsyncSession, news: Sequence[NewTurn]) -> list[TurnRecord]:
+    """`create_turn` for several messages in one statement, ids in list order."""
+    if not news:
+        return []
+    now = utcnow()
+    ids = (await session.execute(_INSERT_MANY, [_turn_values(new, now) for new in news])).scalars()
+    return [_pending(int(turn_id), new) for turn_id, new in zip(ids.all(), news, strict=True)]
+
+
+def _turn_values(new: NewTurn, now: datetime) -> dict[str, Any]:
+    return {
+        "inbound_message_id": new.inbound_message_id,
+        "customer_id": new.customer_id,
+        "episode_id": new.episode_id,
+        "conversation_key": new.conversation_key,
+        "status": "pending",
+        "created_at": now,
+        "updated_at": now,
+    }
+
+
+def _pending(turn_id: int, new: NewTurn) -> TurnRecord:
     return TurnRecord(
-        id=int(inserted.scalar_one()),
-        inbound_message_id=inbound_message_id,
-        customer_id=customer_id,
-        episode_id=episode_id,
-        conversation_key=conversation_key,
+        id=turn_id,
+        inbound_message_id=new.inbound_message_id,
+        customer_id=new.customer_id,
+        episode_id=new.episode_id,
+        conversation_key=new.conversation_key,
         status="pending",
         reply_message_id=None,
         provider=None,
