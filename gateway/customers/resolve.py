@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import cast
+from typing import TypeVar, cast
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -39,6 +39,8 @@ from identity import (
 from identity.stated import stated_values
 
 DEFAULT_POLICY = ScopePolicy.default()
+_K = TypeVar("_K")
+_V = TypeVar("_V")
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,6 +199,24 @@ class GraphRows:
             customers=existing,
         )
 
+    async def refresh(self, session: AsyncSession, observation: IdentityObservation) -> None:
+        """Read again every row `observation` names (after writes made some stale)."""
+        lookups = lookups_for(observation)
+        fresh = await GraphRows.read(session, [observation])
+        for key in lookups.keys:
+            _put(self.identities, key, fresh.identities.get(key))
+        for identifier in lookups.identifiers:
+            _put(self.holders, identifier, fresh.holders.get(identifier))
+        self.existing.difference_update(lookups.customer_ids)
+        self.existing.update(fresh.existing)
+        mentioned = {row.customer_id for row in fresh.identities.values()}
+        mentioned |= {row.customer_id for rows in fresh.holders.values() for row in rows}
+        for customer in mentioned | fresh.existing:
+            _put(self.counts, customer, fresh.counts.get(customer))
+        self.stale_keys.difference_update(lookups.keys)
+        self.stale_identifiers.difference_update(lookups.identifiers)
+        self.stale_customers.difference_update(mentioned | set(lookups.customer_ids))
+
     def forget(
         self, observation: IdentityObservation, snapshot: GraphSnapshot, customer_id: str
     ) -> None:
@@ -207,6 +227,14 @@ class GraphRows:
         self.stale_identifiers.update(lookups.identifiers)
         self.stale_customers.update(snapshot.customers)
         self.stale_customers.add(customer_id)
+
+
+def _put(rows: dict[_K, _V], key: _K, value: _V | None) -> None:
+    """Set or (None) remove ``key``."""
+    if value is None:
+        rows.pop(key, None)
+    else:
+        rows[key] = value
 
 
 async def _verified_counts(
@@ -239,7 +267,7 @@ async def resolve_identities(
     The graph rows all of them need are read together in four statements (`GraphRows`); each
     observation is then resolved on the rows it names, exactly as alone. A resolution that
     writes (a new customer or identity, a level, an identifier, a pending link) makes the rows
-    it touched stale: a later observation naming any of them reads its own snapshot again, so
+    it touched stale: a later observation naming any of them reads those rows again first, so
     it sees the writes before it, as it would one message at a time."""
     rows = await GraphRows.read(session, [observation for observation, _ in observations])
     resolved: list[ResolvedIdentity] = []
@@ -247,7 +275,10 @@ async def resolve_identities(
         found: dict[ChannelIdentityKey, ChannelIdentityRecord] = {}
         snapshot = rows.snapshot(observation, found)
         if snapshot is None:
-            snapshot = await snapshot_for(session, observation, found)
+            await rows.refresh(session, observation)
+            snapshot = rows.snapshot(observation, found)
+            if snapshot is None:  # cannot happen: everything it names was just read
+                snapshot = await snapshot_for(session, observation, found)
         one, wrote = await _resolve_and_apply(session, observation, snapshot, found, rules)
         if wrote:
             rows.forget(observation, snapshot, one.customer_id)
