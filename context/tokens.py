@@ -25,6 +25,8 @@ import importlib
 import logging
 import os
 import tempfile
+import threading
+from collections import OrderedDict
 from typing import Any, Final, Protocol, cast
 
 import tiktoken
@@ -80,17 +82,37 @@ class TokenCounter(Protocol):
     def truncate(self, text: str, head_tokens: int, tail_tokens: int) -> tuple[str, str, int]: ...
 
 
+# What the counts memo keeps: texts of up to `MEMO_MAX_TEXT_CHARS` characters (longer ones are
+# rare and mostly seen once), `MEMO_MAX_CHARS` characters of them in all, least recently used
+# first out.
+MEMO_MAX_TEXT_CHARS: Final = 32_768
+MEMO_MAX_CHARS: Final = 8_000_000
+
+
 class TiktokenCounter:
-    """``TokenCounter`` over a tiktoken encoding; stateless, safe to share across tasks."""
+    """``TokenCounter`` over a tiktoken encoding; safe to share across tasks and threads.
 
-    __slots__ = ("_encoding",)
+    Counts are memoized by text: the windows of consecutive turns hold mostly the same turns,
+    facts and summaries, and the model call's usage counts them again; a text's count never
+    changes, so a remembered one is never stale."""
 
-    def __init__(self, encoding: tiktoken.Encoding) -> None:
+    __slots__ = ("_encoding", "_memo", "_memo_chars", "_memo_limit", "_lock")
+
+    def __init__(self, encoding: tiktoken.Encoding, *, memo_chars: int = MEMO_MAX_CHARS) -> None:
         self._encoding = encoding
+        self._memo_limit = memo_chars
+        self._memo: OrderedDict[str, int] = OrderedDict()
+        self._memo_chars = 0
+        self._lock = threading.Lock()
 
     @property
     def encoding_name(self) -> str:
         return self._encoding.name
+
+    @property
+    def memo_size(self) -> int:
+        """Texts whose count is remembered."""
+        return len(self._memo)
 
     @property
     def message_overhead(self) -> int:
@@ -101,6 +123,24 @@ class TiktokenCounter:
         return REPLY_PRIMER
 
     def count(self, text: str) -> int:
+        if len(text) > MEMO_MAX_TEXT_CHARS:
+            return self._encode_count(text)
+        with self._lock:
+            known = self._memo.get(text)
+            if known is not None:
+                self._memo.move_to_end(text)
+                return known
+        tokens = self._encode_count(text)
+        with self._lock:
+            if text not in self._memo and len(text) <= self._memo_limit:
+                self._memo[text] = tokens
+                self._memo_chars += len(text)
+                while self._memo_chars > self._memo_limit:
+                    oldest, _ = self._memo.popitem(last=False)
+                    self._memo_chars -= len(oldest)
+        return tokens
+
+    def _encode_count(self, text: str) -> int:
         # encode_ordinary: customer text containing "<|endoftext|>" must count, not raise.
         return len(self._encoding.encode_ordinary(text))
 

@@ -181,6 +181,9 @@ def _bench_ingest(settings: Settings, args: argparse.Namespace) -> int:
             seconds=defaults.seconds if args.seconds is None else args.seconds,
             postgres_url=args.postgres_url or defaults.postgres_url,
             redis_url=args.redis_url or defaults.redis_url,
+            senders=args.senders or defaults.senders,
+            baseline=Path(args.baseline) if args.baseline else None,
+            rounds=args.rounds or defaults.rounds,
         )
 
     return _run_bench(options, run_ingest_bench, IngestBenchError, args.json)
@@ -536,6 +539,24 @@ def build_parser() -> argparse.ArgumentParser:
         help="offered webhooks per second (default 250,1000,1250,2000)",
     )
     ingest.add_argument("--seconds", type=_seconds, help="seconds per rate (default 5)")
+    ingest.add_argument(
+        "--senders",
+        type=_positive,
+        help="customers the webhooks come from, in turn (default 500; each one's turns are "
+        "answered in order)",
+    )
+    ingest.add_argument(
+        "--baseline",
+        metavar="DIR",
+        help="also run the same load against the gateway of the source tree DIR (PYTHONPATH=DIR) "
+        "and print before | after | ratio",
+    )
+    ingest.add_argument(
+        "--rounds",
+        type=_positive,
+        help="repeat each side this many times, alternating which goes first; medians are "
+        "compared (default 1)",
+    )
     _service_urls(ingest, redis_for="the gateway processes")
     ingest.set_defaults(run=_bench_ingest)
     reply = benchmarks.add_parser(

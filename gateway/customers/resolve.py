@@ -7,14 +7,15 @@ channel identity (with its level and evidence), identifiers and pending links.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import cast
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TypeVar, cast
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from gateway.customers.operator_actions import merge_customers
 from gateway.storage.errors import IdentityRace
-from gateway.storage.records import ChannelIdentityRecord
+from gateway.storage.records import ChannelIdentityRecord, IdentifierRecord
 from gateway.storage.repositories import customers, pending_links
 from gateway.tenants import TenantSettings
 from identity import (
@@ -41,6 +42,8 @@ from identity.stated import stated_values
 
 DEFAULT_POLICY = ScopePolicy.default()
 CALL_CENTER = "call-center"  # the actor of merges the call center's verification makes
+_K = TypeVar("_K")
+_V = TypeVar("_V")
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +121,128 @@ async def snapshot_for(
     )
 
 
+@dataclass
+class GraphRows:
+    """The graph rows several observations need, read at once: identities of their keys,
+    holders of their identifiers, which named customers exist, and the verified counts of every
+    customer those rows mention. `forget` marks rows a write touched; `snapshot` then declines
+    an observation that names one."""
+
+    identities: dict[ChannelIdentityKey, ChannelIdentityRecord]
+    holders: dict[Identifier, list[IdentifierRecord]]
+    existing: set[str]
+    counts: dict[str, list[tuple[IdentifierKind, int]]]
+    stale_keys: set[ChannelIdentityKey] = field(default_factory=set)
+    stale_identifiers: set[Identifier] = field(default_factory=set)
+    stale_customers: set[str] = field(default_factory=set)
+
+    @classmethod
+    async def read(
+        cls, session: AsyncSession, observations: Sequence[IdentityObservation]
+    ) -> GraphRows:
+        lookups = [lookups_for(observation) for observation in observations]
+        keys = {key for lookup in lookups for key in lookup.keys}
+        wanted = {identifier for lookup in lookups for identifier in lookup.identifiers}
+        named: dict[tuple[str, str], ChannelIdentityKey] = {(k.channel, str(k)): k for k in keys}
+        identities = {
+            named[stored]: row
+            for stored, row in (await customers.find_identities(session, named)).items()
+        }
+        values: dict[tuple[str, str], Identifier] = {(i.kind, i.value): i for i in wanted}
+        holders = {
+            values[held]: rows
+            for held, rows in (await customers.owners_of_identifiers(session, values)).items()
+        }
+        existing = await customers.unmerged_customers(
+            session, {c for lookup in lookups for c in lookup.customer_ids}
+        )
+        mentioned = {row.customer_id for row in identities.values()}
+        mentioned |= {row.customer_id for rows in holders.values() for row in rows}
+        counts: dict[str, list[tuple[IdentifierKind, int]]] = {}
+        for customer, kind, count in await _verified_counts(session, mentioned | existing):
+            counts.setdefault(customer, []).append((kind, count))
+        return cls(identities, holders, existing, counts)
+
+    def snapshot(
+        self,
+        observation: IdentityObservation,
+        found: dict[ChannelIdentityKey, ChannelIdentityRecord],
+    ) -> GraphSnapshot | None:
+        """What `snapshot_for` would read for `observation` (its identity rows put in `found`),
+        or None when a write since `read` may have changed any of it."""
+        lookups = lookups_for(observation)
+        if self.stale_keys.intersection(lookups.keys) or self.stale_identifiers.intersection(
+            lookups.identifiers
+        ):
+            return None
+        identity_rows = [
+            (key, row.customer_id, LinkLevel.parse(row.link_level))
+            for key in lookups.keys
+            if (row := self.identities.get(key)) is not None
+        ]
+        holding_rows = [
+            (identifier, owner.customer_id, LinkLevel.parse(owner.link_level))
+            for identifier in lookups.identifiers
+            for owner in self.holders.get(identifier, ())
+        ]
+        existing = self.existing.intersection(lookups.customer_ids)
+        mentioned = {customer for _, customer, _ in identity_rows}
+        mentioned |= {customer for _, customer, _ in holding_rows}
+        mentioned |= existing
+        if self.stale_customers.intersection(mentioned | set(lookups.customer_ids)):
+            return None
+        for key in lookups.keys:
+            if key in self.identities:
+                found[key] = self.identities[key]
+        return GraphSnapshot.from_rows(
+            identities=identity_rows,
+            holdings=holding_rows,
+            counts=[
+                (customer, kind, count)
+                for customer in sorted(mentioned)
+                for kind, count in self.counts.get(customer, ())
+            ],
+            customers=existing,
+        )
+
+    async def refresh(self, session: AsyncSession, observation: IdentityObservation) -> None:
+        """Read again every row `observation` names (after writes made some stale)."""
+        lookups = lookups_for(observation)
+        fresh = await GraphRows.read(session, [observation])
+        for key in lookups.keys:
+            _put(self.identities, key, fresh.identities.get(key))
+        for identifier in lookups.identifiers:
+            _put(self.holders, identifier, fresh.holders.get(identifier))
+        self.existing.difference_update(lookups.customer_ids)
+        self.existing.update(fresh.existing)
+        mentioned = {row.customer_id for row in fresh.identities.values()}
+        mentioned |= {row.customer_id for rows in fresh.holders.values() for row in rows}
+        for customer in mentioned | fresh.existing:
+            _put(self.counts, customer, fresh.counts.get(customer))
+        self.stale_keys.difference_update(lookups.keys)
+        self.stale_identifiers.difference_update(lookups.identifiers)
+        self.stale_customers.difference_update(mentioned | set(lookups.customer_ids))
+
+    def forget(
+        self, observation: IdentityObservation, snapshot: GraphSnapshot, customer_id: str
+    ) -> None:
+        """A resolution of `observation` (read from `snapshot`) wrote for `customer_id`: later
+        observations naming its keys, identifiers or any customer it saw read afresh."""
+        lookups = lookups_for(observation)
+        self.stale_keys.update(lookups.keys)
+        self.stale_identifiers.update(lookups.identifiers)
+        self.stale_customers.update(snapshot.customers)
+        self.stale_customers.add(customer_id)
+
+
+def _put(rows: dict[_K, _V], key: _K, value: _V | None) -> None:
+    """Set or (None) remove ``key``."""
+    if value is None:
+        rows.pop(key, None)
+    else:
+        rows[key] = value
+
+
 async def _verified_counts(
     session: AsyncSession, customer_ids: set[str]
 ) -> list[tuple[str, IdentifierKind, int]]:
@@ -134,19 +259,66 @@ async def resolve_identity(
 ) -> ResolvedIdentity:
     """Resolve and persist one observation. The caller owns the transaction."""
     rules = rules or IdentityRules()
-    policy = rules.policy
     found: dict[ChannelIdentityKey, ChannelIdentityRecord] = {}
+    snapshot = await snapshot_for(session, observation, found)
+    resolved, _ = await _resolve_and_apply(session, observation, snapshot, found, rules)
+    return resolved
+
+
+async def resolve_identities(
+    session: AsyncSession, observations: Sequence[tuple[IdentityObservation, IdentityRules]]
+) -> list[ResolvedIdentity]:
+    """`resolve_identity` for several observations, in order, in the caller's transaction.
+
+    The graph rows all of them need are read together in four statements (`GraphRows`); each
+    observation is then resolved on the rows it names, exactly as alone. A resolution that
+    writes (a new customer or identity, a level, an identifier, a pending link) makes the rows
+    it touched stale: a later observation naming any of them reads those rows again first, so
+    it sees the writes before it, as it would one message at a time."""
+    rows = await GraphRows.read(session, [observation for observation, _ in observations])
+    resolved: list[ResolvedIdentity] = []
+    for observation, rules in observations:
+        found: dict[ChannelIdentityKey, ChannelIdentityRecord] = {}
+        snapshot = rows.snapshot(observation, found)
+        if snapshot is None:
+            await rows.refresh(session, observation)
+            snapshot = rows.snapshot(observation, found)
+            if snapshot is None:  # cannot happen: everything it names was just read
+                snapshot = await snapshot_for(session, observation, found)
+        one, wrote = await _resolve_and_apply(session, observation, snapshot, found, rules)
+        if wrote:
+            rows.forget(observation, snapshot, one.customer_id)
+        resolved.append(one)
+    return resolved
+
+
+async def _resolve_and_apply(
+    session: AsyncSession,
+    observation: IdentityObservation,
+    snapshot: GraphSnapshot,
+    found: dict[ChannelIdentityKey, ChannelIdentityRecord],
+    rules: IdentityRules,
+) -> tuple[ResolvedIdentity, bool]:
+    """The resolution on `snapshot`, written; and whether writing it changed any row."""
+    policy = rules.policy
     resolution = resolve(
         observation,
-        await snapshot_for(session, observation, found),
+        snapshot,
         limits=rules.limits,
         blocked=rules.blocked,
         named_customer=rules.named_customer,
     )
-    customer_id, identity_id = await apply_resolution(
-        session, resolution, stored=found.get(resolution.key)
+    stored = found.get(resolution.key)
+    wrote = (
+        resolution.customer_id is None
+        or stored is None
+        or stored.link_level != resolution.identity_level.value
+        or bool(resolution.attach)
+        or bool(resolution.pending)
+        or bool(resolution.absorb)
     )
-    return ResolvedIdentity(
+    customer_id, identity_id = await apply_resolution(session, resolution, stored=stored)
+    resolved = ResolvedIdentity(
         customer_id=customer_id,
         identity_id=identity_id,
         key=resolution.key,
@@ -156,6 +328,7 @@ async def resolve_identity(
         pending_links=len(resolution.pending),
         own_facts_only=resolution.level in policy.own_facts_only,
     )
+    return resolved, wrote
 
 
 async def identify(

@@ -17,7 +17,7 @@ customer while the customer's other episodes are unchanged.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Final
@@ -175,21 +175,22 @@ async def recall_items(
     summary_records: list[SummaryRecord] | None = None,
     cache: RecallCache | None = None,
     extra: int = 0,
+    episode_records: Sequence[EpisodeRecord] | None = None,
 ) -> tuple[SummaryItem, ...]:
     """Summary items (one per episode) of the lines most relevant to ``message``, within
     ``budget`` tokens (plus ``extra`` for the most relevant lines, see `context.recall.pack`),
-    from the customer's episodes other than ``exclude_episode``."""
+    from the customer's episodes other than ``exclude_episode``. ``summary_records`` and
+    ``episode_records`` (all the customer's episodes) are read here unless the caller already
+    read them in this session."""
     if budget + extra <= 0:
         return ()
     if summary_records is None:
         summary_records = await summaries.customer_summaries(
             session, scope.customer_id, exclude_episode=exclude_episode, limit=MAX_SUMMARIES
         )
-    others = [
-        record
-        for record in await episodes.list_episodes(session, scope.customer_id)
-        if record.id != exclude_episode
-    ]
+    if episode_records is None:
+        episode_records = await episodes.list_episodes(session, scope.customer_id)
+    others = [record for record in episode_records if record.id != exclude_episode]
     known = {record.id: _episode(record) for record in others}
     key = (
         scope.customer_id,

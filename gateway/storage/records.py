@@ -82,6 +82,7 @@ class EpisodeRecord:
     started_at: datetime
     last_message_at: datetime
     ended_at: datetime | None
+    token_total: int = 0  # the stored token counts of its messages, summed at ingest
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,6 +129,31 @@ class TurnLine:
     created_at: datetime
     supersedes_id: int | None
     speaker: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class WindowLine:
+    """The columns of a stored message that a window's current episode reads (no words, media
+    or provider extras, which cost a JSON decode per row and turn)."""
+
+    id: int
+    role: str
+    text: str
+    token_count: int
+    channel: str
+    created_at: datetime
+    transcript_confidence: float | None
+    supersedes_id: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class NewTurn:
+    """A pending turn to create for a stored inbound message."""
+
+    inbound_message_id: int
+    customer_id: str
+    episode_id: str
+    conversation_key: str
 
 
 @dataclass(frozen=True, slots=True)

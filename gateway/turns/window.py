@@ -2,8 +2,9 @@
 
 Loads only what the window can use — the current episode's summary and its newest turns, the
 scope-allowed current facts, other episodes' summaries, active anchored messages — and hands
-them to the pure `context.build_window`. Stored token counts are reused; nothing stored is
-re-tokenized.
+them to the pure `context.build_window`, in four statements (the customer's episodes, their
+summaries, the current episode's turns with only the columns a turn needs, the facts) plus one
+for an active campaign. Stored token counts are reused; nothing stored is re-tokenized.
 """
 
 from __future__ import annotations
@@ -34,7 +35,8 @@ from gateway.customers.resolve import ResolvedIdentity
 from gateway.memory.recall import RecallCache, RecallScope, recall_items
 from gateway.memory.summaries import summary_item
 from gateway.runtime.clock import utcnow
-from gateway.storage.records import EpisodeRecord, FactRecord, MessageRecord
+from gateway.storage.errors import RecordNotFound
+from gateway.storage.records import EpisodeRecord, FactRecord, SummaryRecord, WindowLine
 from gateway.storage.repositories import campaigns, episodes, facts, messages, summaries
 from gateway.tenants import TenantSettings
 
@@ -42,6 +44,8 @@ from gateway.tenants import TenantSettings
 RECENT_TURNS_LIMIT = 400
 # The start of a long message is what recall searches with.
 RECALL_QUERY_CHARS = 4_000
+# The other episodes' summaries a window considers (most recent first).
+SUMMARIES_LIMIT = 200
 # Tokens of the summaries slice kept free of recall (block separator and rounding).
 SLICE_MARGIN = 8
 
@@ -100,7 +104,7 @@ def cut_dialogue(
     return kept, total - sum(len(turn.content) for turn in kept)
 
 
-def _turn(message: MessageRecord) -> Turn | None:
+def _turn(message: WindowLine) -> Turn | None:
     if message.role not in ("user", "assistant"):
         return None
     return Turn(
@@ -136,11 +140,58 @@ def summary_cost(item: SummaryItem, counter: TokenCounter) -> int:
     return 2 + counter.count(summary_tag(item)) + item.tokens
 
 
+@dataclass(frozen=True, slots=True)
+class _Customer:
+    """What a window reads of the customer besides the current episode's turns, in two
+    statements: every episode (the current one, recall's episodes, the full history's cost) and
+    the summaries of the most recent episodes (the current one's among them, when it has one)."""
+
+    episodes: list[EpisodeRecord]
+    summaries: list[SummaryRecord]  # most recent episode first, `SUMMARIES_LIMIT` + 1 at most
+
+    def episode(self, episode_id: str) -> EpisodeRecord:
+        for record in self.episodes:
+            if record.id == episode_id:
+                return record
+        raise RecordNotFound(f"episode {episode_id} not found")
+
+    def other_summaries(self, current: str | None) -> list[SummaryRecord]:
+        """The summaries slice's candidates: other episodes', most recent first."""
+        return [r for r in self.summaries if r.episode_id != current][:SUMMARIES_LIMIT]
+
+    def summary_of(self, episode_id: str) -> SummaryRecord | None:
+        return next((r for r in self.summaries if r.episode_id == episode_id), None)
+
+    @property
+    def complete(self) -> bool:
+        """Every summarized episode is in `summaries` (none was left out by the limit)."""
+        return len(self.summaries) <= SUMMARIES_LIMIT
+
+    @property
+    def history_tokens(self) -> int:
+        return sum(record.token_total for record in self.episodes)
+
+
+async def _customer(session: AsyncSession, customer_id: str) -> _Customer:
+    return _Customer(
+        episodes=await episodes.list_episodes(session, customer_id),
+        summaries=await summaries.customer_summaries(
+            session, customer_id, limit=SUMMARIES_LIMIT + 1
+        ),
+    )
+
+
 async def _current_turns(
-    session: AsyncSession, customer_id: str, episode: EpisodeRecord, before_id: int | None
+    session: AsyncSession,
+    customer: _Customer,
+    customer_id: str,
+    episode: EpisodeRecord,
+    before_id: int | None,
 ) -> tuple[tuple[Turn, ...], str | None, int | None]:
-    summary = await summaries.episode_summary(session, customer_id, episode.id)
-    recent = await messages.recent_messages(
+    summary = customer.summary_of(episode.id)
+    if summary is None and not customer.complete:
+        summary = await summaries.episode_summary(session, customer_id, episode.id)
+    recent = await messages.window_lines(
         session,
         customer_id,
         episode.id,
@@ -167,6 +218,7 @@ def _facts_unused(items: Sequence[FactItem], budget: Budget, counter: TokenCount
 
 async def _other_episodes(
     session: AsyncSession,
+    customer: _Customer,
     identity: ResolvedIdentity,
     counter: TokenCounter,
     message: str,
@@ -182,9 +234,7 @@ async def _other_episodes(
     plus what the facts slice leaves unused (a slice's unused budget passes to the next). What
     the current episode will leave unused (known beforehand from `episode_demand`) is offered
     to recall's most relevant lines as well."""
-    records = await summaries.customer_summaries(
-        session, identity.customer_id, exclude_episode=exclude_episode
-    )
+    records = customer.other_summaries(exclude_episode)
     room = (
         budget.slice_budget("summaries")
         + facts_unused
@@ -207,6 +257,7 @@ async def _other_episodes(
         summary_records=records,
         cache=recall_cache,
         extra=episode_unused,
+        episode_records=customer.episodes,
     )
     chosen = list(recalled)
     room -= sum(summary_cost(item, counter) for item in recalled)
@@ -245,8 +296,9 @@ async def assemble_context(
     customer_id = identity.customer_id
     channel = identity.key.channel
     budget = budget_for(settings, window)
+    customer = await _customer(session, customer_id)
     if episode_id is not None:
-        episode: EpisodeRecord | None = await episodes.get_episode(session, customer_id, episode_id)
+        episode: EpisodeRecord | None = customer.episode(episode_id)
     else:
         episode = await episodes.latest_open_episode(
             session, customer_id, channel, identity.identity_id
@@ -271,7 +323,7 @@ async def assemble_context(
         )
     elif episode is not None:
         turns, summary_text, summary_tokens = await _current_turns(
-            session, customer_id, episode, message_id
+            session, customer, customer_id, episode, message_id
         )
     else:
         turns = ()
@@ -295,6 +347,7 @@ async def assemble_context(
     )
     other_summaries = await _other_episodes(
         session,
+        customer,
         identity,
         counter,
         message,
@@ -325,7 +378,7 @@ async def assemble_context(
         anchored=tuple(anchored),
         facts=fact_items,
         summaries=other_summaries,
-        full_history_tokens=await messages.history_token_total(session, customer_id),
+        full_history_tokens=customer.history_tokens,
     )
     return AssembledContext(
         window=build_window(request, budget, counter),

@@ -168,3 +168,19 @@ def test_truncate_never_splits_a_character(counter: TiktokenCounter) -> None:
 
 def test_truncate_short_text_is_unchanged(counter: TiktokenCounter) -> None:
     assert counter.truncate("curto", 10, 10) == ("curto", "", 0)
+
+
+def test_remembered_counts_equal_fresh_ones_and_the_memo_stays_within_its_budget() -> None:
+    encoding = load_encoding()
+    counter = TiktokenCounter(encoding, memo_chars=100)
+    texts = [f"message number {i} with a few more words" for i in range(10)]
+    first = [counter.count(text) for text in texts]
+    assert first == [len(encoding.encode_ordinary(text)) for text in texts]
+    # Only the most recent texts that fit in 100 characters are kept; counts stay exact.
+    assert 0 < counter.memo_size < len(texts)
+    assert [counter.count(text) for text in texts] == first
+    kept = counter.memo_size
+    long_text = "word " * 100  # longer than the whole budget: counted, never kept
+    assert counter.count(long_text) == len(encoding.encode_ordinary(long_text))
+    assert counter.memo_size == kept
+    assert counter.count("<|endoftext|>") == len(encoding.encode_ordinary("<|endoftext|>"))

@@ -1,6 +1,8 @@
 """The webhook inbox: a 200 means the message is committed (group-committed with the others of
 the moment); it is stored as a message in the background, each sender's messages in the order
-they were acknowledged, once, also when two processes share the work or one dies holding it."""
+they were acknowledged, once, also when two processes share the work or one dies holding it; a
+claim is stored in one transaction, and a message that cannot be stored holds back only its
+sender's later ones."""
 
 from __future__ import annotations
 
@@ -12,11 +14,12 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import event, func, select
 
+from channels.base import InboundMessage
 from gateway.inbox.processor import MAX_ATTEMPTS
 from gateway.inbox.writer import InboxWriter
-from gateway.keys import INBOX, INBOX_WRITER
+from gateway.keys import ENGINE, INBOX, INBOX_WRITER, SCHEDULER, SESSIONS
 from gateway.runtime.clock import utcnow
 from gateway.storage.engine import make_engine, make_sessionmaker
 from gateway.storage.models import InboxMessage, Message
@@ -66,6 +69,10 @@ async def _held(stack: Stack) -> AsyncIterator[None]:
         yield
     finally:
         backpressure.ingesting -= backpressure.backlog
+
+
+_INSERTS = ("INSERT INTO messages", "INSERT INTO turns")
+_USER_SIDS = select(Message.provider_message_id).where(Message.role == "user").order_by(Message.id)
 
 
 def _sender() -> str:
@@ -229,8 +236,6 @@ async def test_a_failed_commit_fails_every_waiting_webhook(tmp_path: Path) -> No
     # leave aiosqlite's failed connection thread to report into a closed event loop later.)
     engine = make_engine(f"sqlite+aiosqlite:///{tmp_path / 'unmigrated.db'}")
     writer = InboxWriter(make_sessionmaker(engine))
-    from channels.base import InboundMessage
-
     messages = [
         InboundMessage("whatsapp", f"SM-{i}", "+5511998765432", "oi", utcnow()) for i in range(5)
     ]
@@ -243,3 +248,76 @@ async def test_a_failed_commit_fails_every_waiting_webhook(tmp_path: Path) -> No
     finally:
         await writer.close()
         await engine.dispose()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+async def test_a_claim_is_stored_in_one_transaction_whatever_its_size(
+    backend: str, tmp_path: Path
+) -> None:
+    async with running_stack(backend, tmp_path, **SETTINGS) as stack:
+        await stack.app[INBOX].close()  # claims processed by hand here
+        await stack.app[SCHEDULER].close()  # nothing answered: only storing is counted
+        senders = [_sender() for _ in range(4)]
+        first = [_params("SM" + uuid.uuid4().hex, s, "oi") for s in senders]
+        burst = [_params("SM" + uuid.uuid4().hex, senders[i % 4], f"pedido {i}") for i in range(40)]
+        for params in first:
+            assert await _post(stack, params) == 200
+        assert await stack.app[INBOX].process_claim() == 4  # the senders are known now
+        for params in burst:
+            assert await _post(stack, params) == 200
+        statements: list[str] = []
+
+        def count(conn: object, cursor: object, statement: str, *args: object) -> None:
+            statements.append(" ".join(statement.split()))
+
+        engine = stack.app[ENGINE].sync_engine
+        event.listen(engine, "before_cursor_execute", count)
+        try:
+            assert await stack.app[INBOX].process_claim() == 40
+        finally:
+            event.remove(engine, "before_cursor_execute", count)
+        assert await _count(stack, InboxMessage) == 0
+        async with stack.app[SESSIONS]() as session:
+            rows = await session.execute(_USER_SIDS)
+            stored = [str(sid) for sid in rows.scalars()]
+        assert stored == [p["MessageSid"] for p in first + burst]  # each sender's order kept
+        # The claim, the stored ones, the identities, the episodes, their totals and the
+        # deletes: a few statements, not a few per row.
+        inserts = [s for s in statements if s.startswith(_INSERTS)]
+        assert len(statements) - len(inserts) <= 14, statements
+        if backend == "production":
+            # One insert of the 40 messages, one of their turns (SQLite inserts row by row
+            # when the ids must follow the rows' order).
+            assert len(inserts) == 2
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+async def test_a_message_that_cannot_be_stored_holds_back_only_its_senders_later_ones(
+    backend: str, tmp_path: Path
+) -> None:
+    async with running_stack(backend, tmp_path, **SETTINGS) as stack:
+        await stack.app[INBOX].close()
+        a, b = _sender(), _sender()
+        now = utcnow()
+        # a's first message names a campaign that does not exist: its episode cannot be
+        # stored (a foreign key), while a's second message alone could be.
+        broken = InboundMessage(
+            "whatsapp", "SM-no-campaign", a, "oi", now, extra={"campaign_id": "no-such-campaign"}
+        )
+        later = InboundMessage("whatsapp", "SM-a-later", a, "e agora?", now)
+        other = InboundMessage("whatsapp", "SM-b", b, "olá", now)
+        await stack.app[INBOX_WRITER].put([broken, later, other], host=None)
+        assert await stack.app[INBOX].process_claim() == 3
+        async with stack.app[SESSIONS]() as session:
+            rows = await session.execute(_USER_SIDS)
+            assert list(rows.scalars()) == ["SM-b"]  # b's message did not wait for a's
+        await stack.stored()  # a's first one is retried until it is kept aside
+        async with stack.app[SESSIONS]() as session:
+            aside = await session.scalar(
+                select(InboxMessage).where(InboxMessage.provider_message_id == "SM-no-campaign")
+            )
+            rows = await session.execute(_USER_SIDS)
+            stored = list(rows.scalars())
+        assert aside is not None and aside.dead_at is not None
+        assert aside.attempts == MAX_ATTEMPTS
+        assert stored == ["SM-b", "SM-a-later"]  # a's later message once its first was put aside

@@ -144,4 +144,5 @@ def _record(customer_id: str, episode: BulkEpisode) -> EpisodeRecord:
         started_at=episode.started_at,
         last_message_at=episode.last_message_at,
         ended_at=episode.last_message_at if episode.closed else None,
+        token_total=sum(message.token_count for message in episode.messages),
     )

@@ -5,17 +5,32 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, cast
 
-from sqlalchemy import CursorResult, bindparam, func, select, update
+from sqlalchemy import CursorResult, bindparam, func, select, tuple_, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from gateway.runtime.clock import utcnow
 from gateway.storage.errors import RecordNotFound, require_customer
 from gateway.storage.models import ChannelIdentity, Customer, CustomerIdentifier
 from gateway.storage.records import ChannelIdentityRecord, CustomerRecord, IdentifierRecord
+from gateway.storage.repositories.tables import IDENTIFIERS, IDENTITIES, AnyRow
 
-_FIND_IDENTITY = select(ChannelIdentity).where(
-    ChannelIdentity.channel == bindparam("channel"),
-    ChannelIdentity.external_id == bindparam("external_id"),
+# Plain rows of the table, not ORM objects: every message reads its identity twice.
+_FIND_IDENTITY = select(IDENTITIES).where(
+    IDENTITIES.c.channel == bindparam("channel"),
+    IDENTITIES.c.external_id == bindparam("external_id"),
+)
+_IDENTITY_BY_ID = select(IDENTITIES).where(IDENTITIES.c.id == bindparam("identity_id"))
+_FIND_IDENTITIES = select(IDENTITIES).where(
+    tuple_(IDENTITIES.c.channel, IDENTITIES.c.external_id).in_(bindparam("keys", expanding=True))
+)
+_OWNERS_OF_MANY = (
+    select(IDENTIFIERS)
+    .where(
+        tuple_(IDENTIFIERS.c.kind, IDENTIFIERS.c.value).in_(
+            bindparam("identifiers", expanding=True)
+        )
+    )
+    .order_by(IDENTIFIERS.c.id)
 )
 _OWNERS = (
     select(CustomerIdentifier)
@@ -49,7 +64,8 @@ def customer_record(row: Customer) -> CustomerRecord:
     )
 
 
-def identity_record(row: ChannelIdentity) -> ChannelIdentityRecord:
+def identity_record(row: ChannelIdentity | AnyRow) -> ChannelIdentityRecord:
+    """From an ORM row, or a Core row of the identities table (the same attribute names)."""
     return ChannelIdentityRecord(
         id=row.id,
         channel=row.channel,
@@ -61,7 +77,7 @@ def identity_record(row: ChannelIdentity) -> ChannelIdentityRecord:
     )
 
 
-def identifier_record(row: CustomerIdentifier) -> IdentifierRecord:
+def identifier_record(row: CustomerIdentifier | AnyRow) -> IdentifierRecord:
     return IdentifierRecord(
         id=row.id,
         customer_id=row.customer_id,
@@ -136,8 +152,21 @@ async def surviving_customer(session: AsyncSession, customer_id: str) -> str | N
 async def find_identity(
     session: AsyncSession, channel: str, external_id: str
 ) -> ChannelIdentityRecord | None:
-    row = await session.scalar(_FIND_IDENTITY, {"channel": channel, "external_id": external_id})
+    params = {"channel": channel, "external_id": external_id}
+    row = (await session.execute(_FIND_IDENTITY, params)).first()
     return identity_record(row) if row else None
+
+
+async def find_identities(
+    session: AsyncSession, keys: Iterable[tuple[str, str]]
+) -> dict[tuple[str, str], ChannelIdentityRecord]:
+    """`find_identity` for several (channel, external id) keys in one statement; the keys
+    without an identity are left out."""
+    wanted = sorted(set(keys))
+    if not wanted:
+        return {}
+    rows = await session.execute(_FIND_IDENTITIES, {"keys": wanted})
+    return {(row.channel, row.external_id): identity_record(row) for row in rows}
 
 
 async def create_identity(
@@ -184,7 +213,7 @@ async def update_identity(
 
 
 async def identity_by_id(session: AsyncSession, identity_id: str) -> ChannelIdentityRecord:
-    row = await session.get(ChannelIdentity, identity_id)
+    row = (await session.execute(_IDENTITY_BY_ID, {"identity_id": identity_id})).first()
     if row is None:
         raise RecordNotFound(f"identity {identity_id} not found")
     return identity_record(row)
@@ -257,6 +286,20 @@ async def owners_of_identifier(
     """Who already holds this identifier (across customers): the input to linking."""
     rows = await session.scalars(_OWNERS, {"kind": kind, "value": value})
     return [identifier_record(row) for row in rows]
+
+
+async def owners_of_identifiers(
+    session: AsyncSession, identifiers: Iterable[tuple[str, str]]
+) -> dict[tuple[str, str], list[IdentifierRecord]]:
+    """`owners_of_identifier` for several (kind, value) pairs in one statement; an identifier
+    nobody holds is left out."""
+    wanted = sorted(set(identifiers))
+    if not wanted:
+        return {}
+    owners: dict[tuple[str, str], list[IdentifierRecord]] = {}
+    for row in await session.execute(_OWNERS_OF_MANY, {"identifiers": wanted}):
+        owners.setdefault((row.kind, row.value), []).append(identifier_record(row))
+    return owners
 
 
 async def identifier_counts(

@@ -2,28 +2,46 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 
-from sqlalchemy import bindparam, case, select, update
+from sqlalchemy import bindparam, case, select, tuple_, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from gateway.runtime.clock import utcnow
 from gateway.storage.errors import RecordNotFound, require_customer
 from gateway.storage.models import Episode
 from gateway.storage.records import EpisodeRecord
-from gateway.storage.repositories.tables import EPISODES
+from gateway.storage.repositories.tables import EPISODES, AnyRow
 
+# Plain rows of the table, not ORM objects: every message reads its episode, every answer
+# all of the customer's.
 _OPEN = (
-    select(Episode)
+    select(EPISODES)
     .where(
-        Episode.customer_id == bindparam("customer_id"),
-        Episode.channel == bindparam("channel"),
-        Episode.status == "open",
+        EPISODES.c.customer_id == bindparam("customer_id"),
+        EPISODES.c.channel == bindparam("channel"),
+        EPISODES.c.status == "open",
     )
-    .order_by(Episode.last_message_at.desc())
+    .order_by(EPISODES.c.last_message_at.desc())
     .limit(1)
 )
-_OPEN_OF_IDENTITY = _OPEN.where(Episode.identity_id == bindparam("identity_id"))
+_OPEN_OF_IDENTITY = _OPEN.where(EPISODES.c.identity_id == bindparam("identity_id"))
+_OPEN_OF_MANY = (
+    select(EPISODES)
+    .where(
+        EPISODES.c.status == "open",
+        tuple_(EPISODES.c.customer_id, EPISODES.c.channel, EPISODES.c.identity_id).in_(
+            bindparam("keys", expanding=True)
+        ),
+    )
+    .order_by(EPISODES.c.last_message_at.desc())
+)
+_OF_CUSTOMER = (
+    select(EPISODES)
+    .where(EPISODES.c.customer_id == bindparam("customer_id"))
+    .order_by(EPISODES.c.started_at, EPISODES.c.id)
+)
 _AT = bindparam("at", type_=EPISODES.c.last_message_at.type)
 _RECORD_MESSAGE = (
     EPISODES.update()
@@ -37,7 +55,8 @@ _RECORD_MESSAGE = (
 )
 
 
-def episode_record(row: Episode) -> EpisodeRecord:
+def episode_record(row: Episode | AnyRow) -> EpisodeRecord:
+    """From an ORM row, or a Core row of the episodes table (the same attribute names)."""
     return EpisodeRecord(
         id=row.id,
         customer_id=row.customer_id,
@@ -51,6 +70,7 @@ def episode_record(row: Episode) -> EpisodeRecord:
         started_at=row.started_at,
         last_message_at=row.last_message_at,
         ended_at=row.ended_at,
+        token_total=row.token_total,
     )
 
 
@@ -101,10 +121,10 @@ async def episode_by_external_ref(session: AsyncSession, external_ref: str) -> E
 async def lock_episode(session: AsyncSession, episode_id: str) -> EpisodeRecord | None:
     """Read the episode and, on PostgreSQL, lock its row until the commit, so that work on one
     episode (its compactions) runs one at a time; SQLite transactions are already exclusive."""
-    query = select(Episode).where(Episode.id == episode_id)
+    query = select(EPISODES).where(EPISODES.c.id == episode_id)
     if session.bind is not None and session.bind.dialect.name == "postgresql":
         query = query.with_for_update()
-    row = await session.scalar(query)
+    row = (await session.execute(query)).first()
     return episode_record(row) if row else None
 
 
@@ -127,8 +147,22 @@ async def latest_open_episode(
     query = _OPEN
     if identity_id is not None:
         query, params["identity_id"] = _OPEN_OF_IDENTITY, identity_id
-    row = await session.scalar(query, params)
+    row = (await session.execute(query, params)).first()
     return episode_record(row) if row else None
+
+
+async def latest_open_episodes(
+    session: AsyncSession, keys: Iterable[tuple[str, str, str]]
+) -> dict[tuple[str, str, str], EpisodeRecord]:
+    """`latest_open_episode` for several (customer, channel, identity) keys in one statement;
+    a key without an open episode is left out."""
+    wanted = sorted(set(keys))
+    if not wanted:
+        return {}
+    found: dict[tuple[str, str, str], EpisodeRecord] = {}
+    for row in await session.execute(_OPEN_OF_MANY, {"keys": wanted}):
+        found.setdefault((row.customer_id, row.channel, row.identity_id), episode_record(row))
+    return found
 
 
 async def touch_episode(session: AsyncSession, episode_id: str, at: datetime) -> None:
@@ -148,6 +182,20 @@ async def record_message(
     await session.execute(_RECORD_MESSAGE, {"episode_id": episode_id, "tokens": tokens, "at": at})
 
 
+async def record_messages(session: AsyncSession, added: Mapping[str, tuple[datetime, int]]) -> None:
+    """`record_message` for several episodes at once: {episode id: (newest message time, tokens
+    added)}. The rows are updated in id order, so two writers never lock them in opposite
+    orders; run it last in the transaction, as `record_message`."""
+    if added:
+        await session.execute(
+            _RECORD_MESSAGE,
+            [
+                {"episode_id": episode_id, "at": at, "tokens": tokens}
+                for episode_id, (at, tokens) in sorted(added.items())
+            ],
+        )
+
+
 async def close_episode(session: AsyncSession, episode_id: str, at: datetime | None = None) -> None:
     row = await session.get(Episode, episode_id)
     if row is None:
@@ -157,9 +205,6 @@ async def close_episode(session: AsyncSession, episode_id: str, at: datetime | N
 
 
 async def list_episodes(session: AsyncSession, customer_id: str) -> list[EpisodeRecord]:
-    rows = await session.scalars(
-        select(Episode)
-        .where(Episode.customer_id == require_customer(customer_id))
-        .order_by(Episode.started_at, Episode.id)
-    )
+    """The customer's episodes, oldest first (read as plain rows: every answer reads them)."""
+    rows = await session.execute(_OF_CUSTOMER, {"customer_id": require_customer(customer_id)})
     return [episode_record(row) for row in rows]

@@ -11,19 +11,22 @@ from gateway.runtime.clock import utcnow
 from gateway.storage.errors import InvalidFactSource, RecordNotFound, require_customer
 from gateway.storage.models import Fact, Message
 from gateway.storage.records import FactRecord, NewFact
+from gateway.storage.repositories.tables import FACTS, AnyRow
 
-_CURRENT = select(Fact).where(
-    Fact.customer_id == bindparam("customer_id"),
-    Fact.superseded_by.is_(None),
-    Fact.retracted.is_(False),
+# Facts in force, as plain rows of the table (every answer reads them).
+_CURRENT = select(FACTS).where(
+    FACTS.c.customer_id == bindparam("customer_id"),
+    FACTS.c.superseded_by.is_(None),
+    FACTS.c.retracted.is_(False),
 )
-_CURRENT_ALL = _CURRENT.order_by(Fact.key, Fact.id)
-_CURRENT_IN_SCOPES = _CURRENT.where(Fact.scope.in_(bindparam("scopes", expanding=True))).order_by(
-    Fact.key, Fact.id
-)
+_CURRENT_ALL = _CURRENT.order_by(FACTS.c.key, FACTS.c.id)
+_CURRENT_IN_SCOPES = _CURRENT.where(
+    FACTS.c.scope.in_(bindparam("scopes", expanding=True))
+).order_by(FACTS.c.key, FACTS.c.id)
 
 
-def fact_record(row: Fact) -> FactRecord:
+def fact_record(row: Fact | AnyRow) -> FactRecord:
+    """From an ORM row, or a Core row of the facts table (the same attribute names)."""
     raw_tags = row.tags.get("tags", []) if isinstance(row.tags, dict) else []
     return FactRecord(
         id=row.id,
@@ -145,7 +148,7 @@ async def current_facts(
     query = _CURRENT_ALL
     if scopes is not None:
         query, params["scopes"] = _CURRENT_IN_SCOPES, list(scopes)
-    rows = await session.scalars(query, params)
+    rows = await session.execute(query, params)
     return [fact_record(row) for row in rows]
 
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 
-from sqlalchemy import bindparam, func, select
+from sqlalchemy import bindparam, func, select, tuple_
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -13,8 +13,15 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from gateway.runtime.clock import utcnow
 from gateway.storage.errors import DuplicateMessage, RecordNotFound, require_customer
 from gateway.storage.models import Episode, Message
-from gateway.storage.records import CANNED, MessageRecord, NewMessage, SenderSnapshot, TurnLine
-from gateway.storage.repositories.tables import EPISODES, MESSAGES
+from gateway.storage.records import (
+    CANNED,
+    MessageRecord,
+    NewMessage,
+    SenderSnapshot,
+    TurnLine,
+    WindowLine,
+)
+from gateway.storage.repositories.tables import EPISODES, MESSAGES, AnyRow
 
 # A repeated (channel, provider id) inserts nothing and returns no id.
 _INSERT = {
@@ -23,19 +30,57 @@ _INSERT = {
     .returning(MESSAGES.c.id)
     for name, insert in (("postgresql", pg_insert), ("sqlite", sqlite_insert))
 }
-_GET = select(Message).where(
-    Message.customer_id == bindparam("customer_id"), Message.id == bindparam("message_id")
+# Plain rows of the table, not ORM objects: the answer path reads a message per reply.
+# Several rows in one statement, the ids returned (and assigned) in the rows' order.
+_INSERT_MANY = MESSAGES.insert().returning(MESSAGES.c.id, sort_by_parameter_order=True)
+_BY_PROVIDER_IDS = select(MESSAGES).where(
+    tuple_(MESSAGES.c.channel, MESSAGES.c.provider_message_id).in_(
+        bindparam("keys", expanding=True)
+    )
 )
-_EPISODE = select(Message).where(
-    Message.customer_id == bindparam("customer_id"), Message.episode_id == bindparam("episode_id")
+_GET = select(MESSAGES).where(
+    MESSAGES.c.customer_id == bindparam("customer_id"), MESSAGES.c.id == bindparam("message_id")
 )
-# recent_messages by (after_id given, before_id given)
+_BY_PROVIDER_ID = select(MESSAGES).where(
+    MESSAGES.c.channel == bindparam("channel"),
+    MESSAGES.c.provider_message_id == bindparam("provider_id"),
+)
+_EPISODE = select(MESSAGES).where(
+    MESSAGES.c.customer_id == bindparam("customer_id"),
+    MESSAGES.c.episode_id == bindparam("episode_id"),
+)
+# recent_messages by (after_id given, before_id given); plain rows (every compaction reads them)
 _RECENT = {
     (after, before): _EPISODE.where(
-        *([Message.id > bindparam("after_id")] if after else []),
-        *([Message.id < bindparam("before_id")] if before else []),
+        *([MESSAGES.c.id > bindparam("after_id")] if after else []),
+        *([MESSAGES.c.id < bindparam("before_id")] if before else []),
     )
-    .order_by(Message.id.desc())
+    .order_by(MESSAGES.c.id.desc())
+    .limit(bindparam("limit"))
+    for after in (False, True)
+    for before in (False, True)
+}
+# In `WindowLine`'s field order.
+_LINE_COLUMNS = (
+    MESSAGES.c.id,
+    MESSAGES.c.role,
+    MESSAGES.c.text,
+    MESSAGES.c.token_count,
+    MESSAGES.c.channel,
+    MESSAGES.c.created_at,
+    MESSAGES.c.transcript_confidence,
+    MESSAGES.c.supersedes_id,
+)
+# window_lines by (after_id given, before_id given)
+_LINES = {
+    (after, before): select(*_LINE_COLUMNS)
+    .where(
+        MESSAGES.c.customer_id == bindparam("customer_id"),
+        MESSAGES.c.episode_id == bindparam("episode_id"),
+        *([MESSAGES.c.id > bindparam("after_id")] if after else []),
+        *([MESSAGES.c.id < bindparam("before_id")] if before else []),
+    )
+    .order_by(MESSAGES.c.id.desc())
     .limit(bindparam("limit"))
     for after in (False, True)
     for before in (False, True)
@@ -57,7 +102,8 @@ _ADD_TOKENS = (
 )
 
 
-def message_record(row: Message) -> MessageRecord:
+def message_record(row: Message | AnyRow) -> MessageRecord:
+    """From an ORM row, or a Core row of the messages table (the same attribute names)."""
     return MessageRecord(
         id=row.id,
         customer_id=row.customer_id,
@@ -106,20 +152,12 @@ def _sender_of(extra: dict[str, Any] | None) -> SenderSnapshot | None:
     )
 
 
-async def append_message(
-    session: AsyncSession, new: NewMessage, *, add_to_episode: bool = True
-) -> MessageRecord:
-    """Insert one raw message in one statement. A repeated (channel, provider id) raises
-    `DuplicateMessage` and leaves the caller's transaction usable (the insert does nothing on
-    that conflict, so no savepoint is needed). `add_to_episode=False` when the caller adds the
-    token count to the episode itself (`episodes.record_message`)."""
+def _row_values(new: NewMessage) -> dict[str, Any]:
+    """The row `new` is stored as (created now unless it says when)."""
     if new.token_count < 0:
         raise ValueError("token_count must be computed before storing")
-    created_at = new.created_at or utcnow()
-    customer_id = require_customer(new.customer_id)
-    extra = _with_sender(new.extra, new.sender)
-    values = {
-        "customer_id": customer_id,
+    return {
+        "customer_id": require_customer(new.customer_id),
         "episode_id": new.episode_id,
         "identity_id": new.identity_id,
         "channel": new.channel,
@@ -130,22 +168,18 @@ async def append_message(
         "transcript_confidence": new.transcript_confidence,
         "words": new.words,
         "media": new.media,
-        "extra": extra,
+        "extra": _with_sender(new.extra, new.sender),
         "redacted": new.redacted,
         "supersedes_id": new.supersedes_id,
-        "created_at": created_at,
+        "created_at": new.created_at or utcnow(),
         "thread_key": new.thread_key,
     }
-    message_id = await session.scalar(_INSERT[_dialect(session)], values)
-    if message_id is None:
-        raise DuplicateMessage(new.channel, str(new.provider_message_id))
-    if add_to_episode and new.token_count:
-        await session.execute(
-            _ADD_TOKENS, {"episode_id": new.episode_id, "tokens": new.token_count}
-        )
+
+
+def _stored(message_id: int, new: NewMessage, values: dict[str, Any]) -> MessageRecord:
     return MessageRecord(
         id=int(message_id),
-        customer_id=customer_id,
+        customer_id=values["customer_id"],
         episode_id=new.episode_id,
         identity_id=new.identity_id,
         channel=new.channel,
@@ -156,13 +190,47 @@ async def append_message(
         transcript_confidence=new.transcript_confidence,
         redacted=new.redacted,
         supersedes_id=new.supersedes_id,
-        created_at=created_at,
+        created_at=values["created_at"],
         words=new.words,
         media=new.media,
-        extra=extra,
+        extra=values["extra"],
         thread_key=new.thread_key,
         sender=new.sender,
     )
+
+
+async def append_message(
+    session: AsyncSession, new: NewMessage, *, add_to_episode: bool = True
+) -> MessageRecord:
+    """Insert one raw message in one statement. A repeated (channel, provider id) raises
+    `DuplicateMessage` and leaves the caller's transaction usable (the insert does nothing on
+    that conflict, so no savepoint is needed). `add_to_episode=False` when the caller adds the
+    token count to the episode itself (`episodes.record_message`)."""
+    values = _row_values(new)
+    message_id = await session.scalar(_INSERT[_dialect(session)], values)
+    if message_id is None:
+        raise DuplicateMessage(new.channel, str(new.provider_message_id))
+    if add_to_episode and new.token_count:
+        await session.execute(
+            _ADD_TOKENS, {"episode_id": new.episode_id, "tokens": new.token_count}
+        )
+    return _stored(message_id, new, values)
+
+
+async def append_messages(session: AsyncSession, news: Sequence[NewMessage]) -> list[MessageRecord]:
+    """Insert several raw messages in one statement, their ids given in list order (so one
+    chat's messages keep their order). A repeated (channel, provider id) raises the database's
+    `IntegrityError` and spoils the transaction: the caller checks for stored ones first
+    (`find_by_provider_ids`). The caller adds the token counts to the episodes
+    (`episodes.record_messages`)."""
+    if not news:
+        return []
+    rows = [_row_values(new) for new in news]
+    ids = (await session.execute(_INSERT_MANY, rows)).scalars().all()
+    return [
+        _stored(message_id, new, values)
+        for message_id, new, values in zip(ids, news, rows, strict=True)
+    ]
 
 
 def _dialect(session: AsyncSession) -> str:
@@ -173,18 +241,26 @@ def _dialect(session: AsyncSession) -> str:
 async def find_by_provider_id(
     session: AsyncSession, channel: str, provider_message_id: str
 ) -> MessageRecord | None:
-    row = await session.scalar(
-        select(Message).where(
-            Message.channel == channel, Message.provider_message_id == provider_message_id
-        )
-    )
+    params = {"channel": channel, "provider_id": provider_message_id}
+    row = (await session.execute(_BY_PROVIDER_ID, params)).first()
     return message_record(row) if row else None
 
 
+async def find_by_provider_ids(
+    session: AsyncSession, keys: Iterable[tuple[str, str]]
+) -> dict[tuple[str, str], MessageRecord]:
+    """`find_by_provider_id` for several (channel, provider message id) keys in one statement;
+    the keys not stored are left out."""
+    wanted = sorted(set(keys))
+    if not wanted:
+        return {}
+    rows = await session.execute(_BY_PROVIDER_IDS, {"keys": wanted})
+    return {(row.channel, row.provider_message_id): message_record(row) for row in rows}
+
+
 async def get_message(session: AsyncSession, customer_id: str, message_id: int) -> MessageRecord:
-    row = await session.scalar(
-        _GET, {"customer_id": require_customer(customer_id), "message_id": message_id}
-    )
+    params = {"customer_id": require_customer(customer_id), "message_id": message_id}
+    row = (await session.execute(_GET, params)).first()
     if row is None:
         raise RecordNotFound(f"message {message_id} not found")
     return message_record(row)
@@ -211,9 +287,33 @@ async def recent_messages(
         "limit": limit,
     }
     query = _RECENT[(after_id is not None, before_id is not None)]
-    rows = list(await session.scalars(query, params))
+    rows = list(await session.execute(query, params))
     rows.reverse()
     return [message_record(row) for row in rows]
+
+
+async def window_lines(
+    session: AsyncSession,
+    customer_id: str,
+    episode_id: str,
+    *,
+    limit: int,
+    after_id: int | None = None,
+    before_id: int | None = None,
+) -> list[WindowLine]:
+    """`recent_messages` with only the columns a window reads, as plain rows: the newest
+    `limit` messages of an episode between the two ids, oldest first."""
+    params = {
+        "customer_id": require_customer(customer_id),
+        "episode_id": episode_id,
+        "after_id": after_id,
+        "before_id": before_id,
+        "limit": limit,
+    }
+    query = _LINES[(after_id is not None, before_id is not None)]
+    rows = list(await session.execute(query, params))
+    rows.reverse()
+    return [WindowLine(*row) for row in rows]
 
 
 async def episode_messages(

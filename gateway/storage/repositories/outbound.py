@@ -2,17 +2,44 @@
 
 from __future__ import annotations
 
-from sqlalchemy import bindparam, select, update
+from collections.abc import Callable
+from typing import Any
+
+from sqlalchemy import Table, bindparam, select, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from gateway.runtime.clock import utcnow
 from gateway.storage.models import OutboundMessage
 from gateway.storage.records import OutboundRecord
+from gateway.storage.repositories.tables import table_of
 
 _FIND = select(OutboundMessage).where(
     OutboundMessage.channel == bindparam("channel"),
     OutboundMessage.provider_message_id == bindparam("provider_id"),
 )
+
+
+_OUTBOUND = table_of(OutboundMessage)
+
+
+def _record_part_upsert(insert: Callable[[Table], Any]) -> Any:
+    """Insert the part's row as queued, or join an existing one (a status callback got in
+    first) to its turn and reply, keeping its status."""
+    statement = insert(_OUTBOUND)
+    joined = ("turn_id", "reply_message_id", "part", "updated_at")
+    return statement.on_conflict_do_update(
+        index_elements=["channel", "provider_message_id"],
+        set_={column: statement.excluded[column] for column in joined},
+    )
+
+
+_RECORD_PART = {
+    "postgresql": _record_part_upsert(pg_insert),
+    "sqlite": _record_part_upsert(sqlite_insert),
+}
 
 
 def outbound_record(row: OutboundMessage) -> OutboundRecord:
@@ -87,9 +114,23 @@ async def record_part(
     part: int,
 ) -> None:
     """Join the message's row (inserted as queued unless a status callback got in first) to
-    the turn and reply it was sent for, and its part of a long reply."""
-    row, _ = await _find_or_add(session, channel, provider_id, status="queued")
-    row.turn_id, row.reply_message_id, row.part = turn_id, reply_message_id, part
+    the turn and reply it was sent for, and its part of a long reply: one upsert, which keeps
+    the status a callback already recorded."""
+    dialect = session.bind.dialect.name if session.bind is not None else "sqlite"
+    now = utcnow()
+    await session.execute(
+        _RECORD_PART["postgresql" if dialect == "postgresql" else "sqlite"],
+        {
+            "channel": channel,
+            "provider_message_id": provider_id,
+            "status": "queued",
+            "turn_id": turn_id,
+            "reply_message_id": reply_message_id,
+            "part": part,
+            "created_at": now,
+            "updated_at": now,
+        },
+    )
 
 
 async def set_delivery_status(

@@ -11,23 +11,69 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from gateway.storage.errors import require_customer
 from gateway.storage.models import CompactionTrace, Episode, EpisodeSummary, Message
 from gateway.storage.records import CompactionTraceRecord, SummaryRecord
+from gateway.storage.repositories.tables import EPISODES, SUMMARIES, AnyRow
 
-_OF_EPISODE = select(EpisodeSummary).where(
-    EpisodeSummary.customer_id == bindparam("customer_id"),
-    EpisodeSummary.episode_id == bindparam("episode_id"),
+_OF_EPISODE = select(SUMMARIES).where(
+    SUMMARIES.c.customer_id == bindparam("customer_id"),
+    SUMMARIES.c.episode_id == bindparam("episode_id"),
 )
-_OF_EPISODE_ONLY = select(EpisodeSummary).where(
-    EpisodeSummary.episode_id == bindparam("episode_id")
-)
+_OF_EPISODE_ONLY = select(SUMMARIES).where(SUMMARIES.c.episode_id == bindparam("episode_id"))
 _POINTER = select(EpisodeSummary.last_message_id).where(
     EpisodeSummary.episode_id == bindparam("episode_id")
 )
 
 
-def summary_record(row: EpisodeSummary, episode: Episode | None = None) -> SummaryRecord:
+# A customer's summaries with their episodes' periods, most recent episode first, as plain rows
+# (every answer reads them).
+_WITH_PERIOD_BASE = (
+    select(
+        SUMMARIES.c.episode_id,
+        SUMMARIES.c.customer_id,
+        SUMMARIES.c.summary,
+        SUMMARIES.c.last_message_id,
+        SUMMARIES.c.origin_channel,
+        SUMMARIES.c.transcript_confidence,
+        SUMMARIES.c.token_count,
+        SUMMARIES.c.updated_at,
+        SUMMARIES.c.sentences,
+        EPISODES.c.started_at,
+        EPISODES.c.ended_at,
+        EPISODES.c.last_message_at,
+    )
+    .join(EPISODES, EPISODES.c.id == SUMMARIES.c.episode_id)
+    .where(SUMMARIES.c.customer_id == bindparam("customer_id"))
+)
+_RECENT_FIRST = (EPISODES.c.last_message_at.desc(), EPISODES.c.id)
+_WITH_PERIOD = _WITH_PERIOD_BASE.order_by(*_RECENT_FIRST).limit(bindparam("limit"))
+_WITH_PERIOD_EXCEPT = (
+    _WITH_PERIOD_BASE.where(SUMMARIES.c.episode_id != bindparam("exclude"))
+    .order_by(*_RECENT_FIRST)
+    .limit(bindparam("limit"))
+)
+
+
+def summary_record(row: EpisodeSummary | AnyRow, episode: Episode | None = None) -> SummaryRecord:
+    """From an ORM row, or a Core row of the summaries table (the same attribute names)."""
     return SummaryRecord(
         period_start=episode.started_at if episode else None,
         period_end=(episode.ended_at or episode.last_message_at) if episode else None,
+        sentences=tuple(item for item in (row.sentences or []) if isinstance(item, dict)),
+        episode_id=row.episode_id,
+        customer_id=row.customer_id,
+        summary=row.summary,
+        last_message_id=row.last_message_id,
+        origin_channel=row.origin_channel,
+        transcript_confidence=row.transcript_confidence,
+        token_count=row.token_count,
+        updated_at=row.updated_at,
+    )
+
+
+def _period_summary(row: AnyRow) -> SummaryRecord:
+    """From a `_WITH_PERIOD` row: the summary's columns and its episode's period."""
+    return SummaryRecord(
+        period_start=row.started_at,
+        period_end=row.ended_at or row.last_message_at,
         sentences=tuple(item for item in (row.sentences or []) if isinstance(item, dict)),
         episode_id=row.episode_id,
         customer_id=row.customer_id,
@@ -84,9 +130,8 @@ async def save_summary(
 async def episode_summary(
     session: AsyncSession, customer_id: str, episode_id: str
 ) -> SummaryRecord | None:
-    row = await session.scalar(
-        _OF_EPISODE, {"customer_id": require_customer(customer_id), "episode_id": episode_id}
-    )
+    params = {"customer_id": require_customer(customer_id), "episode_id": episode_id}
+    row = (await session.execute(_OF_EPISODE, params)).first()
     return summary_record(row) if row else None
 
 
@@ -95,17 +140,12 @@ async def customer_summaries(
 ) -> list[SummaryRecord]:
     """Summaries of the customer's episodes on any channel, with each episode's period,
     most recent episode first."""
-    query = (
-        select(EpisodeSummary, Episode)
-        .join(Episode, Episode.id == EpisodeSummary.episode_id)
-        .where(EpisodeSummary.customer_id == require_customer(customer_id))
-    )
+    params: dict[str, object] = {"customer_id": require_customer(customer_id), "limit": limit}
+    query = _WITH_PERIOD
     if exclude_episode is not None:
-        query = query.where(EpisodeSummary.episode_id != exclude_episode)
-    rows = await session.execute(
-        query.order_by(Episode.last_message_at.desc(), Episode.id).limit(limit)
-    )
-    return [summary_record(summary, episode) for summary, episode in rows]
+        query, params["exclude"] = _WITH_PERIOD_EXCEPT, exclude_episode
+    rows = await session.execute(query, params)
+    return [_period_summary(row) for row in rows]
 
 
 async def drop_episode_summary(session: AsyncSession, episode_id: str) -> None:
@@ -146,7 +186,7 @@ async def owed_final_summary(
 async def summary_of_locked_episode(session: AsyncSession, episode_id: str) -> SummaryRecord | None:
     """The summary of an episode the caller read (and locked) in this transaction, found by
     the episode alone: the episode row is the scope (compaction works per episode)."""
-    row = await session.scalar(_OF_EPISODE_ONLY, {"episode_id": episode_id})
+    row = (await session.execute(_OF_EPISODE_ONLY, {"episode_id": episode_id})).first()
     return summary_record(row) if row else None
 
 

@@ -7,7 +7,9 @@ with bind parameters, written against the tables (no ORM bulk-insert machinery p
 
 from __future__ import annotations
 
-from sqlalchemy import Table
+from typing import Any, TypeAlias
+
+from sqlalchemy import Row, Table
 
 from gateway.storage.models import (
     Base,
@@ -15,10 +17,15 @@ from gateway.storage.models import (
     ConversationFence,
     CustomerIdentifier,
     Episode,
+    EpisodeSummary,
+    Fact,
     InboxMessage,
     Message,
     TurnRow,
 )
+
+# A Core result row of any columns; its attributes are the column names (as on the ORM class).
+AnyRow: TypeAlias = Row[*tuple[Any, ...]]
 
 
 def table_of(model: type[Base]) -> Table:
@@ -31,6 +38,8 @@ def table_of(model: type[Base]) -> Table:
 IDENTITIES = table_of(ChannelIdentity)
 IDENTIFIERS = table_of(CustomerIdentifier)
 EPISODES = table_of(Episode)
+SUMMARIES = table_of(EpisodeSummary)
+FACTS = table_of(Fact)
 MESSAGES = table_of(Message)
 TURNS = table_of(TurnRow)
 FENCES = table_of(ConversationFence)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from collections.abc import Sequence
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import and_, bindparam, or_, select, update
@@ -13,14 +14,17 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from gateway.runtime.clock import utcnow
 from gateway.storage.errors import RecordNotFound
 from gateway.storage.models import ConversationFence, TurnRow
-from gateway.storage.records import TurnRecord
-from gateway.storage.repositories.tables import FENCES, TURNS
+from gateway.storage.records import NewTurn, TurnRecord
+from gateway.storage.repositories.tables import FENCES, TURNS, AnyRow
 
 _INSERT = TURNS.insert().returning(TURNS.c.id)
+_INSERT_MANY = TURNS.insert().returning(TURNS.c.id, sort_by_parameter_order=True)
+# Plain rows of the table, not ORM objects: the answer path reads and writes a turn several
+# times per reply.
 _NEXT_PENDING = (
-    select(TurnRow)
-    .where(TurnRow.conversation_key == bindparam("key"), TurnRow.status == "pending")
-    .order_by(TurnRow.inbound_message_id)
+    select(TURNS)
+    .where(TURNS.c.conversation_key == bindparam("key"), TURNS.c.status == "pending")
+    .order_by(TURNS.c.inbound_message_id)
     .limit(1)
 )
 _FENCE = select(FENCES.c.fence).where(FENCES.c.conversation_key == bindparam("key"))
@@ -31,7 +35,8 @@ _RAISE_FENCE = (
 )
 
 
-def turn_record(row: TurnRow) -> TurnRecord:
+def turn_record(row: TurnRow | AnyRow) -> TurnRecord:
+    """From an ORM row, or a Core row of the turns table (the same attribute names)."""
     return TurnRecord(
         id=row.id,
         inbound_message_id=row.inbound_message_id,
@@ -62,25 +67,40 @@ async def create_turn(
     conversation_key: str,
 ) -> TurnRecord:
     """A pending turn for a stored inbound message (one INSERT … RETURNING)."""
+    new = NewTurn(inbound_message_id, customer_id, episode_id, conversation_key)
     now = utcnow()
-    inserted = await session.execute(
-        _INSERT,
-        {
-            "inbound_message_id": inbound_message_id,
-            "customer_id": customer_id,
-            "episode_id": episode_id,
-            "conversation_key": conversation_key,
-            "status": "pending",
-            "created_at": now,
-            "updated_at": now,
-        },
-    )
+    inserted = await session.execute(_INSERT, _turn_values(new, now))
+    return _pending(int(inserted.scalar_one()), new)
+
+
+async def create_turns(session: AsyncSession, news: Sequence[NewTurn]) -> list[TurnRecord]:
+    """`create_turn` for several messages in one statement, ids in list order."""
+    if not news:
+        return []
+    now = utcnow()
+    ids = (await session.execute(_INSERT_MANY, [_turn_values(new, now) for new in news])).scalars()
+    return [_pending(int(turn_id), new) for turn_id, new in zip(ids.all(), news, strict=True)]
+
+
+def _turn_values(new: NewTurn, now: datetime) -> dict[str, Any]:
+    return {
+        "inbound_message_id": new.inbound_message_id,
+        "customer_id": new.customer_id,
+        "episode_id": new.episode_id,
+        "conversation_key": new.conversation_key,
+        "status": "pending",
+        "created_at": now,
+        "updated_at": now,
+    }
+
+
+def _pending(turn_id: int, new: NewTurn) -> TurnRecord:
     return TurnRecord(
-        id=int(inserted.scalar_one()),
-        inbound_message_id=inbound_message_id,
-        customer_id=customer_id,
-        episode_id=episode_id,
-        conversation_key=conversation_key,
+        id=turn_id,
+        inbound_message_id=new.inbound_message_id,
+        customer_id=new.customer_id,
+        episode_id=new.episode_id,
+        conversation_key=new.conversation_key,
         status="pending",
         reply_message_id=None,
         provider=None,
@@ -105,7 +125,7 @@ async def turn_for_message(session: AsyncSession, inbound_message_id: int) -> Tu
 
 async def next_pending(session: AsyncSession, conversation_key: str) -> TurnRecord | None:
     """The oldest unanswered turn of a conversation (arrival order = message id order)."""
-    row = await session.scalar(_NEXT_PENDING, {"key": conversation_key})
+    row = (await session.execute(_NEXT_PENDING, {"key": conversation_key})).first()
     return turn_record(row) if row else None
 
 
@@ -170,13 +190,11 @@ async def claim_delivery(session: AsyncSession, turn_id: int, lease: timedelta) 
 
 async def finish_turn(session: AsyncSession, turn_id: int, **fields: Any) -> TurnRecord:
     """Set `fields` on the turn in one UPDATE … RETURNING."""
-    row = await session.scalar(
-        update(TurnRow)
-        .where(TurnRow.id == turn_id)
-        .values(**fields)
-        .returning(TurnRow)
-        .execution_options(populate_existing=True)
-    )
+    row = (
+        await session.execute(
+            TURNS.update().where(TURNS.c.id == turn_id).values(**fields).returning(*TURNS.c)
+        )
+    ).first()
     if row is None:
         raise RecordNotFound(f"turn {turn_id} not found")
     return turn_record(row)
