@@ -1,8 +1,8 @@
 """`relaydesk compaction rebuild`: redo a customer's memory from the raw messages.
 
 Summaries are dropped and recomputed episode by episode, oldest first; facts learned by
-compaction are retracted and learned again (the old rows stay as history). Pinned facts (an
-operator's decision) are kept.
+compaction or from each message are retracted and learned again, each typed message's first
+(the old rows stay as history). Pinned facts (an operator's decision) are kept.
 """
 
 from __future__ import annotations
@@ -11,10 +11,12 @@ from dataclasses import dataclass
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from gateway.memory.message_facts import store_message_facts
 from gateway.memory.queue import CompactionJob
+from gateway.memory.service import TRANSCRIPT_CHANNELS
 from gateway.memory.worker import MemoryWorker
 from gateway.storage.errors import require_customer
-from gateway.storage.repositories import episodes, facts, summaries
+from gateway.storage.repositories import episodes, facts, messages, summaries
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +36,12 @@ async def rebuild_customer(
         found = await episodes.list_episodes(session, customer_id)
     compacted = written = 0
     for episode in found:
+        if episode.channel not in TRANSCRIPT_CHANNELS:
+            # What each typed message gave when it arrived, in order (a call's facts come from
+            # its compaction, which knows its transcript versions).
+            async with sessions.begin() as session:
+                for message in await messages.episode_messages(session, customer_id, episode.id):
+                    written += await store_message_facts(session, message, message.text)
         reason = "closed" if episode.status == "closed" else "rebuild"
         while True:  # an open episode compacts down to its low-water mark in rounds
             outcome = await worker.handle(CompactionJob(customer_id, episode.id, reason))

@@ -31,6 +31,7 @@ from context import (
 )
 from context.episode import episode_demand
 from context.render import FACTS_HEADER, SUMMARIES_HEADER, fact_line, summary_tag
+from context.superseded import without_stale
 from gateway.customers.resolve import ResolvedIdentity
 from gateway.memory.recall import RecallCache, RecallScope, recall_items
 from gateway.memory.summaries import summary_item
@@ -227,13 +228,15 @@ async def _other_episodes(
     facts_unused: int,
     recall_cache: RecallCache | None = None,
     episode_unused: int = 0,
+    stale: Sequence[str] = (),
 ) -> tuple[SummaryItem, ...]:
     """The summaries slice: recall first (the lines of other episodes most relevant to the
     message, each episode's lines tagged with its origin), then the most recent summaries of
     the episodes recall left out, while the slice has room. The room is the summaries slice
     plus what the facts slice leaves unused (a slice's unused budget passes to the next). What
     the current episode will leave unused (known beforehand from `episode_demand`) is offered
-    to recall's most relevant lines as well."""
+    to recall's most relevant lines as well. Lines carrying a value the customer corrected since
+    (`stale`) are left out of both."""
     records = customer.other_summaries(exclude_episode)
     room = (
         budget.slice_budget("summaries")
@@ -259,13 +262,15 @@ async def _other_episodes(
         extra=episode_unused,
         episode_records=customer.episodes,
     )
-    chosen = list(recalled)
-    room -= sum(summary_cost(item, counter) for item in recalled)
     represented = {item.episode_id for item in recalled}
+    chosen = [kept for item in recalled if (kept := without_stale(item, stale, counter))]
+    room -= sum(summary_cost(item, counter) for item in chosen)
     for record in records:  # most recent first
         if record.episode_id in represented:
             continue
-        item = summary_item(record)
+        item = without_stale(summary_item(record), stale, counter)
+        if item is None:
+            continue
         cost = summary_cost(item, counter)
         if cost <= room:
             chosen.append(item)
@@ -333,6 +338,7 @@ async def assemble_context(
     if identity.own_facts_only:
         fact_records = [f for f in fact_records if f.source_identity_id == identity.identity_id]
     fact_items = tuple(_fact(record) for record in fact_records)
+    stale = await facts.stale_values(session, customer_id)
     current_episode = CurrentEpisode(
         id=episode.id if episode else "new",
         channel=channel,
@@ -356,6 +362,7 @@ async def assemble_context(
         _facts_unused(fact_items, budget, counter),
         recall_cache,
         episode_unused,
+        stale,
     )
     anchored: list[AnchoredMessage] = []
     active_campaign = campaign_id or (episode.campaign_id if episode else None)

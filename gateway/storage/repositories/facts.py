@@ -53,7 +53,8 @@ def fact_record(row: Fact | AnyRow) -> FactRecord:
 async def stored_from(
     session: AsyncSession, customer_id: str, message_ids: Collection[int]
 ) -> set[tuple[str, str, int]]:
-    """(key, value, source message) of every fact, current or not, that these messages gave."""
+    """(key, value, source message) of every fact these messages gave that was not retracted
+    (superseded ones included: a later correction stands; a rebuild retracts and rewrites)."""
     customer_id = require_customer(customer_id)
     if not message_ids:
         return set()
@@ -61,6 +62,7 @@ async def stored_from(
         select(Fact.key, Fact.value, Fact.source_message_id).where(
             Fact.customer_id == customer_id,
             Fact.source_message_id.in_(sorted(message_ids)),
+            Fact.retracted.is_(False),
         )
     )
     return {(key, value, int(source)) for key, value, source in rows}
@@ -150,6 +152,21 @@ async def current_facts(
         query, params["scopes"] = _CURRENT_IN_SCOPES, list(scopes)
     rows = await session.execute(query, params)
     return [fact_record(row) for row in rows]
+
+
+async def stale_values(session: AsyncSession, customer_id: str) -> list[str]:
+    """Values the customer's facts no longer hold: superseded or retracted, and not the value
+    of a fact of the same key in force (a value said again later is current, not stale)."""
+    rows = await session.execute(
+        select(Fact.key, Fact.value, Fact.superseded_by, Fact.retracted).where(
+            Fact.customer_id == require_customer(customer_id)
+        )
+    )
+    current: set[tuple[str, str]] = set()
+    old: set[tuple[str, str]] = set()
+    for key, value, superseded_by, retracted in rows:
+        (old if superseded_by is not None or retracted else current).add((key, value))
+    return sorted(value for key, value in old - current)
 
 
 async def fact_history(session: AsyncSession, customer_id: str, key: str) -> list[FactRecord]:

@@ -13,7 +13,12 @@ import jwt
 from aiohttp.test_utils import TestServer
 from sqlalchemy import select
 
+from gateway.keys import COUNTER
+from gateway.memory.queue import InProcessQueue
+from gateway.memory.rebuild import rebuild_customer
+from gateway.memory.worker import MemoryWorker
 from gateway.storage.models import Fact, Message
+from gateway.storage.repositories import facts
 from tests.support.context_api import post_context
 from tests.support.signed_twilio import inbound_params, post_signed
 from tests.support.stack import API_KEY, WEBCHAT_SECRET, Stack, running_stack
@@ -82,32 +87,53 @@ async def test_the_first_message_gives_facts_and_a_correction_supersedes_at_once
 
             # Her web chat, with a token that proves the phone: the facts slice holds the
             # order and the current key, with their source channel.
-            token = jwt.encode(
-                {
-                    "sub": "acct-ana",
-                    "exp": int(time.time()) + 600,
-                    "phone_number": NUMBER,
-                    "phone_number_verified": True,
-                },
-                WEBCHAT_SECRET,
-                algorithm="HS256",
-            )
-            body = await post_context(
-                stack.client,
-                {"Authorization": f"Bearer {API_KEY}"},
-                channel="webchat",
-                external_id="visitor-ana-1",
-                message="Pode fazer o reembolso?",
-                identity_token=token,
-            )
-            assert body["link_level"] == "verified"
-            facts_slice = next(
-                s
-                for s in body["report"]["slices"]
-                if s["name"] == "facts"  # type: ignore[index]
-            )
-            assert facts_slice["used"] > 0
-            system = body["messages"][0]["content"]  # type: ignore[index]
-            assert "4471-XB" in system and "ana.pix@example.com" in system
+            await _assert_web_chat_sees_only_the_current_key(stack)
+
+            # A rebuild from the raw history (summaries and facts anew) keeps it so.
+            worker = MemoryWorker(stack.sessions(), stack.app[COUNTER], InProcessQueue())
+            customer_id = pix[1].customer_id
+            await rebuild_customer(stack.sessions(), worker, customer_id)
+            async with stack.sessions()() as session:
+                kept = await facts.current_facts(session, customer_id)
+            assert {(f.key, f.value) for f in kept} >= {
+                ("order_id", "4471-XB"),
+                ("pix_key", "ana.pix@example.com"),
+            }
+            await _assert_web_chat_sees_only_the_current_key(stack)
     finally:
         await server.close()
+
+
+async def _assert_web_chat_sees_only_the_current_key(stack: Stack) -> None:
+    """Her web chat, with a token that proves the phone: the facts slice holds the order and
+    the current key; nothing from the WhatsApp episode carries the old one."""
+    token = jwt.encode(
+        {
+            "sub": "acct-ana",
+            "exp": int(time.time()) + 600,
+            "phone_number": NUMBER,
+            "phone_number_verified": True,
+        },
+        WEBCHAT_SECRET,
+        algorithm="HS256",
+    )
+    body = await post_context(
+        stack.client,
+        {"Authorization": f"Bearer {API_KEY}"},
+        channel="webchat",
+        external_id="visitor-ana-1",
+        message="Qual chave Pix vocês têm para o reembolso do pedido 4471-XB?",
+        identity_token=token,
+    )
+    assert body["link_level"] == "verified"
+    facts_slice = next(
+        s
+        for s in body["report"]["slices"]
+        if s["name"] == "facts"  # type: ignore[index]
+    )
+    assert facts_slice["used"] > 0
+    system = body["messages"][0]["content"]  # type: ignore[index]
+    assert "4471-XB" in system and "ana.pix@example.com" in system
+    # Recalled lines and summary sentences of the WhatsApp episode that carry the old key are
+    # left out (the recall of "pedido" still brings that episode's other lines).
+    assert "ana.souza@example.com" not in system
