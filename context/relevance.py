@@ -7,6 +7,7 @@ rank a few hundred facts per request without an index; deterministic for identic
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import unicodedata
@@ -100,7 +101,14 @@ def subject_terms(message: str, turns: Sequence[Turn], tags: Sequence[str]) -> t
     """Terms of the current subject: the message, the last few turns and the subject tags."""
     recent = turns[len(turns) - SUBJECT_TURNS :] if len(turns) > SUBJECT_TURNS else turns
     parts = [message, *(turn.text for turn in recent), *tags]
-    return tuple(term for part in parts for term in terms(part[:_SUBJECT_CHARS]))
+    return tuple(term for part in parts for term in _subject_part_terms(part[:_SUBJECT_CHARS]))
+
+
+@functools.lru_cache(maxsize=4096)
+def _subject_part_terms(text: str) -> tuple[str, ...]:
+    """`terms` of a subject part, remembered: consecutive turns of a conversation share most
+    of their subject (the last few turns), and a text's terms never change."""
+    return terms(text)
 
 
 def _fact_terms(fact: FactItem) -> tuple[str, ...]:

@@ -87,7 +87,9 @@ def build_window(request: ContextRequest, budget: Budget, counter: TokenCounter)
     extras.fill(state.allowance - state.used, picks, second_pass=False)
 
     message = fit_text(request.message, None, budget, counter)
-    subject = subject_terms(message.content, episode.turns, request.subject_tags)
+    # The subject ranks facts and summaries only: without either, its terms go unused.
+    ranked = request.facts or request.summaries
+    subject = subject_terms(message.content, episode.turns, request.subject_tags) if ranked else ()
     facts = rank_facts(request.facts, subject, request.subject_tags)
     ledgers["facts"].received = state.close_first_pass()
     fact_pool = Pool(

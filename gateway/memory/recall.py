@@ -191,6 +191,8 @@ async def recall_items(
     if episode_records is None:
         episode_records = await episodes.list_episodes(session, scope.customer_id)
     others = [record for record in episode_records if record.id != exclude_episode]
+    if not others and not summary_records:
+        return ()  # a customer's first episode: nothing to recall, nothing to read
     known = {record.id: _episode(record) for record in others}
     key = (
         scope.customer_id,

@@ -25,6 +25,7 @@ from context.compaction import (
     SummarySentence,
     compact_offline,
     plan_compaction,
+    should_compact,
 )
 from gateway.memory.llm_compactor import CompactionFailed, LLMCompactor, describe
 from gateway.memory.queue import CompactionJob
@@ -175,6 +176,14 @@ async def _load(
         return CompactionOutcome(0, 0, None)
     summary = await summaries.summary_of_locked_episode(session, episode.id)
     pointer = summary.last_message_id if summary else None
+    final = job.reason == "closed" or episode.status == "closed"
+    if not final and not should_compact(
+        await messages.unsummarized_tokens(session, job.customer_id, episode.id, pointer),
+        high_water=settings.threshold_tokens,
+    ):
+        # Not due (a job queued again while an earlier one compacted): what the messages
+        # would be read for — their tokens — is one sum away, an upper bound of the plan's.
+        return CompactionOutcome(0, 0, pointer)
     pending = await messages.recent_messages(
         session,
         job.customer_id,
@@ -194,7 +203,6 @@ async def _load(
         and speech(m.extra)
     ]
     sources = [source_message(m) for m in usable]
-    final = job.reason == "closed" or episode.status == "closed"
     compact_ids = _to_compact(sources, settings, final=final)
     if not compact_ids:
         return CompactionOutcome(0, 0, pointer)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from sqlalchemy import event
-from sqlalchemy.engine import Connection
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.ext.asyncio import (
     AsyncEngine,
     AsyncSession,
@@ -17,26 +19,57 @@ from sqlalchemy.ext.asyncio import (
 # retries), not hold it for asyncpg's default 60 s; the pool wait is bounded the same way.
 CONNECT_TIMEOUT_S = 5.0
 POOL_TIMEOUT_S = 10.0
+# A pooled connection idle longer than this is pinged before use (`_ping_idle_connections`).
+PING_IDLE_S = 1.0
+_RETURNED_AT = "relaydesk_returned_at"
 
 
-def make_engine(url: str, *, echo: bool = False) -> AsyncEngine:
+def make_engine(url: str, *, echo: bool = False, ping_idle_s: float = PING_IDLE_S) -> AsyncEngine:
     """Build an engine; SQLite gets WAL, foreign keys and a busy timeout for concurrent writers."""
     if url.startswith("sqlite"):
         engine = create_async_engine(url, echo=echo, connect_args={"timeout": 30})
         event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
         event.listen(engine.sync_engine, "begin", _sqlite_begin)
         return engine
-    # pool_pre_ping: a pooled connection cut by a database restart is replaced at checkout
-    # instead of failing the request that drew it.
-    return create_async_engine(
+    engine = create_async_engine(
         url,
         echo=echo,
         pool_size=10,
         max_overflow=10,
-        pool_pre_ping=True,
         pool_timeout=POOL_TIMEOUT_S,
         connect_args={"timeout": CONNECT_TIMEOUT_S},
     )
+    _ping_idle_connections(engine.sync_engine, ping_idle_s)
+    return engine
+
+
+def _ping_idle_connections(engine: Engine, idle_s: float) -> None:
+    """A pooled connection cut by a database restart is replaced at checkout instead of
+    failing the request that drew it: one that sat in the pool longer than `idle_s` is pinged
+    first. Not every checkout (`pool_pre_ping`): under load connections go back and out within
+    milliseconds, and the ping's three round trips (BEGIN, a query, ROLLBACK) cost as much as
+    the statements they precede."""
+
+    def returned(dbapi_connection: Any, record: Any) -> None:
+        record.info[_RETURNED_AT] = time.monotonic()
+
+    def checked_out(dbapi_connection: Any, record: Any, proxy: Any) -> None:
+        returned_at = record.info.get(_RETURNED_AT)
+        if returned_at is None or time.monotonic() - returned_at < idle_s:
+            return  # just opened, or just used
+        dialect = engine.dialect
+        try:
+            dialect.do_ping(dbapi_connection)
+        except Exception as exc:
+            if isinstance(exc, dialect.loaded_dbapi.Error) and dialect.is_disconnect(
+                exc, dbapi_connection, None
+            ):
+                # The pool drops this connection and checks out another (a new one if need be).
+                raise DisconnectionError() from exc
+            raise
+
+    event.listen(engine, "checkin", returned)
+    event.listen(engine, "checkout", checked_out)
 
 
 def _sqlite_pragmas(dbapi_connection: Any, connection_record: Any) -> None:

@@ -22,6 +22,7 @@ from tools.bench.ingest import (
     RateResult,
     SideResult,
     _order,
+    chosen_rate,
     sender_numbers,
 )
 
@@ -112,9 +113,9 @@ def test_settled_pace_counts_the_burst_and_its_settling() -> None:
     assert _rate(1000, p99_ms=50.0, settle_s=-1.0).settled_per_s == 0.0  # never settled
 
 
-def test_the_comparison_uses_each_sides_largest_burst_within_target() -> None:
+def test_each_side_reports_its_largest_burst_within_target_and_both_compare_at_one() -> None:
     before = _side(
-        _rate(250, p99_ms=20.0, settle_s=4.0, acked=250), _rate(1000, p99_ms=90.0, settle_s=19.0)
+        _rate(250, p99_ms=20.0, settle_s=1.5, acked=250), _rate(1000, p99_ms=90.0, settle_s=19.0)
     )
     after = _side(
         _rate(250, p99_ms=20.0, settle_s=1.0, acked=250), _rate(1000, p99_ms=150.0, settle_s=4.0)
@@ -129,10 +130,26 @@ def test_the_comparison_uses_each_sides_largest_burst_within_target() -> None:
     # After: 1,000/s missed the p99 target, so its figures are those of 250/s (250 in 2 s).
     assert figures["settled_per_s"] == 125.0
     assert figures["before"]["settled_per_s"] == 50.0  # 1,000 in 1 + 19 s
+    # Side by side, the same burst: 250/s, the largest within target on both sides.
     table = result.table()
-    assert "before | after" in table
+    assert "before | after at 250/s" in table
     settled = next(line for line in table.splitlines() if line.split()[:1] == ["settled/s"])
-    assert settled.split() == ["settled/s", "50.0", "125.0", "2.50"]
+    assert settled.split() == ["settled/s", "100.0", "125.0", "1.25"]
+
+
+def test_with_rounds_a_rate_counts_as_within_target_only_if_it_was_in_every_round() -> None:
+    good = _side(
+        _rate(250, p99_ms=20.0, settle_s=1.0, acked=250), _rate(1000, p99_ms=50.0, settle_s=9.0)
+    )
+    spiked = _side(
+        _rate(250, p99_ms=20.0, settle_s=3.0, acked=250), _rate(1000, p99_ms=120.0, settle_s=9.0)
+    )
+    assert chosen_rate([good]) == 1000
+    assert chosen_rate([good, spiked]) == 250
+    result = IngestResult(
+        runs={AFTER: (good, spiked, good)}, bare=_rate(1000, p99_ms=5.0, settle_s=0.0), seconds=1
+    )
+    assert json.loads(result.json_line())["settled_per_s"] == 125.0  # median of 125, 62.5, 125
 
 
 def test_rounds_alternate_which_side_goes_first_and_senders_are_distinct() -> None:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import and_, bindparam, or_, select, update
+from sqlalchemy import Update, and_, bindparam, or_, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -190,14 +191,27 @@ async def claim_delivery(session: AsyncSession, turn_id: int, lease: timedelta) 
 
 async def finish_turn(session: AsyncSession, turn_id: int, **fields: Any) -> TurnRecord:
     """Set `fields` on the turn in one UPDATE … RETURNING."""
-    row = (
-        await session.execute(
-            TURNS.update().where(TURNS.c.id == turn_id).values(**fields).returning(*TURNS.c)
-        )
-    ).first()
+    params = {f"new_{name}": value for name, value in fields.items()}
+    params["turn_id"] = turn_id
+    row = (await session.execute(_finish_statement(frozenset(fields)), params)).first()
     if row is None:
         raise RecordNotFound(f"turn {turn_id} not found")
     return turn_record(row)
+
+
+@functools.lru_cache(maxsize=64)
+def _finish_statement(names: frozenset[str]) -> Update:
+    """The UPDATE of these columns, built once per set of columns: a reply sets the same few
+    each time, and building and cache-keying a statement costs more than running it."""
+    unknown = names - set(TURNS.c.keys())
+    if unknown:
+        raise ValueError(f"not columns of turns: {sorted(unknown)}")
+    return (
+        TURNS.update()
+        .where(TURNS.c.id == bindparam("turn_id"))
+        .values({name: bindparam(f"new_{name}", type_=TURNS.c[name].type) for name in names})
+        .returning(*TURNS.c)
+    )
 
 
 async def current_fence(session: AsyncSession, conversation_key: str) -> int:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
+from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from gateway.memory.queue import CompactionJob, InProcessQueue
@@ -89,3 +90,24 @@ async def test_open_episode_keeps_recent_turns_and_last_messages(worker: MemoryW
             session, customer_id, episode_id, outcome.pointer
         )
     assert remaining <= 1500 or ids.index(outcome.pointer) >= len(ids) - 9
+
+
+async def test_a_job_that_is_not_due_reads_no_messages(worker: MemoryWorker) -> None:
+    # A job queued again while an earlier one compacted (the answer step queues one per turn
+    # past the high-water mark): one sum of tokens tells it has nothing to do.
+    sessions = worker.sessions
+    async with sessions.begin() as session:
+        customer_id, episode_id, _ = await _conversation(session, _pix_story()[:4])
+    statements: list[str] = []
+
+    def count(conn: object, cursor: object, statement: str, *args: object) -> None:
+        statements.append(" ".join(statement.split()))
+
+    engine = sessions.kw["bind"].sync_engine
+    event.listen(engine, "before_cursor_execute", count)
+    try:
+        outcome = await worker.handle(CompactionJob(customer_id, episode_id))
+    finally:
+        event.remove(engine, "before_cursor_execute", count)
+    assert outcome.compacted == 0
+    assert [s for s in statements if "FROM messages" in s and "sum(" not in s] == []

@@ -1,0 +1,65 @@
+"""The PostgreSQL engine's pool: a connection cut while it sat idle (a database restart) is
+replaced at checkout; one used moments ago is not pinged first."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import pytest
+from sqlalchemy import text
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+from sqlalchemy.pool import NullPool
+
+from gateway.storage.engine import make_engine
+from tests.support.databases import POSTGRES_URL, postgres_reachable, unavailable
+
+_PID = text("SELECT pg_backend_pid()")
+
+
+@pytest.fixture
+async def admin() -> AsyncIterator[AsyncEngine]:
+    why = await postgres_reachable()
+    if why is not None:
+        unavailable("PostgreSQL", why)
+    engine = create_async_engine(POSTGRES_URL, poolclass=NullPool)
+    yield engine
+    await engine.dispose()
+
+
+async def _cut(admin: AsyncEngine, pid: int) -> None:
+    """End the server side of a connection, as a restart does."""
+    async with admin.connect() as connection:
+        await connection.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
+    await asyncio.sleep(0.1)  # the server closes the socket
+
+
+async def test_a_connection_cut_while_idle_is_replaced_at_checkout(admin: AsyncEngine) -> None:
+    engine = make_engine(POSTGRES_URL, ping_idle_s=0.05)
+    try:
+        async with engine.connect() as connection:
+            first = await connection.scalar(_PID)
+        await _cut(admin, int(first))
+        async with engine.connect() as connection:  # idle past 0.05 s: pinged, then replaced
+            second = await connection.scalar(_PID)
+        assert second != first
+    finally:
+        await engine.dispose()
+
+
+async def test_a_connection_used_moments_ago_is_not_pinged(admin: AsyncEngine) -> None:
+    engine = make_engine(POSTGRES_URL, ping_idle_s=60.0)
+    try:
+        async with engine.connect() as connection:
+            first = await connection.scalar(_PID)
+        await _cut(admin, int(first))
+        # No ping within the idle time: the cut shows in the statement (then the pool drops
+        # the connection, and the next checkout opens a new one).
+        with pytest.raises(DBAPIError):
+            async with engine.connect() as connection:
+                await connection.scalar(_PID)
+        async with engine.connect() as connection:
+            assert await connection.scalar(_PID) != first
+    finally:
+        await engine.dispose()
