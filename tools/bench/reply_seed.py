@@ -6,8 +6,9 @@ over eight episodes on four channels, summaries and facts), stored by the same `
 Every timestamp is moved so that the open episode's last message is a minute old — an older one
 would be closed as idle by the first new message. The open episode is summarized as far as
 compaction would have gone with a trigger of `SEED_THRESHOLD` tokens, which leaves about
-2,650-2,900 unsummarized tokens: the first exchanges of the run cross the tenant's threshold
-(3,000), so compaction jobs start at once and come back every few exchanges. `twins` gives the
+2,940-2,990 unsummarized tokens: the customer's first messages of the run cross the tenant's
+threshold (3,000; the offline model's canned replies do not count), so compaction jobs start at
+once. `twins` gives the
 same histories other identities, so both sides of the comparison can live in one database.
 """
 
@@ -27,8 +28,8 @@ from tools.bench.history import SyntheticHistory, count_tokens, make_history
 from tools.bench.populate import populate
 
 HISTORY_SIZE = 600
-SEED_THRESHOLD = 2_900
-SEED_LOW_WATER = 2_700
+SEED_THRESHOLD = 2_990
+SEED_LOW_WATER = 2_940
 LAST_MESSAGE_AGE = timedelta(minutes=1)
 TWIN_OFFSET = 1_000_000
 
