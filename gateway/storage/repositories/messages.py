@@ -385,8 +385,9 @@ async def typed_turns(
     identity_id: str | None = None,
 ) -> list[TurnLine]:
     """The customer's newest `limit` user and assistant turns that were typed (not on
-    `skip_channels`, no transcript confidence), newest first, outside `exclude_episode` and,
-    with `identity_id`, of that identity only. Only the columns recall reads are fetched."""
+    `skip_channels`, no transcript confidence, not canned), newest first, outside
+    `exclude_episode` and, with `identity_id`, of that identity only. Only the columns recall
+    reads are fetched."""
     query = select(
         Message.id,
         Message.episode_id,
@@ -400,6 +401,7 @@ async def typed_turns(
         Message.channel.not_in(sorted(skip_channels)),
         Message.role.in_(("user", "assistant")),
         Message.transcript_confidence.is_(None),
+        Message.extra[CANNED].as_string().is_(None),  # the gateway's own notices are no memory
     )
     if exclude_episode is not None:
         query = query.where(Message.episode_id != exclude_episode)

@@ -7,13 +7,14 @@ from __future__ import annotations
 import uuid
 from pathlib import Path
 
-from sqlalchemy import select
+from sqlalchemy import select, update
 
 from gateway.keys import MEMORY
-from gateway.storage.models import EpisodeSummary, Fact, Message
+from gateway.storage.models import Episode, EpisodeSummary, Fact, Message
 from gateway.storage.records import CANNED, CANNED_OFFLINE
 from gateway.storage.repositories import tenants
-from tests.support.stack import running_stack
+from tests.support.context_api import post_context
+from tests.support.stack import API_KEY, running_stack
 
 QUESTION = (
     "O pedido {n} ainda não chegou; comprei na semana passada, paguei no cartão e o rastreio "
@@ -59,3 +60,31 @@ async def test_offline_replies_are_marked_and_left_out_of_summaries_and_facts(
     sources = {sentence["source_message_id"] for sentence in summary.sentences or []}
     assert sources and not sources & reply_ids
     assert facts and all(fact.source_message_id not in reply_ids for fact in facts)
+
+
+async def test_offline_replies_are_never_recalled_in_another_episode(tmp_path: Path) -> None:
+    async with running_stack("embedded", tmp_path) as stack:
+        visitor = "v" + uuid.uuid4().hex
+        response = await stack.client.post(
+            "/webchat/messages",
+            json={
+                "visitor_id": visitor,
+                "client_message_id": "m1",
+                "text": "O pedido 4471 ainda não chegou, qual o prazo de entrega?",
+            },
+        )
+        assert response.status == 202
+        await stack.idle()
+        # A later conversation of the same visitor (its first episode closed) asks again.
+        async with stack.sessions().begin() as session:
+            await session.execute(update(Episode).values(status="closed"))
+        body = await post_context(
+            stack.client,
+            {"Authorization": f"Bearer {API_KEY}"},
+            channel="webchat",
+            external_id=visitor,
+            message="E o prazo de entrega do pedido 4471?",
+        )
+    system = body["messages"][0]["content"]  # type: ignore[index]
+    assert "qual o prazo de entrega?" in system  # the customer's own line is recalled
+    assert "without a language model" not in system  # the offline notice is not
