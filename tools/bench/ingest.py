@@ -284,10 +284,17 @@ class IngestResult:
 
     def _comparison(self) -> list[str]:
         rounds = len(self.runs[AFTER])
-        rate = chosen_rate([*self.runs[BEFORE], *self.runs[AFTER]])
+        everything = [*self.runs[BEFORE], *self.runs[AFTER]]
+        rate = chosen_rate(everything)
+        within = all(run.at(rate).within_target for run in everything)
+        which = (
+            "the highest rate within target on both sides"
+            if within
+            else "no rate within target on both sides: the highest rate"
+        )
         what = f"medians of {rounds} rounds" if rounds > 1 else "one round each"
         lines = [
-            f"before | after at {rate}/s (the highest rate within target on both sides; {what}):",
+            f"before | after at {rate}/s ({which}; {what}):",
             f"{'':>10} {'before':>9} {'after':>9} {'ratio':>7}",
         ]
         for label, figure, digits in _FIGURES:
