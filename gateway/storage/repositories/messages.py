@@ -279,17 +279,24 @@ async def recent_messages(
 
     Uses the (episode_id, id) index, so the cost follows `limit`, not the history size.
     """
-    params = {
+    params = _range(customer_id, episode_id, limit, after_id, before_id)
+    query = _RECENT[(after_id is not None, before_id is not None)]
+    rows = list(await session.execute(query, params))
+    rows.reverse()
+    return [message_record(row) for row in rows]
+
+
+def _range(
+    customer_id: str, episode_id: str, limit: int, after_id: int | None, before_id: int | None
+) -> dict[str, object]:
+    """The parameters of a read of an episode's newest messages between two ids."""
+    return {
         "customer_id": require_customer(customer_id),
         "episode_id": episode_id,
         "after_id": after_id,
         "before_id": before_id,
         "limit": limit,
     }
-    query = _RECENT[(after_id is not None, before_id is not None)]
-    rows = list(await session.execute(query, params))
-    rows.reverse()
-    return [message_record(row) for row in rows]
 
 
 async def window_lines(
@@ -303,13 +310,7 @@ async def window_lines(
 ) -> list[WindowLine]:
     """`recent_messages` with only the columns a window reads, as plain rows: the newest
     `limit` messages of an episode between the two ids, oldest first."""
-    params = {
-        "customer_id": require_customer(customer_id),
-        "episode_id": episode_id,
-        "after_id": after_id,
-        "before_id": before_id,
-        "limit": limit,
-    }
+    params = _range(customer_id, episode_id, limit, after_id, before_id)
     query = _LINES[(after_id is not None, before_id is not None)]
     rows = list(await session.execute(query, params))
     rows.reverse()

@@ -54,26 +54,22 @@ _WITH_PERIOD_EXCEPT = (
 
 def summary_record(row: EpisodeSummary | AnyRow, episode: Episode | None = None) -> SummaryRecord:
     """From an ORM row, or a Core row of the summaries table (the same attribute names)."""
-    return SummaryRecord(
-        period_start=episode.started_at if episode else None,
-        period_end=(episode.ended_at or episode.last_message_at) if episode else None,
-        sentences=tuple(item for item in (row.sentences or []) if isinstance(item, dict)),
-        episode_id=row.episode_id,
-        customer_id=row.customer_id,
-        summary=row.summary,
-        last_message_id=row.last_message_id,
-        origin_channel=row.origin_channel,
-        transcript_confidence=row.transcript_confidence,
-        token_count=row.token_count,
-        updated_at=row.updated_at,
-    )
+    if episode is None:
+        return _summary(row, None, None)
+    return _summary(row, episode.started_at, episode.ended_at or episode.last_message_at)
 
 
 def _period_summary(row: AnyRow) -> SummaryRecord:
     """From a `_WITH_PERIOD` row: the summary's columns and its episode's period."""
+    return _summary(row, row.started_at, row.ended_at or row.last_message_at)
+
+
+def _summary(
+    row: EpisodeSummary | AnyRow, start: datetime | None, end: datetime | None
+) -> SummaryRecord:
     return SummaryRecord(
-        period_start=row.started_at,
-        period_end=row.ended_at or row.last_message_at,
+        period_start=start,
+        period_end=end,
         sentences=tuple(item for item in (row.sentences or []) if isinstance(item, dict)),
         episode_id=row.episode_id,
         customer_id=row.customer_id,
