@@ -45,18 +45,23 @@ def make_engine(url: str, *, echo: bool = False, ping_idle_s: float = PING_IDLE_
 
 def _ping_idle_connections(engine: Engine, idle_s: float) -> None:
     """A pooled connection cut by a database restart is replaced at checkout instead of
-    failing the request that drew it: one that sat in the pool longer than `idle_s` is pinged
-    first. Not every checkout (`pool_pre_ping`): under load connections go back and out within
-    milliseconds, and the ping's three round trips (BEGIN, a query, ROLLBACK) cost as much as
-    the statements they precede."""
+    failing the request that drew it: one whose socket the server closed is replaced at once,
+    one that sat in the pool longer than `idle_s` is pinged first. Not every checkout pinged
+    (`pool_pre_ping`): under load connections go back and out within milliseconds, and the
+    ping's three round trips (BEGIN, a query, ROLLBACK) cost as much as the statements they
+    precede."""
 
     def returned(dbapi_connection: Any, record: Any) -> None:
         record.info[_RETURNED_AT] = time.monotonic()
 
     def checked_out(dbapi_connection: Any, record: Any, proxy: Any) -> None:
+        is_closed = getattr(proxy.driver_connection, "is_closed", None)
+        if is_closed is not None and is_closed():
+            # The server closed it (a restart): the driver saw the socket end, no round trip.
+            raise DisconnectionError()
         returned_at = record.info.get(_RETURNED_AT)
         if returned_at is None or time.monotonic() - returned_at < idle_s:
-            return  # just opened, or just used
+            return  # just opened, or just used (a cut that left the socket open shows later)
         dialect = engine.dialect
         try:
             dialect.do_ping(dbapi_connection)
