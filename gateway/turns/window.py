@@ -64,6 +64,10 @@ class AssembledContext:
     window: Window
     episode_id: str | None
     dialogue_chars_dropped: int
+    # The stored tokens of the episode's messages after its summary and before the message, as
+    # read for the window (its newest `RECENT_TURNS_LIMIT`): what compaction's trigger sums,
+    # without reading them again.
+    unsummarized_tokens: int = 0
 
 
 def budget_for(settings: TenantSettings, window: int | None = None) -> Budget:
@@ -182,13 +186,21 @@ async def _customer(session: AsyncSession, customer_id: str) -> _Customer:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class _CurrentTurns:
+    turns: tuple[Turn, ...]
+    summary: str | None
+    summary_tokens: int | None
+    unsummarized_tokens: int
+
+
 async def _current_turns(
     session: AsyncSession,
     customer: _Customer,
     customer_id: str,
     episode: EpisodeRecord,
     before_id: int | None,
-) -> tuple[tuple[Turn, ...], str | None, int | None]:
+) -> _CurrentTurns:
     summary = customer.summary_of(episode.id)
     if summary is None and not customer.complete:
         summary = await summaries.episode_summary(session, customer_id, episode.id)
@@ -203,9 +215,12 @@ async def _current_turns(
     # An edited message shows only in its latest version (older versions stay stored).
     replaced = {m.supersedes_id for m in recent if m.supersedes_id is not None}
     turns = tuple(turn for turn in map(_turn, (m for m in recent if m.id not in replaced)) if turn)
-    if summary is None:
-        return turns, None, None
-    return turns, summary.summary, summary.token_count
+    return _CurrentTurns(
+        turns=turns,
+        summary=summary.summary if summary else None,
+        summary_tokens=summary.token_count if summary else None,
+        unsummarized_tokens=sum(m.token_count for m in recent),
+    )
 
 
 def _facts_unused(items: Sequence[FactItem], budget: Budget, counter: TokenCounter) -> int:
@@ -311,6 +326,7 @@ async def assemble_context(
     dropped_chars = 0
     summary_text: str | None = None
     summary_tokens: int | None = None
+    unsummarized = 0
     if dialogue is not None:
         now = utcnow()
         kept, dropped_chars = cut_dialogue(dialogue, budget.max_input_chars)
@@ -327,9 +343,9 @@ async def assemble_context(
             if turn.role in ("user", "assistant")
         )
     elif episode is not None:
-        turns, summary_text, summary_tokens = await _current_turns(
-            session, customer, customer_id, episode, message_id
-        )
+        current = await _current_turns(session, customer, customer_id, episode, message_id)
+        turns, summary_text, summary_tokens = current.turns, current.summary, current.summary_tokens
+        unsummarized = current.unsummarized_tokens
     else:
         turns = ()
 
@@ -391,4 +407,5 @@ async def assemble_context(
         window=build_window(request, budget, counter),
         episode_id=episode.id if episode else None,
         dialogue_chars_dropped=dropped_chars,
+        unsummarized_tokens=unsummarized,
     )

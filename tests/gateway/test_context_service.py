@@ -103,3 +103,46 @@ def test_cut_dialogue_keeps_the_newest_characters() -> None:
     assert [t.content for t in kept] == ["a" * 5, "b" * 10]
     assert dropped == 5
     assert cut_dialogue(turns, 100) == (turns, 0)
+
+
+async def test_the_window_counts_the_episodes_unsummarized_tokens_before_the_message(
+    session: AsyncSession,
+) -> None:
+    owner = await resolve_identity(session, observe(WhatsAppSender("whatsapp:+5511998765432")))
+    episode = await episodes.open_episode(
+        session, customer_id=owner.customer_id, channel="whatsapp", identity_id=owner.identity_id
+    )
+    stored = []
+    for index, (role, text) in enumerate(
+        [("user", "oi"), ("assistant", "olá!"), ("user", "meu pedido atrasou"), ("user", "e aí?")]
+    ):
+        new = NewMessage(
+            owner.customer_id, episode.id, "whatsapp", role, text, 3 + index, owner.identity_id
+        )
+        stored.append(await messages.append_message(session, new))
+    await summaries.save_summary(
+        session,
+        customer_id=owner.customer_id,
+        episode_id=episode.id,
+        summary="Ana said hello.",
+        last_message_id=stored[0].id,
+        origin_channel="whatsapp",
+        token_count=5,
+    )
+    current = stored[-1]
+    assembled = await assemble_context(
+        session,
+        identity=owner,
+        settings=TenantSettings(),
+        counter=COUNTER,
+        message=current.text,
+        episode_id=episode.id,
+        message_id=current.id,
+    )
+    # After the summary's last message, before the current one: what compaction's trigger sums.
+    assert assembled.unsummarized_tokens == 4 + 5
+    assert (
+        assembled.unsummarized_tokens
+        == await messages.unsummarized_tokens(session, owner.customer_id, episode.id, stored[0].id)
+        - current.token_count
+    )
