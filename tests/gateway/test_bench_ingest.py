@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.support.databases import (
     POSTGRES_URL,
     REDIS_URL,
@@ -15,15 +17,20 @@ from tests.support.databases import (
     redis_reachable,
     unavailable,
 )
+from tools.bench.harness import clean_env
 from tools.bench.ingest import (
     AFTER,
     BEFORE,
+    THIS_TREE,
+    IngestBenchError,
     IngestResult,
     RateResult,
     SideResult,
+    _Gateway,
     _order,
     chosen_rate,
     sender_numbers,
+    verify_source,
 )
 
 SCRIPT = Path(sys.executable).with_name("relaydesk")
@@ -161,3 +168,15 @@ def test_rounds_alternate_which_side_goes_first_and_senders_are_distinct() -> No
     assert _order([AFTER, BEFORE], 1) == [AFTER, BEFORE]
     assert _order([AFTER], 1) == [AFTER]
     assert len(set(sender_numbers(500))) == 500
+
+
+async def test_a_side_runs_only_the_gateway_of_its_own_tree(tmp_path: Path) -> None:
+    tree = tmp_path / "tree"
+    (tree / "gateway").mkdir(parents=True)
+    (tree / "gateway" / "__init__.py").write_text("")
+    (tree / "gateway" / "cli.py").write_text("")
+    for gateway in (_Gateway(tree), _Gateway(THIS_TREE)):
+        await verify_source(gateway, clean_env(**gateway.env), tmp_path)
+    gone = _Gateway(tmp_path / "removed")  # a baseline removed meanwhile: not the installed one
+    with pytest.raises(IngestBenchError, match="imports from"):
+        await verify_source(gone, clean_env(**gone.env), tmp_path)

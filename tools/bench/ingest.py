@@ -30,10 +30,13 @@ turns are answered in order, one at a time, so very few senders measure a single
 latency rather than the box's throughput.
 
 Before and after in one run: ``--baseline DIR`` runs the same offered load (same rates, seconds
-and senders) against the gateway of another source tree too — its ``relaydesk migrate`` and
-``relaydesk serve`` run as ``python -m gateway.cli`` with ``PYTHONPATH=DIR`` (a checkout or a
-``git worktree add`` of an older commit; it must read the same ``RELAYDESK_*`` settings), each
-side on a fresh database and its own compaction stream — and prints before | after | ratio.
+and senders) against the gateway of another source tree too — a checkout or a ``git worktree
+add`` of an older commit, which must read the same ``RELAYDESK_*`` settings — each side on a
+fresh database and its own compaction stream, and prints before | after | ratio. Each side's
+``relaydesk migrate`` and ``relaydesk serve`` run as ``python -m gateway.cli`` with
+``PYTHONPATH`` its tree (this module's tree for "after", ``DIR`` for "before"), and a side whose
+``gateway`` would be imported from anywhere else (a removed tree, an installed package) stops
+the run.
 ``--rounds N`` repeats both sides N times, alternating which goes first, and compares medians
 (the box is shared and noisy); a rate is within the p99 target when its median p99 over the
 rounds is, without errors, and the side-by-side table compares the burst of the highest rate
@@ -558,24 +561,57 @@ async def run_ingest_bench(options: IngestOptions, progress: Progress) -> Ingest
         raise IngestBenchError(str(exc)) from exc
 
 
+# The source tree this module belongs to: the "after" side's gateway.
+THIS_TREE = Path(__file__).resolve().parents[2]
+
+
 @dataclass(frozen=True, slots=True)
 class _Gateway:
-    """How to start one side's ``relaydesk``: the command and what its environment adds."""
+    """One side's ``relaydesk``: ``python -m gateway.cli`` with ``PYTHONPATH`` the side's source
+    tree, so its own gateway package is the one imported, whatever this environment has
+    installed (checked before it starts: `verify_source`)."""
 
-    command: list[str]
-    env: dict[str, str]
+    source: Path
+
+    @property
+    def command(self) -> list[str]:
+        return [sys.executable, "-m", "gateway.cli"]
+
+    @property
+    def env(self) -> dict[str, str]:
+        return {"PYTHONPATH": str(self.source)}
 
 
 def _gateways(options: IngestOptions) -> dict[str, _Gateway]:
-    sides = {AFTER: _Gateway(harness.relaydesk_command(), {})}
+    sides = {AFTER: _Gateway(THIS_TREE)}
     if options.baseline is not None:
-        # `python -m`, not the installed script: the baseline's own gateway package is the one
-        # imported, whatever this environment has installed.
-        sides[BEFORE] = _Gateway(
-            [sys.executable, "-m", "gateway.cli"],
-            {"PYTHONPATH": str(options.baseline.resolve())},
-        )
+        sides[BEFORE] = _Gateway(options.baseline.resolve())
     return sides
+
+
+def _helper_env() -> dict[str, str]:
+    """The fake Twilio's and the bare servers' environment: this tree's code."""
+    return clean_env(PYTHONPATH=str(THIS_TREE))
+
+
+async def verify_source(gateway: _Gateway, env: dict[str, str], workdir: Path) -> None:
+    """Raise `IngestBenchError` unless `gateway.cli` imports from the side's tree (a removed or
+    moved tree would silently run whatever gateway is installed)."""
+    probe = await asyncio.to_thread(
+        subprocess.run,
+        [sys.executable, "-c", "import gateway.cli; print(gateway.cli.__file__)"],
+        env=env,
+        cwd=workdir,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    found = Path(probe.stdout.strip() or ".").resolve()
+    if probe.returncode != 0 or not found.is_relative_to(gateway.source):
+        raise IngestBenchError(
+            f"the gateway to run from {gateway.source} imports from {found} instead"
+            f"{': ' + probe.stderr[-500:] if probe.returncode else ''}"
+        )
 
 
 def _order(sides: Sequence[str], round_index: int) -> list[str]:
@@ -633,6 +669,7 @@ async def _measure_side(
             RELAYDESK_COMPACTION_STREAM=f"relaydesk:bench:{run}:compaction",
             **gateway.env,
         )
+        await verify_source(gateway, env, workdir)
         progress("migrating the temporary database")
         migrated = await asyncio.to_thread(
             subprocess.run,
@@ -654,7 +691,7 @@ async def _measure_side(
         twilio = [sys.executable, "-m", "tools.bench.ingest", "--twilio", str(twilio_port)]
         try:
             async with (
-                harness.serving([twilio], clean_env(), workdir, "twilio.log", twilio_port, "/"),
+                harness.serving([twilio], _helper_env(), workdir, "twilio.log", twilio_port, "/"),
                 harness.serving([serve], env, workdir, "serve.log", port, "/healthz"),
             ):
                 async with _client() as client:
@@ -720,7 +757,7 @@ async def _bare_ceiling(
     bare_cmd = [sys.executable, "-m", "tools.bench.ingest", str(bare_port)]
     progress(f"bare aiohttp ceiling ({WORKERS} processes) at {top}/s")
     async with harness.serving(
-        [bare_cmd] * WORKERS, clean_env(), workdir, "bare.log", bare_port, "/"
+        [bare_cmd] * WORKERS, _helper_env(), workdir, "bare.log", bare_port, "/"
     ):
         async with _client() as client:
             bare_url = f"{bare_base}{WHATSAPP_PATH}"
