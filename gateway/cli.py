@@ -184,6 +184,7 @@ def _bench_ingest(settings: Settings, args: argparse.Namespace) -> int:
             senders=args.senders or defaults.senders,
             baseline=Path(args.baseline) if args.baseline else None,
             rounds=args.rounds or defaults.rounds,
+            background=args.background or defaults.background,
         )
 
     return _run_bench(options, run_ingest_bench, IngestBenchError, args.json)
@@ -556,6 +557,12 @@ def build_parser() -> argparse.ArgumentParser:
         type=_positive,
         help="repeat each side this many times, alternating which goes first; medians are "
         "compared (default 1)",
+    )
+    ingest.add_argument(
+        "--background",
+        type=_positive,
+        help="background processes storing and answering beside the 2 gateway processes "
+        "(serve --background; default 1)",
     )
     _service_urls(ingest, redis_for="the gateway processes")
     ingest.set_defaults(run=_bench_ingest)

@@ -144,6 +144,17 @@ class WindowLine:
     created_at: datetime
     transcript_confidence: float | None
     supersedes_id: int | None
+    canned: bool = False  # the gateway's own notice (see `CANNED`): no memory, no compaction
+
+
+@dataclass(frozen=True, slots=True)
+class PendingTurn:
+    """A turn to answer, with its inbound message and the key of the identity that sent it
+    (None for a message stored without one)."""
+
+    turn: TurnRecord
+    inbound: MessageRecord
+    identity_key: str | None
 
 
 @dataclass(frozen=True, slots=True)

@@ -40,15 +40,17 @@ from gateway.providers.limits import CallLimits, ModelGate
 from gateway.providers.pool import ProviderPool
 from gateway.providers.transcriber import Transcriber
 from gateway.runtime.clock import utcnow
+from gateway.storage.errors import RecordNotFound
 from gateway.storage.records import (
     CANNED,
     CANNED_FALLBACK,
     CANNED_OFFLINE,
     MessageRecord,
     NewMessage,
+    PendingTurn,
     TurnRecord,
 )
-from gateway.storage.repositories import customers, episodes, messages, summaries, tenants, turns
+from gateway.storage.repositories import episodes, messages, summaries, tenants, turns
 from gateway.tenants import TenantSettings
 from gateway.turns.backpressure import Backpressure
 from gateway.turns.deliver import DELIVERY_LEASE, Deliverer
@@ -122,13 +124,10 @@ class Answerer:
             while True:
                 await self.backpressure.yield_to_ingest()
                 async with self.work, self.sessions() as session:
-                    turn = await turns.next_pending(session, key)
-                    if turn is None:
-                        return answered
-                    inbound = await messages.get_message(
-                        session, turn.customer_id, turn.inbound_message_id
-                    )
-                await self._answer(turn, inbound, held)
+                    pending = await turns.next_pending_turn(session, key)
+                if pending is None:
+                    return answered
+                await self._answer(pending, held)
                 answered += 1
         finally:
             # The replies leave before the lock does: a next holder never overtakes them.
@@ -138,7 +137,8 @@ class Answerer:
         async with self.sessions() as session:
             return await turns.pending_conversations(session)
 
-    async def _answer(self, turn: TurnRecord, inbound: MessageRecord, held: Held) -> None:
+    async def _answer(self, pending: PendingTurn, held: Held) -> None:
+        turn, inbound = pending.turn, pending.inbound
         text_in = await self._voice_text(inbound)
         async with self.work:
             # The facts this message states, stored before its window is assembled.
@@ -146,10 +146,9 @@ class Answerer:
                 await store_message_facts(session, inbound, text_in)
         async with self.work, self.sessions() as session:
             tenant = await self.tenant_cache.get(session, channel=inbound.channel)
-            identity = await _identity_of(session, inbound)
             assembled = await assemble_context(
                 session,
-                identity=identity,
+                identity=_identity_of(pending),
                 settings=tenant,
                 counter=self.counter,
                 message=text_in,
@@ -205,7 +204,13 @@ class Answerer:
         self.deliverer.send_in_order(
             turn.conversation_key, turn, inbound, reply, before_send=typing.stop
         )
-        await self._maybe_compact(turn, tenant)
+        if assembled.unsummarized_tokens is None:
+            await self._maybe_compact(turn, tenant)
+        else:
+            # What the window read, and the two messages of this turn that memory keeps.
+            kept = [m for m in (inbound, reply) if not (m.extra or {}).get(CANNED)]
+            pending_tokens = assembled.unsummarized_tokens + sum(m.token_count for m in kept)
+            await self._compact_past(turn, tenant, pending_tokens)
 
     async def _call_model(
         self,
@@ -225,8 +230,8 @@ class Answerer:
             return await provider.complete(window, max_tokens=max_tokens, on_text=preview.on_text)
 
     async def _maybe_compact(self, turn: TurnRecord, tenant: TenantSettings) -> None:
-        """Enqueue compaction once the episode's unsummarized tokens pass the high-water
-        mark; the worker compacts down to the low-water mark (hysteresis)."""
+        """`_compact_past` with the episode's unsummarized tokens read from storage (the
+        window did not read them all)."""
         if self.memory is None:
             return
         async with self.work, self.sessions() as session:
@@ -237,7 +242,12 @@ class Answerer:
                 turn.episode_id,
                 summary.last_message_id if summary else None,
             )
-        if pending > tenant.threshold_tokens:
+        await self._compact_past(turn, tenant, pending)
+
+    async def _compact_past(self, turn: TurnRecord, tenant: TenantSettings, pending: int) -> None:
+        """Enqueue compaction once the episode's unsummarized tokens pass the high-water
+        mark; the worker compacts down to the low-water mark (hysteresis)."""
+        if self.memory is not None and pending > tenant.threshold_tokens:
             await self.memory.enqueue(CompactionJob(turn.customer_id, turn.episode_id))
 
     async def _voice_text(self, inbound: MessageRecord) -> str:
@@ -288,15 +298,16 @@ class Answerer:
         return reply
 
 
-async def _identity_of(session: AsyncSession, inbound: MessageRecord) -> ResolvedIdentity:
+def _identity_of(pending: PendingTurn) -> ResolvedIdentity:
     """The identity as resolved when the message arrived (its evidence decides the scopes)."""
-    identity_id = inbound.identity_id or ""
-    row = await customers.identity_by_id(session, identity_id)
+    inbound = pending.inbound
+    if inbound.identity_id is None or pending.identity_key is None:
+        raise RecordNotFound(f"message {inbound.id} has no stored sender identity")
     sender = inbound.sender
     return ResolvedIdentity(
         customer_id=inbound.customer_id,
-        identity_id=identity_id,
-        key=ChannelIdentityKey.parse(row.external_id),
+        identity_id=inbound.identity_id,
+        key=ChannelIdentityKey.parse(pending.identity_key),
         level=LinkLevel.parse(sender.link_level if sender else "anonymous"),
         allowed_scopes=frozenset(sender.allowed_scopes if sender else ("public",)),
         outcome="known",

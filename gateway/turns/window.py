@@ -3,8 +3,9 @@
 Loads only what the window can use — the current episode's summary and its newest turns, the
 scope-allowed current facts, other episodes' summaries, active anchored messages — and hands
 them to the pure `context.build_window`, in four statements (the customer's episodes, their
-summaries, the current episode's turns with only the columns a turn needs, the facts) plus one
-for an active campaign. Stored token counts are reused; nothing stored is re-tokenized.
+summaries, the current episode's turns with only the columns a turn needs, the facts with the
+values they no longer hold) plus one for an active campaign. Stored token counts are reused;
+nothing stored is re-tokenized.
 """
 
 from __future__ import annotations
@@ -64,10 +65,11 @@ class AssembledContext:
     window: Window
     episode_id: str | None
     dialogue_chars_dropped: int
-    # The stored tokens of the episode's messages after its summary and before the message, as
-    # read for the window (its newest `RECENT_TURNS_LIMIT`): what compaction's trigger sums,
-    # without reading them again.
-    unsummarized_tokens: int = 0
+    # The stored tokens of the episode's messages after its summary and before the message,
+    # canned notices left out, as read for the window: what compaction's trigger sums, without
+    # reading them again. None when the window did not read them all (more than
+    # `RECENT_TURNS_LIMIT`, or no stored episode).
+    unsummarized_tokens: int | None = None
 
 
 def budget_for(settings: TenantSettings, window: int | None = None) -> Budget:
@@ -191,7 +193,7 @@ class _CurrentTurns:
     turns: tuple[Turn, ...]
     summary: str | None
     summary_tokens: int | None
-    unsummarized_tokens: int
+    unsummarized_tokens: int | None
 
 
 async def _current_turns(
@@ -219,7 +221,11 @@ async def _current_turns(
         turns=turns,
         summary=summary.summary if summary else None,
         summary_tokens=summary.token_count if summary else None,
-        unsummarized_tokens=sum(m.token_count for m in recent),
+        unsummarized_tokens=(
+            sum(m.token_count for m in recent if not m.canned)
+            if len(recent) < RECENT_TURNS_LIMIT
+            else None
+        ),
     )
 
 
@@ -326,7 +332,7 @@ async def assemble_context(
     dropped_chars = 0
     summary_text: str | None = None
     summary_tokens: int | None = None
-    unsummarized = 0
+    unsummarized: int | None = None
     if dialogue is not None:
         now = utcnow()
         kept, dropped_chars = cut_dialogue(dialogue, budget.max_input_chars)
@@ -350,11 +356,10 @@ async def assemble_context(
         turns = ()
 
     allowed = identity.allowed_scopes
-    fact_records = await facts.current_facts(session, customer_id, scopes=sorted(allowed))
+    fact_records, stale = await facts.window_facts(session, customer_id, allowed)
     if identity.own_facts_only:
         fact_records = [f for f in fact_records if f.source_identity_id == identity.identity_id]
     fact_items = tuple(_fact(record) for record in fact_records)
-    stale = await facts.stale_values(session, customer_id)
     current_episode = CurrentEpisode(
         id=episode.id if episode else "new",
         channel=channel,

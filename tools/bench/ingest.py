@@ -103,6 +103,8 @@ class IngestOptions:
     # The source tree of the "before" column (its gateway runs with PYTHONPATH=baseline).
     baseline: Path | None = None
     rounds: int = 1
+    # Background processes beside the gateway processes (`serve --background`).
+    background: int = 1
 
     def __post_init__(self) -> None:
         if not self.rates or any(rate < 1 for rate in self.rates):
@@ -113,6 +115,8 @@ class IngestOptions:
             raise ValueError("senders must be at least 1")
         if self.rounds < 1:
             raise ValueError("rounds must be at least 1")
+        if self.background < 1:
+            raise ValueError("background must be at least 1")
         if self.baseline is not None and not (self.baseline / "gateway" / "cli.py").is_file():
             raise ValueError(f"{self.baseline} is not a source tree (no gateway/cli.py)")
 
@@ -581,6 +585,12 @@ class _Gateway:
     def env(self) -> dict[str, str]:
         return {"PYTHONPATH": str(self.source)}
 
+    def serve(self, port: int, background: int) -> list[str]:
+        """``relaydesk serve`` with the side's workers; ``--background`` only where asked for
+        more than one (a tree from before the option runs its one background process)."""
+        command = [*self.command, "serve", "--workers", str(WORKERS), "--port", str(port)]
+        return command + (["--background", str(background)] if background > 1 else [])
+
 
 def _gateways(options: IngestOptions) -> dict[str, _Gateway]:
     sides = {AFTER: _Gateway(THIS_TREE)}
@@ -686,8 +696,8 @@ async def _measure_side(
         results: list[RateResult] = []
         acked_all: set[str] = set()
         sent_all: set[str] = set()
-        progress(f"starting relaydesk serve --workers {WORKERS} on port {port}")
-        serve = [*gateway.command, "serve", "--workers", str(WORKERS), "--port", str(port)]
+        serve = gateway.serve(port, options.background)
+        progress(f"starting relaydesk {' '.join(serve[3:])}")
         twilio = [sys.executable, "-m", "tools.bench.ingest", "--twilio", str(twilio_port)]
         try:
             async with (

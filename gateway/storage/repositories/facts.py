@@ -23,6 +23,12 @@ _CURRENT_ALL = _CURRENT.order_by(FACTS.c.key, FACTS.c.id)
 _CURRENT_IN_SCOPES = _CURRENT.where(
     FACTS.c.scope.in_(bindparam("scopes", expanding=True))
 ).order_by(FACTS.c.key, FACTS.c.id)
+# Every row of the customer's facts, in force or not: a window needs both (see `window_facts`).
+_ALL_ROWS = (
+    select(FACTS)
+    .where(FACTS.c.customer_id == bindparam("customer_id"))
+    .order_by(FACTS.c.key, FACTS.c.id)
+)
 
 
 def fact_record(row: Fact | AnyRow) -> FactRecord:
@@ -162,11 +168,30 @@ async def stale_values(session: AsyncSession, customer_id: str) -> list[str]:
             Fact.customer_id == require_customer(customer_id)
         )
     )
+    return _stale(rows)
+
+
+def _stale(rows: Iterable[AnyRow]) -> list[str]:
     current: set[tuple[str, str]] = set()
     old: set[tuple[str, str]] = set()
-    for key, value, superseded_by, retracted in rows:
-        (old if superseded_by is not None or retracted else current).add((key, value))
+    for row in rows:
+        in_force = row.superseded_by is None and not row.retracted
+        (current if in_force else old).add((row.key, row.value))
     return sorted(value for key, value in old - current)
+
+
+async def window_facts(
+    session: AsyncSession, customer_id: str, scopes: Collection[str]
+) -> tuple[list[FactRecord], list[str]]:
+    """`current_facts` in `scopes` and `stale_values`, from one read of the customer's facts
+    (every answer needs both)."""
+    rows = list(await session.execute(_ALL_ROWS, {"customer_id": require_customer(customer_id)}))
+    current = [
+        fact_record(row)
+        for row in rows
+        if row.superseded_by is None and not row.retracted and row.scope in scopes
+    ]
+    return current, _stale(rows)
 
 
 async def fact_history(session: AsyncSession, customer_id: str, key: str) -> list[FactRecord]:

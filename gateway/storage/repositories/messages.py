@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Sequence
+import functools
+from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Any
 
 from sqlalchemy import bindparam, func, select, tuple_
@@ -70,6 +71,7 @@ _LINE_COLUMNS = (
     MESSAGES.c.created_at,
     MESSAGES.c.transcript_confidence,
     MESSAGES.c.supersedes_id,
+    MESSAGES.c.extra[CANNED].as_string().is_not(None).label("canned"),
 )
 # window_lines by (after_id given, before_id given)
 _LINES = {
@@ -104,25 +106,32 @@ _ADD_TOKENS = (
 
 def message_record(row: Message | AnyRow) -> MessageRecord:
     """From an ORM row, or a Core row of the messages table (the same attribute names)."""
+    return message_from(functools.partial(getattr, row))
+
+
+def message_from(column: Callable[[str], Any]) -> MessageRecord:
+    """From the value of each column of the messages table, by name (a row joined with other
+    tables labels them)."""
+    extra = column("extra")
     return MessageRecord(
-        id=row.id,
-        customer_id=row.customer_id,
-        episode_id=row.episode_id,
-        identity_id=row.identity_id,
-        channel=row.channel,
-        role=row.role,
-        text=row.text,
-        provider_message_id=row.provider_message_id,
-        token_count=row.token_count,
-        transcript_confidence=row.transcript_confidence,
-        redacted=row.redacted,
-        supersedes_id=row.supersedes_id,
-        created_at=row.created_at,
-        words=row.words,
-        media=row.media,
-        extra=row.extra,
-        thread_key=row.thread_key,
-        sender=_sender_of(row.extra),
+        id=column("id"),
+        customer_id=column("customer_id"),
+        episode_id=column("episode_id"),
+        identity_id=column("identity_id"),
+        channel=column("channel"),
+        role=column("role"),
+        text=column("text"),
+        provider_message_id=column("provider_message_id"),
+        token_count=column("token_count"),
+        transcript_confidence=column("transcript_confidence"),
+        redacted=column("redacted"),
+        supersedes_id=column("supersedes_id"),
+        created_at=column("created_at"),
+        words=column("words"),
+        media=column("media"),
+        extra=extra,
+        thread_key=column("thread_key"),
+        sender=_sender_of(extra),
     )
 
 
@@ -314,7 +323,7 @@ async def window_lines(
     query = _LINES[(after_id is not None, before_id is not None)]
     rows = list(await session.execute(query, params))
     rows.reverse()
-    return [WindowLine(*row) for row in rows]
+    return [WindowLine(*row[:-1], canned=bool(row[-1])) for row in rows]
 
 
 async def episode_messages(

@@ -15,8 +15,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from gateway.runtime.clock import utcnow
 from gateway.storage.errors import RecordNotFound
 from gateway.storage.models import ConversationFence, TurnRow
-from gateway.storage.records import NewTurn, TurnRecord
-from gateway.storage.repositories.tables import FENCES, TURNS, AnyRow
+from gateway.storage.records import NewTurn, PendingTurn, TurnRecord
+from gateway.storage.repositories.messages import message_from
+from gateway.storage.repositories.tables import FENCES, IDENTITIES, MESSAGES, TURNS, AnyRow
 
 _INSERT = TURNS.insert().returning(TURNS.c.id)
 _INSERT_MANY = TURNS.insert().returning(TURNS.c.id, sort_by_parameter_order=True)
@@ -24,6 +25,23 @@ _INSERT_MANY = TURNS.insert().returning(TURNS.c.id, sort_by_parameter_order=True
 # times per reply.
 _NEXT_PENDING = (
     select(TURNS)
+    .where(TURNS.c.conversation_key == bindparam("key"), TURNS.c.status == "pending")
+    .order_by(TURNS.c.inbound_message_id)
+    .limit(1)
+)
+# The answer step's read of its next turn: the turn, its inbound message (columns labelled
+# "m_<name>") and the sender identity's key, in one statement.
+_NEXT_PENDING_WITH_INBOUND = (
+    select(
+        TURNS,
+        *(column.label(f"m_{column.name}") for column in MESSAGES.c),
+        IDENTITIES.c.external_id.label("identity_key"),
+    )
+    .select_from(
+        TURNS.join(MESSAGES, MESSAGES.c.id == TURNS.c.inbound_message_id).outerjoin(
+            IDENTITIES, IDENTITIES.c.id == MESSAGES.c.identity_id
+        )
+    )
     .where(TURNS.c.conversation_key == bindparam("key"), TURNS.c.status == "pending")
     .order_by(TURNS.c.inbound_message_id)
     .limit(1)
@@ -128,6 +146,19 @@ async def next_pending(session: AsyncSession, conversation_key: str) -> TurnReco
     """The oldest unanswered turn of a conversation (arrival order = message id order)."""
     row = (await session.execute(_NEXT_PENDING, {"key": conversation_key})).first()
     return turn_record(row) if row else None
+
+
+async def next_pending_turn(session: AsyncSession, conversation_key: str) -> PendingTurn | None:
+    """`next_pending` with the turn's inbound message and its sender's identity key."""
+    row = (await session.execute(_NEXT_PENDING_WITH_INBOUND, {"key": conversation_key})).first()
+    if row is None:
+        return None
+    values = row._mapping
+    return PendingTurn(
+        turn=turn_record(row),
+        inbound=message_from(lambda name: values[f"m_{name}"]),
+        identity_key=row.identity_key,
+    )
 
 
 async def pending_conversations(session: AsyncSession, limit: int = 10_000) -> list[str]:

@@ -28,6 +28,7 @@ SAMPLE_ARGUMENTS: dict[str, Any] = {
     "origin_channel": "webchat",
     "token_count": 1,
     "compactor": "offline",
+    "scopes": ["profile"],
     "new": NewFact("email", "a@b.c", "profile", 1),
 }
 
