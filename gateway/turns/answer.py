@@ -110,9 +110,9 @@ class Answerer:
         answered = 0
         while True:
             async with self.work, self.sessions() as session:
-                floor = await turns.current_fence(session, key)
-                if await turns.next_pending(session, key) is None:
-                    return answered
+                waiting, floor = await turns.pending_and_fence(session, key)
+            if not waiting:
+                return answered
             async with self.locks.try_hold(key, floor=floor) as held:
                 if held is None:
                     return answered  # another drain holds it and answers what is pending

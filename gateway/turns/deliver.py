@@ -27,7 +27,8 @@ from channels.base import Channel, OutboundMessage, SendFailed
 from gateway.runtime.tasks import cancel_and_wait
 from gateway.storage.records import MessageRecord, TurnRecord
 from gateway.storage.repositories import messages, turns
-from gateway.turns import delivery
+from gateway.storage.repositories.outbound import SentPart
+from gateway.turns.delivery_records import DeliveryRecords, SendOutcome
 
 log = logging.getLogger("relaydesk.deliver")
 
@@ -41,6 +42,7 @@ class Deliverer:
     ) -> None:
         self.sessions = sessions
         self.adapters = adapters
+        self.records = DeliveryRecords(sessions)
         self._last: dict[str, asyncio.Task[None]] = {}  # per conversation, its latest send
 
     def send_in_order(
@@ -99,6 +101,7 @@ class Deliverer:
     async def close(self) -> None:
         await cancel_and_wait(list(self._last.values()))
         self._last.clear()
+        await self.records.close()
 
     async def send(
         self,
@@ -118,27 +121,22 @@ class Deliverer:
         attempts = turn.delivery_attempts + 1
         if status == "retry" and attempts >= MAX_DELIVERY_ATTEMPTS:
             status = "failed"
-        async with self.sessions.begin() as session:
-            fields: dict[str, Any] = {
-                "delivery_status": status,
-                "delivery_attempts": attempts,
-                "delivery_lease_until": None,
-            }
-            if error is not None:
-                fields["error"] = error[:2000]
-                log.warning(
-                    "reply not delivered",
-                    extra={"fields": {"turn": turn.id, "status": status, "error": error}},
-                )
-            await turns.finish_turn(session, turn.id, **fields)
-            if sent_ids:
-                await delivery.record_sent(
-                    session,
-                    channel=inbound.channel,
-                    provider_ids=sent_ids,
-                    turn_id=turn.id,
-                    reply_message_id=reply.id,
-                )
+        fields: dict[str, Any] = {
+            "delivery_status": status,
+            "delivery_attempts": attempts,
+            "delivery_lease_until": None,
+        }
+        if error is not None:
+            fields["error"] = error[:2000]
+            log.warning(
+                "reply not delivered",
+                extra={"fields": {"turn": turn.id, "status": status, "error": error}},
+            )
+        parts = tuple(
+            SentPart(inbound.channel, provider_id, turn.id, reply.id, part)
+            for part, provider_id in enumerate(sent_ids)
+        )
+        await self.records.record(SendOutcome(turn.id, fields, parts))
 
     async def _send_once(
         self, inbound: MessageRecord, reply: MessageRecord

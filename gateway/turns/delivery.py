@@ -36,26 +36,6 @@ def advances(current: str, new: str) -> bool:
     return PROGRESS[new] > PROGRESS.get(current, -1)
 
 
-async def record_sent(
-    session: AsyncSession,
-    *,
-    channel: str,
-    provider_ids: tuple[str, ...],
-    turn_id: int | None,
-    reply_message_id: int | None,
-) -> None:
-    for part, provider_id in enumerate(provider_ids):
-        # The row may exist already when a status callback got in before this write.
-        await outbound.record_part(
-            session,
-            channel,
-            provider_id,
-            turn_id=turn_id,
-            reply_message_id=reply_message_id,
-            part=part,
-        )
-
-
 async def apply_status(
     session: AsyncSession, *, channel: str, provider_id: str, status: str, error_code: str | None
 ) -> bool:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Table, bindparam, select, update
@@ -104,6 +105,17 @@ async def find_or_add_outbound(
     return outbound_record(row), created
 
 
+@dataclass(frozen=True, slots=True)
+class SentPart:
+    """One message a provider accepted for a reply (a long reply is sent in parts)."""
+
+    channel: str
+    provider_id: str
+    turn_id: int | None
+    reply_message_id: int | None
+    part: int
+
+
 async def record_part(
     session: AsyncSession,
     channel: str,
@@ -116,20 +128,30 @@ async def record_part(
     """Join the message's row (inserted as queued unless a status callback got in first) to
     the turn and reply it was sent for, and its part of a long reply: one upsert, which keeps
     the status a callback already recorded."""
+    await record_parts(session, [SentPart(channel, provider_id, turn_id, reply_message_id, part)])
+
+
+async def record_parts(session: AsyncSession, parts: Sequence[SentPart]) -> None:
+    """`record_part` for several parts, in one statement."""
+    if not parts:
+        return
     dialect = session.bind.dialect.name if session.bind is not None else "sqlite"
     now = utcnow()
     await session.execute(
         _RECORD_PART["postgresql" if dialect == "postgresql" else "sqlite"],
-        {
-            "channel": channel,
-            "provider_message_id": provider_id,
-            "status": "queued",
-            "turn_id": turn_id,
-            "reply_message_id": reply_message_id,
-            "part": part,
-            "created_at": now,
-            "updated_at": now,
-        },
+        [
+            {
+                "channel": sent.channel,
+                "provider_message_id": sent.provider_id,
+                "status": "queued",
+                "turn_id": sent.turn_id,
+                "reply_message_id": sent.reply_message_id,
+                "part": sent.part,
+                "created_at": now,
+                "updated_at": now,
+            }
+            for sent in parts
+        ],
     )
 
 

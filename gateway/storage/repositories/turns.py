@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Update, and_, bindparam, or_, select, update
+from sqlalchemy import Update, and_, bindparam, exists, or_, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -47,6 +47,13 @@ _NEXT_PENDING_WITH_INBOUND = (
     .limit(1)
 )
 _FENCE = select(FENCES.c.fence).where(FENCES.c.conversation_key == bindparam("key"))
+# Whether a drain has work, and the fence its lock must pass: one statement per kick.
+_DRAIN_CHECK = select(
+    _FENCE.scalar_subquery(),
+    exists()
+    .where(TURNS.c.conversation_key == bindparam("key"), TURNS.c.status == "pending")
+    .label("pending"),
+)
 _RAISE_FENCE = (
     FENCES.update()
     .where(FENCES.c.conversation_key == bindparam("key"), FENCES.c.fence <= bindparam("new"))
@@ -231,7 +238,7 @@ async def finish_turn(session: AsyncSession, turn_id: int, **fields: Any) -> Tur
 
 
 @functools.lru_cache(maxsize=64)
-def _finish_statement(names: frozenset[str]) -> Update:
+def _set_statement(names: frozenset[str]) -> Update:
     """The UPDATE of these columns, built once per set of columns: a reply sets the same few
     each time, and building and cache-keying a statement costs more than running it."""
     unknown = names - set(TURNS.c.keys())
@@ -241,8 +248,32 @@ def _finish_statement(names: frozenset[str]) -> Update:
         TURNS.update()
         .where(TURNS.c.id == bindparam("turn_id"))
         .values({name: bindparam(f"new_{name}", type_=TURNS.c[name].type) for name in names})
-        .returning(*TURNS.c)
     )
+
+
+@functools.lru_cache(maxsize=64)
+def _finish_statement(names: frozenset[str]) -> Update:
+    """`_set_statement`, returning the turn."""
+    return _set_statement(names).returning(*TURNS.c)
+
+
+async def set_fields_many(
+    session: AsyncSession, changes: Sequence[tuple[int, dict[str, Any]]]
+) -> None:
+    """Set each turn's fields (turn id, fields): one execution per set of field names."""
+    by_names: dict[frozenset[str], list[dict[str, Any]]] = {}
+    for turn_id, fields in changes:
+        params = {f"new_{name}": value for name, value in fields.items()}
+        params["turn_id"] = turn_id
+        by_names.setdefault(frozenset(fields), []).append(params)
+    for names, rows in by_names.items():
+        await session.execute(_set_statement(names), rows)
+
+
+async def pending_and_fence(session: AsyncSession, conversation_key: str) -> tuple[bool, int]:
+    """Whether the conversation has a turn waiting, and its fence (`current_fence`)."""
+    row = (await session.execute(_DRAIN_CHECK, {"key": conversation_key})).one()
+    return bool(row[1]), int(row[0] or 0)
 
 
 async def current_fence(session: AsyncSession, conversation_key: str) -> int:

@@ -1,0 +1,101 @@
+"""What each send did, written in groups: one transaction for the sends that ended while the
+previous group was being written.
+
+Under load many conversations' replies leave at once; writing each outcome (the turn's
+delivery status, the provider ids of what was sent) in a transaction of its own costs a
+transaction per reply. Here a send waits for its outcome to be committed, as before, but the
+outcomes that arrive while a write is under way go together in the next one. With one send at
+a time nothing waits longer than its own write.
+
+A group that fails is written again one outcome at a time, so one bad row fails only its own
+send.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from gateway.storage.repositories import outbound, turns
+from gateway.storage.repositories.outbound import SentPart
+
+
+@dataclass(frozen=True, slots=True)
+class SendOutcome:
+    """A turn's delivery fields after one attempt, and the parts the provider accepted."""
+
+    turn_id: int
+    fields: dict[str, Any]
+    parts: tuple[SentPart, ...] = field(default=())
+
+
+class DeliveryRecords:
+    def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
+        self._sessions = sessions
+        self._waiting: list[tuple[SendOutcome, asyncio.Future[None]]] = []
+        self._writer: asyncio.Task[None] | None = None
+
+    async def record(self, outcome: SendOutcome) -> None:
+        """Return once the outcome is committed (raise if it could not be)."""
+        done = asyncio.get_running_loop().create_future()
+        self._waiting.append((outcome, done))
+        if self._writer is None or self._writer.done():
+            self._writer = asyncio.create_task(self._write_waiting(), name="delivery-records")
+        # A cancelled send leaves its outcome to be written with the others.
+        await asyncio.shield(done)
+
+    async def close(self) -> None:
+        if self._writer is not None:
+            await asyncio.gather(self._writer, return_exceptions=True)
+
+    async def _write_waiting(self) -> None:
+        group: list[tuple[SendOutcome, asyncio.Future[None]]] = []
+        try:
+            while self._waiting:
+                group, self._waiting = self._waiting, []
+                await self._write_group(group)
+        except BaseException as exc:  # cancelled (a shutdown): no send waits forever
+            for _, done in group + self._waiting:
+                _settle(done, exc)
+            self._waiting = []
+            raise
+
+    async def _write_group(self, group: list[tuple[SendOutcome, asyncio.Future[None]]]) -> None:
+        try:
+            await self._write([outcome for outcome, _ in group])
+        except Exception as exc:
+            if len(group) == 1:
+                _settle(group[0][1], exc)
+                return
+            for outcome, done in group:
+                try:
+                    await self._write([outcome])
+                except Exception as single:
+                    _settle(done, single)
+                else:
+                    _settle(done, None)
+            return
+        for _, done in group:
+            _settle(done, None)
+
+    async def _write(self, outcomes: Sequence[SendOutcome]) -> None:
+        async with self._sessions.begin() as session:
+            await turns.set_fields_many(
+                session, [(outcome.turn_id, outcome.fields) for outcome in outcomes]
+            )
+            await outbound.record_parts(
+                session, [part for outcome in outcomes for part in outcome.parts]
+            )
+
+
+def _settle(done: asyncio.Future[None], error: BaseException | None) -> None:
+    if done.done():
+        return
+    if error is None:
+        done.set_result(None)
+    else:
+        done.set_exception(error)
