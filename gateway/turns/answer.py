@@ -291,7 +291,7 @@ class Answerer:
                 ),
                 add_to_episode=False,
             )
-            await turns.finish_turn(session, turn.id, reply_message_id=reply.id, **fields)
+            await turns.set_fields(session, turn.id, reply_message_id=reply.id, **fields)
             await episodes.record_message(
                 session, turn.episode_id, at=reply.created_at, tokens=reply.token_count
             )

@@ -227,6 +227,15 @@ async def claim_delivery(session: AsyncSession, turn_id: int, lease: timedelta) 
     return bool(result.rowcount)  # type: ignore[attr-defined]
 
 
+async def set_fields(session: AsyncSession, turn_id: int, **fields: Any) -> None:
+    """`finish_turn` without reading the turn back (the answer step has it)."""
+    params = {f"new_{name}": value for name, value in fields.items()}
+    params["turn_id"] = turn_id
+    result = await session.execute(_set_statement(frozenset(fields)), params)
+    if not result.rowcount:  # type: ignore[attr-defined]
+        raise RecordNotFound(f"turn {turn_id} not found")
+
+
 async def finish_turn(session: AsyncSession, turn_id: int, **fields: Any) -> TurnRecord:
     """Set `fields` on the turn in one UPDATE … RETURNING."""
     params = {f"new_{name}": value for name, value in fields.items()}
