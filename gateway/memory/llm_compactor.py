@@ -8,10 +8,11 @@ summary model and asks for one strict JSON object::
 The model's answer is untrusted input. It is parsed strictly (code fences are tolerated,
 nothing else; `llm_answers`, shared with per-message extraction): an answer that is not JSON or
 not of that shape raises `CompactionFailed`, and the storage service then falls back to the
-offline compactor and records the error in the trace. Every proposed fact goes through ``accept_facts``, the same validation as the offline
-extractors: a key outside ``FACT_SCOPES``, a scope other than the key's own (no escalation), a
-source that is not one of the compacted messages (or no source at all), an empty, oversized or
-instruction-like value are refused and listed in ``CompactionResult.refused``.
+offline compactor and records the error in the trace. Every proposed fact goes through
+``accept_facts``, the same validation as the offline extractors: a key outside ``FACT_SCOPES``,
+a scope other than the key's own (no escalation), a source that is not one of the compacted
+messages (or no source at all), an empty, oversized or instruction-like value are refused and
+listed in ``CompactionResult.refused``.
 
 The summary is capped at ``word_cap`` words (cut at the cap), its instruction-like sentences are
 dropped and identifiers are masked, as in the offline summary: a summary reaches every window

@@ -31,6 +31,8 @@ from channels.base import Channel
 from context import ChatMessage, TokenCounter
 from gateway.coordination.locks import ConversationLocks, Held
 from gateway.customers.resolve import ResolvedIdentity
+from gateway.memory.background_facts import BackgroundFacts
+from gateway.memory.llm_compactor import CompactorFactory
 from gateway.memory.message_facts import store_message_facts
 from gateway.memory.queue import CompactionJob, CompactionQueue
 from gateway.memory.recall import RecallCache
@@ -85,6 +87,7 @@ class Answerer:
         transcriber: Transcriber | None = None,
         gate: ModelGate | None = None,
         work_slots: int = WORK_SLOTS,
+        message_facts_for: CompactorFactory | None = None,
     ) -> None:
         self.sessions = sessions
         self.counter = counter
@@ -99,6 +102,10 @@ class Answerer:
         self.transcriber = transcriber
         self.gate = gate or ModelGate()
         self.work = asyncio.Semaphore(work_slots)
+        # The summary model's facts of each customer message, found while its turn is answered.
+        self.model_facts = BackgroundFacts(
+            sessions=sessions, extractor_for=message_facts_for, gate=self.gate, work=self.work
+        )
 
     async def drain(self, key: str) -> int:
         """Answer the conversation's pending turns in order; returns how many were answered.
@@ -131,6 +138,8 @@ class Answerer:
                 await self._answer(turn, inbound, held)
                 answered += 1
         finally:
+            # Nor do the last message's model facts wait: the next holder's window shows them.
+            await self.model_facts.settle(key)
             # The replies leave before the lock does: a next holder never overtakes them.
             await self.deliverer.flush(key)
 
@@ -140,12 +149,15 @@ class Answerer:
 
     async def _answer(self, turn: TurnRecord, inbound: MessageRecord, held: Held) -> None:
         text_in = await self._voice_text(inbound)
+        # The model's facts of the conversation's previous message are stored before these.
+        await self.model_facts.settle(turn.conversation_key)
         async with self.work:
             # The facts this message states, stored before its window is assembled.
             async with self.sessions.begin() as session:
                 await store_message_facts(session, inbound, text_in)
         async with self.work, self.sessions() as session:
             tenant = await self.tenant_cache.get(session, channel=inbound.channel)
+            self.model_facts.start(turn.conversation_key, tenant, inbound, text_in)
             identity = await _identity_of(session, inbound)
             assembled = await assemble_context(
                 session,
