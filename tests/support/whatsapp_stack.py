@@ -28,12 +28,15 @@ __all__ = ["ACCOUNT", "PUBLIC_URL", "TOKEN", "WhatsAppStack", "until", "whatsapp
 class WhatsAppStack:
     stack: Stack
     twilio: FakeTwilio  # `created`: every reply sent, in order
+    public_url: str = PUBLIC_URL  # what Twilio signs its webhooks for
 
     async def post(self, number: str, text: str) -> None:
         """One signed webhook from ``whatsapp:<number>``, acknowledged (not yet answered)."""
         sid = f"SM{uuid.uuid4().hex}"
         params = inbound_params(sid, f"whatsapp:{number}", text, account=ACCOUNT)
-        response = await post_signed(self.stack.client, params, token=TOKEN, public_url=PUBLIC_URL)
+        response = await post_signed(
+            self.stack.client, params, token=TOKEN, public_url=self.public_url
+        )
         assert response.status == 200
 
     async def say(self, number: str, text: str) -> None:
@@ -53,22 +56,24 @@ class WhatsAppStack:
 
 @asynccontextmanager
 async def whatsapp_stack(
-    tmp_path: Path, backend: str = "embedded", **settings: object
+    tmp_path: Path, backend: str = "embedded", *, public_url: str = PUBLIC_URL, **settings: object
 ) -> AsyncIterator[WhatsAppStack]:
-    """`running_stack` with the Twilio WhatsApp channel on (``settings`` add to it)."""
+    """`running_stack` with the Twilio WhatsApp channel on (``settings`` add to it). An
+    ``http://`` ``public_url`` lets a test client keep the console's cookies (an ``https://``
+    one makes them secure-only)."""
     twilio = FakeTwilio()
     async with twilio.serving() as api_base:
         async with running_stack(
             backend,
             tmp_path,
-            RELAYDESK_PUBLIC_URL=PUBLIC_URL,
+            RELAYDESK_PUBLIC_URL=public_url,
             TWILIO_ACCOUNT_SID=ACCOUNT,
             TWILIO_AUTH_TOKEN=TOKEN,
             TWILIO_WHATSAPP_FROM="whatsapp:+14155238886",
             TWILIO_API_BASE=api_base,
             **settings,
         ) as stack:
-            yield WhatsAppStack(stack, twilio)
+            yield WhatsAppStack(stack, twilio, public_url)
 
 
 async def until(condition: Callable[[], bool | Awaitable[bool]], timeout: float = 15.0) -> None:
