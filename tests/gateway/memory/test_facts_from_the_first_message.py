@@ -221,4 +221,5 @@ async def test_a_corrected_pix_key_typed_as_bare_digits_stays_out_of_the_web_cha
         body = await _web_chat_context(stack, "Qual é a minha chave Pix do pedido 4471-XB?")
         system = str(body["messages"][0]["content"])  # type: ignore[index]
         assert "ana.pix@example.com" in system
-        assert "11987654321" not in system
+    # Asserted after the gateway has stopped: the expected failure leaves nothing running.
+    assert "11987654321" not in system
