@@ -138,7 +138,8 @@ class Answerer:
                 await self._answer(turn, inbound, held)
                 answered += 1
         finally:
-            # Nor do the last message's model facts wait: the next holder's window shows them.
+            # The last message's model facts are stored before the lock is let go: the next
+            # holder's window shows them.
             await self.model_facts.settle(key)
             # The replies leave before the lock does: a next holder never overtakes them.
             await self.deliverer.flush(key)
