@@ -205,6 +205,7 @@ async def flow_ctx(app: web.Application) -> AsyncIterator[None]:
         memory=queue,
         transcriber=transcriber_for(settings, http),
         gate=gate,
+        message_facts_for=compactor_for,
     )
     # A gateway process that only acknowledges (settings make sure it has Redis) wakes the
     # background process instead of storing and answering itself.

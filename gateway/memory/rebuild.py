@@ -38,7 +38,8 @@ async def rebuild_customer(
     for episode in found:
         if episode.channel not in TRANSCRIPT_CHANNELS:
             # What each typed message gave when it arrived, in order (a call's facts come from
-            # its compaction, which knows its transcript versions).
+            # its compaction, which knows its transcript versions). The offline extractors only:
+            # a rebuild must not cost one model call per message.
             async with sessions.begin() as session:
                 for message in await messages.episode_messages(session, customer_id, episode.id):
                     written += await store_message_facts(session, message, message.text)

@@ -31,6 +31,8 @@ from channels.base import Channel
 from context import ChatMessage, TokenCounter
 from gateway.coordination.locks import ConversationLocks, Held
 from gateway.customers.resolve import ResolvedIdentity
+from gateway.memory.background_facts import BackgroundFacts
+from gateway.memory.llm_compactor import CompactorFactory
 from gateway.memory.message_facts import store_message_facts
 from gateway.memory.queue import CompactionJob, CompactionQueue
 from gateway.memory.recall import RecallCache
@@ -87,6 +89,7 @@ class Answerer:
         transcriber: Transcriber | None = None,
         gate: ModelGate | None = None,
         work_slots: int = WORK_SLOTS,
+        message_facts_for: CompactorFactory | None = None,
     ) -> None:
         self.sessions = sessions
         self.counter = counter
@@ -101,6 +104,10 @@ class Answerer:
         self.transcriber = transcriber
         self.gate = gate or ModelGate()
         self.work = asyncio.Semaphore(work_slots)
+        # The summary model's facts of each customer message, found while its turn is answered.
+        self.model_facts = BackgroundFacts(
+            sessions=sessions, extractor_for=message_facts_for, gate=self.gate, work=self.work
+        )
 
     async def drain(self, key: str) -> int:
         """Answer the conversation's pending turns in order; returns how many were answered.
@@ -130,6 +137,9 @@ class Answerer:
                 await self._answer(pending, held)
                 answered += 1
         finally:
+            # The last message's model facts are stored before the lock is let go: the next
+            # holder's window shows them.
+            await self.model_facts.settle(key)
             # The replies leave before the lock does: a next holder never overtakes them.
             await self.deliverer.flush(key)
 
@@ -140,12 +150,15 @@ class Answerer:
     async def _answer(self, pending: PendingTurn, held: Held) -> None:
         turn, inbound = pending.turn, pending.inbound
         text_in = await self._voice_text(inbound)
+        # The model's facts of the conversation's previous message are stored before these.
+        await self.model_facts.settle(turn.conversation_key)
         async with self.work:
             # The facts this message states, stored before its window is assembled.
             async with self.sessions.begin() as session:
                 await store_message_facts(session, inbound, text_in)
         async with self.work, self.sessions() as session:
             tenant = await self.tenant_cache.get(session, channel=inbound.channel)
+            self.model_facts.start(turn.conversation_key, tenant, inbound, text_in)
             assembled = await assemble_context(
                 session,
                 identity=_identity_of(pending),

@@ -13,7 +13,7 @@ import asyncio
 import json
 import re
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -53,7 +53,11 @@ class FakeOpenAI:
 
     `streaming`: answer ``"stream": true`` requests with server-sent events; then
     `first_token_s` is the wait (after the headers, ended by `release()` too) before the first
-    token and `tokens_per_s` the pace of the others (0: no pause)."""
+    token and `tokens_per_s` the pace of the others (0: no pause).
+
+    `reply_for` and `hold_for` tell calls apart by what they were sent (e.g. a memory call from
+    a reply): the answer to give instead of the usual one, and an event the answer waits for
+    (after `delay_s`); None from either: the usual answer, no wait."""
 
     delay_s: float = 0.0
     status: int | None = None
@@ -63,6 +67,8 @@ class FakeOpenAI:
     first_token_s: float = 0.0
     tokens_per_s: float = 0.0
     break_after_pieces: int | None = None  # end every stream after this many, unfinished
+    reply_for: Callable[[Call], str | None] | None = None
+    hold_for: Callable[[Call], asyncio.Event | None] | None = None
     in_flight: int = 0  # requests being answered now
     peak_in_flight: int = 0  # the most at once so far
     _released: asyncio.Event = field(default_factory=asyncio.Event)
@@ -107,10 +113,14 @@ class FakeOpenAI:
         call = Call(messages=body["messages"], started=time.monotonic(), model=body.get("model"))
         self.calls.append(call)
         await self._wait(self.delay_s)
+        held = self.hold_for(call) if self.hold_for is not None else None
+        if held is not None:
+            await held.wait()
         if self.status is not None:
             call.finished = time.monotonic()
             return web.json_response({"error": {"message": "refused"}}, status=self.status)
-        text = self.reply or f"re: {call.last_user_text}"
+        chosen = self.reply_for(call) if self.reply_for is not None else None
+        text = chosen if chosen is not None else self.reply or f"re: {call.last_user_text}"
         if self.streaming and body.get("stream") is True:
             call.streamed = True
             response = await self._stream(request, body, call, text)
