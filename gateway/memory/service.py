@@ -347,7 +347,10 @@ async def store_facts(
         if (fact.key, fact.value, fact.source_message_id) in known:
             continue
         source = sources.get(fact.source_message_id)
-        typed = source is None or source.channel not in TRANSCRIPT_CHANNELS
+        # Heard, not typed: a call's turns, and a voice note's transcript.
+        typed = source is None or (
+            source.channel not in TRANSCRIPT_CHANNELS and source.transcript_confidence is None
+        )
         confidence = fact.confidence
         if not typed and source is not None and source.transcript_confidence is not None:
             # A fact heard on a call is only as sure as the words it was heard in.

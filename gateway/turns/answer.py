@@ -58,7 +58,7 @@ from gateway.turns.backpressure import Backpressure
 from gateway.turns.deliver import DELIVERY_LEASE, Deliverer
 from gateway.turns.preview import Preview
 from gateway.turns.typing import Typing
-from gateway.turns.voice_notes import voice_text
+from gateway.turns.voice_notes import heard_message
 from gateway.turns.window import assemble_context, budget_for
 from identity import ChannelIdentityKey, LinkLevel
 
@@ -149,16 +149,18 @@ class Answerer:
 
     async def _answer(self, pending: PendingTurn, held: Held) -> None:
         turn, inbound = pending.turn, pending.inbound
-        text_in = await self._voice_text(inbound)
+        heard = await self._heard(inbound)
+        text_in = heard.text
         # The model's facts of the conversation's previous message are stored before these.
         await self.model_facts.settle(turn.conversation_key)
         async with self.work:
-            # The facts this message states, stored before its window is assembled.
+            # The facts this message states, stored before its window is assembled (a voice
+            # note's are sourced to its transcript, and only as sure as it).
             async with self.sessions.begin() as session:
-                await store_message_facts(session, inbound, text_in)
+                await store_message_facts(session, heard, text_in)
         async with self.work, self.sessions() as session:
             tenant = await self.tenant_cache.get(session, channel=inbound.channel)
-            self.model_facts.start(turn.conversation_key, tenant, inbound, text_in)
+            self.model_facts.start(turn.conversation_key, tenant, heard, text_in)
             assembled = await assemble_context(
                 session,
                 identity=_identity_of(pending),
@@ -263,10 +265,10 @@ class Answerer:
         if self.memory is not None and pending > tenant.threshold_tokens:
             await self.memory.enqueue(CompactionJob(turn.customer_id, turn.episode_id))
 
-    async def _voice_text(self, inbound: MessageRecord) -> str:
+    async def _heard(self, inbound: MessageRecord) -> MessageRecord:
         if self.transcriber is None:
-            return inbound.text
-        return await voice_text(
+            return inbound
+        return await heard_message(
             inbound,
             sessions=self.sessions,
             channel=self.adapters.get(inbound.channel),

@@ -22,38 +22,40 @@ from gateway.storage.repositories import messages
 log = logging.getLogger("relaydesk.voice_notes")
 
 
-async def voice_text(
+async def heard_message(
     inbound: MessageRecord,
     *,
     sessions: async_sessionmaker[AsyncSession],
     channel: Channel | None,
     transcriber: Transcriber,
     counter: TokenCounter,
-) -> str:
-    """The words of a voice note (its text unchanged for any other message)."""
+) -> MessageRecord:
+    """The stored transcript of a voice note, with its confidence (the message itself for any
+    other message, and for a voice note that could not be transcribed): what the customer
+    said, and what facts of it are sourced to."""
     extra = inbound.extra or {}
     items = (inbound.media or {}).get("items", [])
     audio = [m for m in items if str(m.get("content_type") or "").startswith("audio/")]
     if extra.get("kind") != "voice" or not audio:
-        return inbound.text
+        return inbound
     async with sessions() as session:
         done = await messages.find_by_provider_id(
             session, inbound.channel, f"transcript:{inbound.id}"
         )
     if done is not None:
-        return done.text
+        return done
     fetch = getattr(channel, "fetch_media", None)
     if fetch is None:
-        return inbound.text
+        return inbound
     try:
         data, content_type = await fetch(Media(audio[0]["url"], audio[0].get("content_type")))
         heard = await transcriber.transcribe(data, content_type)
     except (SendFailed, TranscriptionFailed) as exc:
         log.warning("voice note not transcribed", extra={"fields": {"error": str(exc)}})
-        return inbound.text
+        return inbound
     text = redact(heard.text).text or VOICE_NOT_TRANSCRIBED
     async with sessions.begin() as session:
-        await messages.append_message(
+        return await messages.append_message(
             session,
             NewMessage(
                 customer_id=inbound.customer_id,
@@ -73,4 +75,3 @@ async def voice_text(
                 thread_key=inbound.thread_key,
             ),
         )
-    return text

@@ -52,3 +52,18 @@ def test_an_item_of_only_stale_lines_is_left_out_and_a_clean_one_is_kept_as_is()
 def test_short_values_never_match_unrelated_words() -> None:
     assert not mentions_stale("sim, pode ser", ["sim"])
     assert mentions_stale("a chave 7d9f-11aa", ["7D9F-11AA"])
+
+
+def test_a_number_matches_by_its_digits_whatever_its_punctuation_or_country_code() -> None:
+    stale = ["+5511987654321"]  # stored normalized; typed without the country code
+    assert mentions_stale("minha chave Pix é 11987654321", stale)
+    assert mentions_stale("a chave é (11) 98765-4321, pode mandar", stale)
+    assert mentions_stale("chave +55 11 98765 4321", stale)
+    assert mentions_stale("a chave 5511987654321", ["11987654321"])
+    # Other numbers, and a short tail of this one, are not it.
+    assert not mentions_stale("o pedido 4471 chega dia 12", stale)
+    assert not mentions_stale("ligue 98765-4322", stale)
+    assert not mentions_stale("o protocolo termina em 54321", stale)
+    item = _item("customer: a chave é 11987654321\ncustomer: e o pedido 4471-XB?")
+    kept = without_stale(item, stale, COUNTER)
+    assert kept is not None and kept.text == "customer: e o pedido 4471-XB?"

@@ -15,7 +15,7 @@ from aiohttp.test_utils import TestServer
 from sqlalchemy import select
 from twilio.request_validator import RequestValidator
 
-from gateway.storage.models import Message
+from gateway.storage.models import Fact, Message
 from tests.support.fixtures import FIXTURES
 from tests.support.stack import Stack, running_stack
 from tests.support.twilio_server import FakeTwilio
@@ -146,6 +146,7 @@ async def test_voice_note_is_transcribed_and_stored_with_its_confidence(
         await stack.idle()
         async with stack.sessions()() as session:
             rows = list(await session.scalars(select(Message).order_by(Message.id)))
+            stored_facts = list(await session.scalars(select(Fact)))
     placeholder, transcript, reply = rows
     assert placeholder.text == "[voice note, not transcribed]"
     assert transcript.supersedes_id == placeholder.id
@@ -158,6 +159,12 @@ async def test_voice_note_is_transcribed_and_stored_with_its_confidence(
     assert voice.media_requests and voice.media_requests[0] is not None
     assert "Quero saber do pedido 4471?" in reply.text
     assert "Quero saber do pedido 4471?" in twilio.created[0]["Body"]
+    # The order heard in the note is a fact of the transcript: unconfirmed, and no surer than
+    # the words it was heard in.
+    [order] = stored_facts
+    assert (order.key, order.value, order.source_message_id) == ("order_id", "4471", transcript.id)
+    assert order.confirmed is False
+    assert order.confidence <= transcript.transcript_confidence
 
 
 async def test_offline_the_note_is_kept_and_the_window_says_so(tmp_path: Path, services) -> None:  # type: ignore[no-untyped-def]

@@ -12,7 +12,6 @@ import uuid
 from pathlib import Path
 
 import jwt
-import pytest
 from aiohttp.test_utils import TestServer
 from sqlalchemy import select
 
@@ -201,11 +200,6 @@ async def test_the_episodes_summary_reaches_the_web_chat_without_the_old_key(
         assert "ana.souza@example.com" not in system
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a Pix key typed as bare digits is stored normalized (+55…): the stale filter looks "
-    "for the stored form in the typed text, and summaries leave bare digits unmasked",
-)
 async def test_a_corrected_pix_key_typed_as_bare_digits_stays_out_of_the_web_chat(
     tmp_path: Path,
 ) -> None:
@@ -221,5 +215,5 @@ async def test_a_corrected_pix_key_typed_as_bare_digits_stays_out_of_the_web_cha
         body = await _web_chat_context(stack, "Qual é a minha chave Pix do pedido 4471-XB?")
         system = str(body["messages"][0]["content"])  # type: ignore[index]
         assert "ana.pix@example.com" in system
-    # Asserted after the gateway has stopped: the expected failure leaves nothing running.
+    # Neither the recalled line nor a summary sentence brings the old key back in its typed form.
     assert "11987654321" not in system
