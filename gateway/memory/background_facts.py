@@ -77,6 +77,11 @@ class BackgroundFacts:
 
         task.add_done_callback(forget)
 
+    def running(self, key: str) -> bool:
+        """Whether the conversation has an extraction not yet stored."""
+        task = self._running.get(key)
+        return task is not None and not task.done()
+
     async def settle(self, key: str) -> None:
         """Wait until the conversation's extraction (if any) has stored its facts. A caller
         being cancelled (a shutdown) cancels the extraction instead: the message's offline

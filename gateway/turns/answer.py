@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -58,14 +59,22 @@ from gateway.turns.backpressure import Backpressure
 from gateway.turns.deliver import DELIVERY_LEASE, Deliverer
 from gateway.turns.preview import Preview
 from gateway.turns.typing import Typing
-from gateway.turns.voice_notes import heard_message
-from gateway.turns.window import assemble_context, budget_for
+from gateway.turns.voice_notes import heard_message, is_voice_note
+from gateway.turns.window import AssembledContext, assemble_context, budget_for
 from identity import ChannelIdentityKey, LinkLevel
 
 log = logging.getLogger("relaydesk.answer")
 
 # Steps that use the CPU and the database at once in a process (a model wait holds none).
 WORK_SLOTS = 4
+
+
+@dataclass(frozen=True, slots=True)
+class _Prepared:
+    """What a turn's model call needs: the tenant's settings and the assembled window."""
+
+    tenant: TenantSettings
+    assembled: AssembledContext
 
 
 class StaleWriter(Exception):
@@ -132,9 +141,15 @@ class Answerer:
                 await self.backpressure.yield_to_ingest()
                 async with self.work, self.sessions() as session:
                     pending = await turns.next_pending_turn(session, key)
-                if pending is None:
-                    return answered
-                await self._answer(pending, held)
+                    if pending is None:
+                        return answered
+                    # Usually the window is assembled in the same session as the turn is read;
+                    # a voice note waits for its transcript first, and a message for the model
+                    # facts of the one before it.
+                    ready = None if self._waits(pending) else await self._prepare(session, pending)
+                if ready is None:
+                    ready = await self._prepare_after_waiting(pending)
+                await self._answer(pending, ready, held)
                 answered += 1
         finally:
             # The last message's model facts are stored before the lock is let go: the next
@@ -147,30 +162,43 @@ class Answerer:
         async with self.sessions() as session:
             return await turns.pending_conversations(session)
 
-    async def _answer(self, pending: PendingTurn, held: Held) -> None:
-        turn, inbound = pending.turn, pending.inbound
-        heard = await self._heard(inbound)
-        text_in = heard.text
+    def _waits(self, pending: PendingTurn) -> bool:
+        needs_transcript = self.transcriber is not None and is_voice_note(pending.inbound)
+        return needs_transcript or self.model_facts.running(pending.turn.conversation_key)
+
+    async def _prepare_after_waiting(self, pending: PendingTurn) -> _Prepared:
+        heard = await self._heard(pending.inbound)
         # The model's facts of the conversation's previous message are stored before these.
-        await self.model_facts.settle(turn.conversation_key)
-        async with self.work:
-            # The facts this message states, stored before its window is assembled (a voice
-            # note's are sourced to its transcript, and only as sure as it).
-            async with self.sessions.begin() as session:
-                await store_message_facts(session, heard, text_in)
+        await self.model_facts.settle(pending.turn.conversation_key)
         async with self.work, self.sessions() as session:
-            tenant = await self.tenant_cache.get(session, channel=inbound.channel)
-            self.model_facts.start(turn.conversation_key, tenant, heard, text_in)
-            assembled = await assemble_context(
-                session,
-                identity=_identity_of(pending),
-                settings=tenant,
-                counter=self.counter,
-                message=text_in,
-                episode_id=turn.episode_id,
-                message_id=inbound.id,
-                recall_cache=self.recall_cache,
-            )
+            return await self._prepare(session, pending, heard)
+
+    async def _prepare(
+        self, session: AsyncSession, pending: PendingTurn, heard: MessageRecord | None = None
+    ) -> _Prepared:
+        """The facts the message states, stored (a voice note's are sourced to its transcript,
+        and only as sure as it), then its window."""
+        turn, inbound = pending.turn, pending.inbound
+        heard = heard or inbound
+        if await store_message_facts(session, heard, heard.text):
+            await session.commit()
+        tenant = await self.tenant_cache.get(session, channel=inbound.channel)
+        self.model_facts.start(turn.conversation_key, tenant, heard, heard.text)
+        assembled = await assemble_context(
+            session,
+            identity=_identity_of(pending),
+            settings=tenant,
+            counter=self.counter,
+            message=heard.text,
+            episode_id=turn.episode_id,
+            message_id=inbound.id,
+            recall_cache=self.recall_cache,
+        )
+        return _Prepared(tenant, assembled)
+
+    async def _answer(self, pending: PendingTurn, ready: _Prepared, held: Held) -> None:
+        turn, inbound = pending.turn, pending.inbound
+        tenant, assembled = ready.tenant, ready.assembled
         window = assembled.window
         budget = budget_for(tenant)
         provider = self.providers.for_window(tenant, window.report.estimated_tokens)

@@ -9,6 +9,7 @@ the recognizer's confidence; a failure keeps the placeholder, which the window s
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -22,6 +23,16 @@ from gateway.storage.repositories import messages
 log = logging.getLogger("relaydesk.voice_notes")
 
 
+def _audio(message: MessageRecord) -> list[dict[str, Any]]:
+    items = (message.media or {}).get("items", [])
+    return [m for m in items if str(m.get("content_type") or "").startswith("audio/")]
+
+
+def is_voice_note(message: MessageRecord) -> bool:
+    """A voice note's placeholder, with its audio to transcribe."""
+    return (message.extra or {}).get("kind") == "voice" and bool(_audio(message))
+
+
 async def heard_message(
     inbound: MessageRecord,
     *,
@@ -33,11 +44,10 @@ async def heard_message(
     """The stored transcript of a voice note, with its confidence (the message itself for any
     other message, and for a voice note that could not be transcribed): what the customer
     said, and what facts of it are sourced to."""
-    extra = inbound.extra or {}
-    items = (inbound.media or {}).get("items", [])
-    audio = [m for m in items if str(m.get("content_type") or "").startswith("audio/")]
-    if extra.get("kind") != "voice" or not audio:
+    if not is_voice_note(inbound):
         return inbound
+    extra = inbound.extra or {}
+    audio = _audio(inbound)
     async with sessions() as session:
         done = await messages.find_by_provider_id(
             session, inbound.channel, f"transcript:{inbound.id}"
