@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import enum
 import logging
+from collections.abc import Sequence
 
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
@@ -55,13 +56,21 @@ class SeenKeys:
         return self._skip_until is not None
 
     async def sight(self, channel: str, provider_message_id: str) -> Sighting:
+        [sighting] = await self.sight_many([(channel, provider_message_id)])
+        return sighting
+
+    async def sight_many(self, keys: Sequence[tuple[str, str]]) -> list[Sighting]:
+        """`sight` for several (channel, provider message id), in one round trip."""
         now = asyncio.get_running_loop().time()
-        if self._skip_until is not None and now < self._skip_until:
-            return Sighting.UNKNOWN
-        key = f"relaydesk:seen:{channel}:{provider_message_id}"
+        if not keys or (self._skip_until is not None and now < self._skip_until):
+            return [Sighting.UNKNOWN] * len(keys)
         try:
             async with asyncio.timeout(self._budget_s):
-                first = await self._redis.set(key, "1", nx=True, ex=self._ttl_s)
+                async with self._redis.pipeline(transaction=False) as pipe:
+                    for channel, provider_message_id in keys:
+                        key = f"relaydesk:seen:{channel}:{provider_message_id}"
+                        pipe.set(key, "1", nx=True, ex=self._ttl_s)
+                    firsts = await pipe.execute()
         except (RedisError, OSError, TimeoutError) as exc:
             if self._skip_until is None:
                 log.warning(
@@ -69,8 +78,8 @@ class SeenKeys:
                     extra={"fields": {"error": type(exc).__name__}},
                 )
             self._skip_until = asyncio.get_running_loop().time() + self._backoff_s
-            return Sighting.UNKNOWN
+            return [Sighting.UNKNOWN] * len(keys)
         if self._skip_until is not None:
             self._skip_until = None
             log.info("redis dedupe fast path restored")
-        return Sighting.FIRST if first else Sighting.REPEAT
+        return [Sighting.FIRST if first else Sighting.REPEAT for first in firsts]

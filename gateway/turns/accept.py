@@ -261,7 +261,7 @@ class Acceptor:
         if self.seen is not None:
             # Marks each one seen for the replays' fast path; which of them are stored already,
             # the one read below tells (a sighting only says "probably").
-            await asyncio.gather(*(self.seen.sight(*w.key) for w in lot))
+            await self.seen.sight_many([w.key for w in lot])
         async with self.sessions.begin() as session:
             known = await messages.find_by_provider_ids(session, [w.key for w in lot])
             fresh = [w for w in lot if w.key not in known]
