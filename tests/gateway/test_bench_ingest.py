@@ -44,6 +44,7 @@ KEYS = {
     "duplicated",
     "bare_per_s",
     "ratio_to_bare",
+    "background",
 }
 
 
@@ -66,6 +67,8 @@ async def test_ingest_bench_at_a_tiny_rate(tmp_path: Path) -> None:
             "1",
             "--senders",
             "3",
+            "--background",
+            "2",
             "--postgres-url",
             POSTGRES_URL,
             "--redis-url",
@@ -79,6 +82,7 @@ async def test_ingest_bench_at_a_tiny_rate(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     figures = json.loads(result.stdout.strip().splitlines()[-1])
     assert set(figures) == KEYS
+    assert figures["background"] == 2 and "2 background processes" in result.stdout
     assert figures["lost"] == 0
     assert figures["duplicated"] == 0
     assert figures["acked_per_s"] > 0

@@ -219,6 +219,7 @@ class IngestResult:
     bare: RateResult
     seconds: float
     senders: int = DEFAULT_SENDERS
+    background: int = 1  # background processes asked for (a tree without the option runs one)
 
     @property
     def chosen(self) -> RateResult:
@@ -245,6 +246,7 @@ class IngestResult:
         rounds = len(self.runs[AFTER])
         lines = [
             f"signed Twilio webhooks from {self.senders} senders, {WORKERS} gateway processes + "
+            f"{self.background} background process{'es' if self.background > 1 else ''} + "
             f"PostgreSQL + Redis, offline model, {self.seconds:g} s per rate, "
             f"{os.cpu_count()} CPUs" + (f", {rounds} rounds" if rounds > 1 else ""),
         ]
@@ -341,6 +343,7 @@ class IngestResult:
             **self._figures(AFTER),
             "bare_per_s": round(self.bare.acked_per_s, 1),
             "ratio_to_bare": round(self.ratio_to_bare, 3),
+            "background": self.background,
         }
         if BEFORE in self.runs:
             figures["before"] = self._figures(BEFORE)
@@ -652,6 +655,7 @@ async def _measure(options: IngestOptions, progress: Progress) -> IngestResult:
         bare=bare,
         seconds=options.seconds,
         senders=options.senders,
+        background=options.background,
     )
 
 
