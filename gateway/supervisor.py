@@ -23,6 +23,7 @@ SQLite file, in-process locks, dedupe and compaction queue belong to one process
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import multiprocessing
 import os
@@ -109,6 +110,18 @@ def _exit_with_parent(parent: int) -> None:
     threading.Thread(target=watch, name="parent-watch", daemon=True).start()
 
 
+def freeze_startup_objects() -> None:
+    """Leave what the process built to start (modules, engines, the tokenizer's tables) out of
+    every later garbage collection: a full collection would walk those objects again and
+    again, taking the CPU (and a pause) from the requests."""
+    gc.collect()
+    gc.freeze()
+
+
+async def _freeze_after_startup(app: web.Application) -> None:
+    freeze_startup_objects()
+
+
 def new_event_loop() -> asyncio.AbstractEventLoop:
     """uvloop where it is installed (a dependency everywhere but Windows): its own work per
     request is smaller than asyncio's, which leaves more of the CPU to the gateway."""
@@ -129,8 +142,10 @@ def run_child(settings: Settings, host: str, port: int, parent: int) -> None:
     configure_logging(settings.log_level)
     _exit_with_parent(parent)
     log.info("gateway process started", extra={"fields": {"pid": os.getpid()}})
+    app = create_app(settings)
+    app.on_startup.append(_freeze_after_startup)
     web.run_app(
-        create_app(settings),
+        app,
         host=host,
         port=port,
         reuse_port=True,
@@ -175,6 +190,7 @@ async def _run_background(app: web.Application) -> None:
         loop.add_signal_handler(signum, stop.set)
     runner = web.AppRunner(app, handle_signals=False)
     await runner.setup()  # enters the app's cleanup contexts: its background work starts
+    freeze_startup_objects()
     try:
         await stop.wait()
     finally:
