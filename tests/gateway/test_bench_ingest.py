@@ -184,3 +184,16 @@ async def test_a_side_runs_only_the_gateway_of_its_own_tree(tmp_path: Path) -> N
     gone = _Gateway(tmp_path / "removed")  # a baseline removed meanwhile: not the installed one
     with pytest.raises(IngestBenchError, match="imports from"):
         await verify_source(gone, clean_env(**gone.env), tmp_path)
+
+
+def test_a_baseline_tree_without_the_background_option_runs_its_one_process(
+    tmp_path: Path,
+) -> None:
+    from tools.bench.ingest import THIS_TREE, _Gateway
+
+    old = tmp_path / "old"
+    (old / "gateway").mkdir(parents=True)
+    (old / "gateway" / "cli.py").write_text('serve.add_argument("--workers")\n')
+    assert "--background" not in _Gateway(old).serve(8080, 2)
+    assert _Gateway(THIS_TREE).serve(8080, 2)[-2:] == ["--background", "2"]
+    assert "--background" not in _Gateway(THIS_TREE).serve(8080, 1)

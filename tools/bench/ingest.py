@@ -220,6 +220,7 @@ class IngestResult:
     seconds: float
     senders: int = DEFAULT_SENDERS
     background: int = 1  # background processes asked for (a tree without the option runs one)
+    background_before: int = 1  # what the "before" side ran
 
     @property
     def chosen(self) -> RateResult:
@@ -246,7 +247,13 @@ class IngestResult:
         rounds = len(self.runs[AFTER])
         lines = [
             f"signed Twilio webhooks from {self.senders} senders, {WORKERS} gateway processes + "
-            f"{self.background} background process{'es' if self.background > 1 else ''} + "
+            f"{self.background} background process{'es' if self.background > 1 else ''}"
+            + (
+                f" (before: {self.background_before})"
+                if BEFORE in self.runs and self.background_before != self.background
+                else ""
+            )
+            + " + "
             f"PostgreSQL + Redis, offline model, {self.seconds:g} s per rate, "
             f"{os.cpu_count()} CPUs" + (f", {rounds} rounds" if rounds > 1 else ""),
         ]
@@ -590,9 +597,17 @@ class _Gateway:
 
     def serve(self, port: int, background: int) -> list[str]:
         """``relaydesk serve`` with the side's workers; ``--background`` only where asked for
-        more than one (a tree from before the option runs its one background process)."""
+        more than one and the tree has the option (one from before it runs its one background
+        process, and the table says so)."""
         command = [*self.command, "serve", "--workers", str(WORKERS), "--port", str(port)]
-        return command + (["--background", str(background)] if background > 1 else [])
+        if background > 1 and self.background_option:
+            command += ["--background", str(background)]
+        return command
+
+    @property
+    def background_option(self) -> bool:
+        cli = self.source / "gateway" / "cli.py"
+        return cli.is_file() and '"--background"' in cli.read_text(encoding="utf-8")
 
 
 def _gateways(options: IngestOptions) -> dict[str, _Gateway]:
@@ -656,6 +671,9 @@ async def _measure(options: IngestOptions, progress: Progress) -> IngestResult:
         seconds=options.seconds,
         senders=options.senders,
         background=options.background,
+        background_before=(
+            options.background if BEFORE in gateways and gateways[BEFORE].background_option else 1
+        ),
     )
 
 
