@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from tests.support.databases import (
     DatabaseUnderTest,
@@ -71,3 +71,11 @@ async def session(database: DatabaseUnderTest) -> AsyncIterator[AsyncSession]:
         await outer.rollback()
         await connection.close()
         await engine.dispose()
+
+
+@pytest.fixture
+async def sessions(database: DatabaseUnderTest) -> AsyncIterator[async_sessionmaker[AsyncSession]]:
+    """Sessions that commit, as the gateway's do (for code that opens its own transactions)."""
+    engine = database.engine()
+    yield async_sessionmaker(engine, expire_on_commit=False)
+    await engine.dispose()

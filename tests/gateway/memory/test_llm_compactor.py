@@ -33,7 +33,6 @@ from gateway.memory.worker import MemoryWorker
 from gateway.providers import OpenAICompatProvider, ProviderConfigError
 from gateway.storage.repositories import facts, summaries
 from gateway.tenants import TenantSettings
-from tests.support.databases import DatabaseUnderTest
 from tests.support.openai_server import FakeOpenAI
 from tests.support.stored_conversations import store_episode
 
@@ -270,15 +269,6 @@ async def test_factory_sends_the_key_only_to_the_gateway_endpoint() -> None:
 
 
 # --- through storage (SQLite and PostgreSQL) ------------------------------------------------
-
-
-@pytest.fixture
-async def sessions(
-    database: DatabaseUnderTest,
-) -> AsyncIterator[async_sessionmaker[AsyncSession]]:
-    engine = database.engine()
-    yield async_sessionmaker(engine, expire_on_commit=False)
-    await engine.dispose()
 
 
 async def _conversation(sessions: async_sessionmaker[AsyncSession]) -> tuple[str, str, list[int]]:

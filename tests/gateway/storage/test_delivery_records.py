@@ -5,10 +5,8 @@ written fails its own send only. SQLite and PostgreSQL."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 
-import pytest
 from sqlalchemy import event, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -17,19 +15,9 @@ from gateway.storage.models import OutboundMessage, TurnRow
 from gateway.storage.repositories import turns
 from gateway.storage.repositories.outbound import SentPart
 from gateway.turns.delivery_records import DeliveryRecords, SendOutcome
-from tests.support.databases import DatabaseUnderTest
 from tests.support.stored_conversations import store_episode
 
 START = datetime(2026, 11, 2, 9, 0, tzinfo=UTC)
-
-
-@pytest.fixture
-async def sessions(
-    database: DatabaseUnderTest,
-) -> AsyncIterator[async_sessionmaker[AsyncSession]]:
-    engine = database.engine()
-    yield async_sessionmaker(engine, expire_on_commit=False)
-    await engine.dispose()
 
 
 async def _turns(sessions: async_sessionmaker[AsyncSession], count: int) -> list[tuple[int, int]]:
