@@ -149,13 +149,12 @@ class WindowLine:
 
 @dataclass(frozen=True, slots=True)
 class PendingTurn:
-    """A turn to answer, with its inbound message, the key of the identity that sent it (None
-    for a message stored without one) and the conversation's stored fence."""
+    """A turn to answer, with its inbound message and the key of the identity that sent it
+    (None for a message stored without one)."""
 
     turn: TurnRecord
     inbound: MessageRecord
     identity_key: str | None
-    fence: int = 0  # the last fence a writer of the conversation recorded
 
 
 @dataclass(frozen=True, slots=True)

@@ -77,15 +77,6 @@ class _Prepared:
     assembled: AssembledContext
 
 
-class _FenceBehind(Exception):
-    """The lock's fencing token is not above the one stored: this holder's writes would be
-    refused."""
-
-    def __init__(self, stored: int) -> None:
-        super().__init__(f"stored fence {stored} is not below the lock's")
-        self.stored = stored
-
-
 class StaleWriter(Exception):
     """This process's conversation lock expired and a newer holder already wrote."""
 
@@ -130,27 +121,18 @@ class Answerer:
     async def drain(self, key: str) -> int:
         """Answer the conversation's pending turns in order; returns how many were answered.
 
-        A kick means a turn is waiting, so the first look is under the lock, taken if nobody
-        holds it; after letting it go the drain looks again, first without it (a turn stored
-        meanwhile by a process that found the lock taken is answered here)."""
+        The lock is taken only when a turn is waiting (a kick for a turn already answered costs
+        one query) and nobody holds it; after letting it go the drain looks again."""
         answered = 0
-        floor = 0
-        first = True
         while True:
-            if not first:
-                async with self.work, self.sessions() as session:
-                    waiting, floor = await turns.pending_and_fence(session, key)
-                if not waiting:
-                    return answered
-            first = False
-            try:
-                async with self.locks.try_hold(key, floor=floor) as held:
-                    if held is None:
-                        return answered  # another drain holds it and answers what is pending
-                    answered += await self._drain_held(key, held)
-            except _FenceBehind as behind:
-                # Redis lost its counters (a restart): take a token above the stored one.
-                floor, first = behind.stored, True
+            async with self.work, self.sessions() as session:
+                waiting, floor = await turns.pending_and_fence(session, key)
+            if not waiting:
+                return answered
+            async with self.locks.try_hold(key, floor=floor) as held:
+                if held is None:
+                    return answered  # another drain holds it and answers what is pending
+                answered += await self._drain_held(key, held)
 
     async def _drain_held(self, key: str, held: Held) -> int:
         answered = 0
@@ -161,8 +143,6 @@ class Answerer:
                     pending = await turns.next_pending_turn(session, key)
                     if pending is None:
                         return answered
-                    if held.fence is not None and pending.fence >= held.fence:
-                        raise _FenceBehind(pending.fence)
                     # Usually the window is assembled in the same session as the turn is read;
                     # a voice note waits for its transcript first, and a message for the model
                     # facts of the one before it.

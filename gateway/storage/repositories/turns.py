@@ -29,15 +29,13 @@ _NEXT_PENDING = (
     .order_by(TURNS.c.inbound_message_id)
     .limit(1)
 )
-_FENCE = select(FENCES.c.fence).where(FENCES.c.conversation_key == bindparam("key"))
 # The answer step's read of its next turn: the turn, its inbound message (columns labelled
-# "m_<name>"), the sender identity's key and the conversation's fence, in one statement.
+# "m_<name>") and the sender identity's key, in one statement.
 _NEXT_PENDING_WITH_INBOUND = (
     select(
         TURNS,
         *(column.label(f"m_{column.name}") for column in MESSAGES.c),
         IDENTITIES.c.external_id.label("identity_key"),
-        _FENCE.scalar_subquery().label("stored_fence"),
     )
     .select_from(
         TURNS.join(MESSAGES, MESSAGES.c.id == TURNS.c.inbound_message_id).outerjoin(
@@ -48,6 +46,7 @@ _NEXT_PENDING_WITH_INBOUND = (
     .order_by(TURNS.c.inbound_message_id)
     .limit(1)
 )
+_FENCE = select(FENCES.c.fence).where(FENCES.c.conversation_key == bindparam("key"))
 # Whether a drain has work, and the fence its lock must pass: one statement per kick.
 _DRAIN_CHECK = select(
     _FENCE.scalar_subquery(),
@@ -166,7 +165,6 @@ async def next_pending_turn(session: AsyncSession, conversation_key: str) -> Pen
         turn=turn_record(row),
         inbound=message_from(lambda name: values[f"m_{name}"]),
         identity_key=row.identity_key,
-        fence=int(row.stored_fence or 0),
     )
 
 
