@@ -290,6 +290,52 @@ class ConversationFence(Base):
     fence: Mapped[int] = mapped_column(BigInteger, default=0)
 
 
+class Conversation(Base):
+    """One customer on one channel identity (a turn's `conversation_key`), and who answers it:
+    the bot, nobody yet (a human was asked for) or the operator who holds it."""
+
+    __tablename__ = "conversations"
+    __table_args__ = (Index("ix_conversations_owner_last_message_at", "owner", "last_message_at"),)
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    conversation_key: Mapped[str] = mapped_column(String(200), unique=True)
+    customer_id: Mapped[str] = mapped_column(ForeignKey("customers.id"), index=True)
+    channel: Mapped[str] = mapped_column(String(32))
+    identity_id: Mapped[str | None] = mapped_column(ForeignKey("channel_identities.id"))
+    # The channel identity's external id as the channel spells it ("+5511…", a chat id).
+    external_id: Mapped[str] = mapped_column(String(200))
+    owner: Mapped[str] = mapped_column(String(16), default="bot", server_default="bot")
+    held_by: Mapped[str | None] = mapped_column(String(200))
+    owner_since: Mapped[datetime] = mapped_column(default=utcnow)
+    last_message_at: Mapped[datetime] = mapped_column(default=utcnow)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class OutboundEvent(Base):
+    """An event for `RELAYDESK_EVENTS_URL`, kept until the receiver took it (2xx), so a
+    restart or a receiver that is down loses none; retried with backoff."""
+
+    __tablename__ = "outbound_events"
+    __table_args__ = (
+        Index(
+            "ix_outbound_events_due",
+            "next_attempt_at",
+            postgresql_where=sql_text("delivered_at IS NULL"),
+            sqlite_where=sql_text("delivered_at IS NULL"),
+        ),
+    )
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    kind: Mapped[str] = mapped_column(String(64))
+    payload: Mapped[dict[str, Any]] = mapped_column(JSON)
+    attempts: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    next_attempt_at: Mapped[datetime] = mapped_column(default=utcnow)
+    lease_until: Mapped[datetime | None]
+    last_error: Mapped[str | None] = mapped_column(Text)
+    delivered_at: Mapped[datetime | None]
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
 class Fact(Base):
     """A durable typed field with the message it came from; corrections supersede."""
 
