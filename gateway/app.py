@@ -19,6 +19,7 @@ from gateway.coordination.dedupe import SeenKeys
 from gateway.coordination.locks import InProcessLocks, RedisLocks
 from gateway.coordination.redis_client import compaction_queue, make_redis
 from gateway.coordination.wakeups import Wakeups
+from gateway.events.outbox import EventOutbox
 from gateway.http import health, openapi
 from gateway.http.idempotency import idempotency_middleware
 from gateway.http.middleware import body_limit_middleware, error_middleware, metrics_middleware
@@ -32,6 +33,7 @@ from gateway.keys import (
     COUNTER,
     DELIVER,
     ENGINE,
+    EVENTS,
     HTTP,
     HUB,
     INBOX,
@@ -279,6 +281,7 @@ def create_app(settings: Settings) -> web.Application:
         client_max_size=settings.max_body_bytes,
     )
     app[SETTINGS] = settings
+    app[EVENTS] = EventOutbox(enabled=settings.events_url is not None)
     app[METRICS] = Metrics.create()
     # The tokenizer is loaded once per process and shared (it is read-only).
     app[COUNTER] = TiktokenCounter(load_encoding())

@@ -45,6 +45,10 @@ class Settings(BaseSettings):
     public_url: str | None = Field(None, alias="RELAYDESK_PUBLIC_URL")
     api_key: SecretStr | None = Field(None, alias="RELAYDESK_API_KEY")
     webchat_secret: SecretStr | None = Field(None, alias="RELAYDESK_WEBCHAT_SECRET")
+    # Where conversation and message events are posted (unset: none are kept), and the key
+    # that signs their bodies (HMAC-SHA256).
+    events_url: str | None = Field(None, alias="RELAYDESK_EVENTS_URL")
+    events_secret: SecretStr | None = Field(None, alias="RELAYDESK_EVENTS_SECRET")
     model: str = Field("offline", alias="RELAYDESK_MODEL")
     model_base_url: str | None = Field(None, alias="RELAYDESK_MODEL_BASE_URL")
     model_api_key: SecretStr | None = Field(None, alias="RELAYDESK_MODEL_API_KEY")
@@ -127,6 +131,7 @@ class Settings(BaseSettings):
 
     @field_validator(
         "public_url",
+        "events_url",
         "model_base_url",
         "twilio_api_base",
         "telegram_api_base",

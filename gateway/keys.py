@@ -13,6 +13,7 @@ from channels.base import Channel
 from context import TokenCounter
 from gateway.config import Settings
 from gateway.coordination.wakeups import Wakeups
+from gateway.events.outbox import EventOutbox
 from gateway.inbox.processor import InboxProcessor
 from gateway.inbox.writer import InboxWriter
 from gateway.memory.recall import RecallCache
@@ -43,6 +44,8 @@ ADAPTERS: web.AppKey[Mapping[str, Channel]] = web.AppKey("adapters")
 SCHEDULER = web.AppKey("scheduler", TurnScheduler)
 HUB = web.AppKey("hub", WebChatHub)
 MEMORY = web.AppKey("memory", MemoryWorker)
+# Events for RELAYDESK_EVENTS_URL, recorded in the transaction of the change they announce.
+EVENTS = web.AppKey("events", EventOutbox)
 INBOX_WRITER = web.AppKey("inbox_writer", InboxWriter)
 INBOX = web.AppKey("inbox", InboxProcessor)
 WAKEUPS = web.AppKey("wakeups", Wakeups)
