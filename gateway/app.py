@@ -20,6 +20,7 @@ from gateway.coordination.locks import InProcessLocks, RedisLocks
 from gateway.coordination.redis_client import compaction_queue, make_redis
 from gateway.coordination.wakeups import Wakeups
 from gateway.events.outbox import EventOutbox
+from gateway.events.sender import EVENT_SENDER, sender_for
 from gateway.http import health, openapi
 from gateway.http.idempotency import idempotency_middleware
 from gateway.http.middleware import body_limit_middleware, error_middleware, metrics_middleware
@@ -256,7 +257,15 @@ async def flow_ctx(app: web.Application) -> AsyncIterator[None]:
     scheduler.start()
     if settings.run_compaction and settings.run_background:
         memory.start()
+    # Events go out from the processes that run background work; the others only record them.
+    sender = sender_for(settings, sessions, http, app[METRICS])
+    if sender is not None:
+        app[EVENT_SENDER] = sender
+        app[EVENTS].wake = sender.wake
+        sender.start()
     yield
+    if sender is not None:
+        await sender.close()
     await writer.close()
     if wakeups is not None:
         await wakeups.close()

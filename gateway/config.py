@@ -119,6 +119,15 @@ class Settings(BaseSettings):
             raise ValueError("must be at least 32 bytes long")
         return value
 
+    @field_validator("events_secret")
+    @classmethod
+    def _events_secret_length(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and not value.get_secret_value():
+            return None  # an empty value is unset (and refused beside a URL)
+        if value is not None and len(value.get_secret_value().encode()) < 16:
+            raise ValueError("must be at least 16 bytes long")
+        return value
+
     @field_validator("model")
     @classmethod
     def _model_spec(cls, value: str) -> str:
@@ -150,6 +159,13 @@ class Settings(BaseSettings):
         # A process that only acknowledges wakes the background process over Redis.
         if not self.run_background and self.redis_url is None:
             raise ValueError("RELAYDESK_RUN_BACKGROUND=false needs RELAYDESK_REDIS_URL")
+        return self
+
+    @model_validator(mode="after")
+    def _events_signed(self) -> Settings:
+        # Every event is signed: a receiver could not tell ours from anyone's without it.
+        if self.events_url is not None and self.events_secret is None:
+            raise ValueError("RELAYDESK_EVENTS_URL needs RELAYDESK_EVENTS_SECRET (signs events)")
         return self
 
     @property

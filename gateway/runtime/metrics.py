@@ -18,6 +18,11 @@ class Metrics:
     inbox_waiting: Gauge
     inbox_oldest_seconds: Gauge
     inbox_set_aside: Gauge
+    # Outbound events (`gateway.events.sender`), counted by the processes that send them.
+    events_sent: Counter
+    events_failed: Counter
+    events_given_up: Counter
+    events_pending: Gauge
 
     @classmethod
     def create(cls) -> Metrics:
@@ -55,6 +60,27 @@ class Metrics:
             inbox_set_aside=Gauge(
                 "relaydesk_inbox_set_aside",
                 "Inbox rows set aside after failing repeatedly, waiting for an operator",
+                registry=registry,
+            ),
+            events_sent=Counter(
+                "relaydesk_events_sent",
+                "Outbound events the receiver took (answered 2xx)",
+                registry=registry,
+            ),
+            events_failed=Counter(
+                "relaydesk_events_failed_attempts",
+                "Outbound event attempts that failed, by reason (status, network)",
+                ["reason"],
+                registry=registry,
+            ),
+            events_given_up=Counter(
+                "relaydesk_events_given_up",
+                "Outbound events no longer tried (refused by the receiver, or too many attempts)",
+                registry=registry,
+            ),
+            events_pending=Gauge(
+                "relaydesk_events_pending",
+                "Outbound events not yet delivered and still to be tried (read by the sender)",
                 registry=registry,
             ),
         )
