@@ -119,6 +119,16 @@ class Settings(BaseSettings):
             raise ValueError("must be at least 32 bytes long")
         return value
 
+    @field_validator("events_url")
+    @classmethod
+    def _endpoint_url(cls, value: str | None) -> str | None:
+        # Posted to exactly as given (a base URL loses its trailing slash; an endpoint must not).
+        if value in (None, ""):
+            return None
+        if not value.startswith(("http://", "https://")):
+            raise ValueError("must be an http:// or https:// URL")
+        return value
+
     @field_validator("events_secret")
     @classmethod
     def _events_secret_length(cls, value: SecretStr | None) -> SecretStr | None:
@@ -140,7 +150,6 @@ class Settings(BaseSettings):
 
     @field_validator(
         "public_url",
-        "events_url",
         "model_base_url",
         "twilio_api_base",
         "telegram_api_base",

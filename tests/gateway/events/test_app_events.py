@@ -1,0 +1,104 @@
+"""The whole gateway with RELAYDESK_EVENTS_URL (embedded: SQLite; production: PostgreSQL and
+Redis): an event recorded through `app[EVENTS]` reaches a real receiver, signed, and shows in
+`/metrics`; without the URL nothing is kept or sent; a URL without a secret stops the start."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from sqlalchemy import func, select
+
+from gateway.config import ConfigError, load_settings
+from gateway.events.sender import EVENT_SENDER
+from gateway.keys import EVENTS
+from gateway.storage.models import OutboundEvent
+from tests.gateway.events.conftest import SECRET, until
+from tests.gateway.events.receiver import EventReceiver
+from tests.support.stack import Stack, running_stack
+
+BACKENDS = ["embedded", "production"]
+
+
+async def record_through_app(stack: Stack, kind: str, data: dict[str, object]) -> None:
+    async with stack.sessions()() as session:
+        async with session.begin():
+            await stack.app[EVENTS].record(session, kind, data)
+
+
+async def stored_events(stack: Stack) -> int:
+    async with stack.sessions()() as session:
+        return int(await session.scalar(select(func.count()).select_from(OutboundEvent)) or 0)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+async def test_an_event_recorded_by_the_app_reaches_the_receiver_signed(
+    backend: str, tmp_path: Path, receiver: EventReceiver
+) -> None:
+    async with running_stack(
+        backend,
+        tmp_path,
+        RELAYDESK_EVENTS_URL=receiver.url,
+        RELAYDESK_EVENTS_SECRET=SECRET.decode(),
+    ) as stack:
+        assert EVENT_SENDER in stack.app
+        await record_through_app(stack, "conversation.waiting", {"conversation_id": "c9"})
+        await receiver.wait_for(1)
+        [request] = receiver.requests
+        assert request.signed_by(SECRET)
+        assert request.json()["type"] == "conversation.waiting"
+        assert request.json()["data"] == {"conversation_id": "c9"}
+
+        async def counted() -> bool:
+            text = await (await stack.client.get("/metrics")).text()
+            return "relaydesk_events_sent_total 1.0" in text
+
+        await until(counted)  # the sender records the receiver's answer after it came
+    assert len(receiver.requests) == 1
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+async def test_without_an_events_url_nothing_is_kept_or_sent(
+    backend: str, tmp_path: Path, receiver: EventReceiver
+) -> None:
+    async with running_stack(backend, tmp_path) as stack:
+        assert EVENT_SENDER not in stack.app
+        await record_through_app(stack, "conversation.waiting", {"conversation_id": "c1"})
+        assert await stored_events(stack) == 0
+    assert receiver.requests == []
+
+
+async def test_a_process_that_only_acknowledges_records_events_but_does_not_send(
+    tmp_path: Path, receiver: EventReceiver
+) -> None:
+    async with running_stack(
+        "production",
+        tmp_path,
+        RELAYDESK_EVENTS_URL=receiver.url,
+        RELAYDESK_EVENTS_SECRET=SECRET.decode(),
+        RELAYDESK_RUN_BACKGROUND=False,
+    ) as stack:
+        assert EVENT_SENDER not in stack.app
+        await record_through_app(stack, "conversation.waiting", {"conversation_id": "c1"})
+        assert await stored_events(stack) == 1  # the background process sends it
+
+
+def test_an_events_url_without_a_secret_is_refused_at_start() -> None:
+    with pytest.raises(ConfigError, match="RELAYDESK_EVENTS_SECRET"):
+        load_settings(RELAYDESK_EVENTS_URL="https://desk.example/hooks")
+    with pytest.raises(ConfigError, match="RELAYDESK_EVENTS_SECRET"):
+        load_settings(RELAYDESK_EVENTS_URL="https://desk.example/hooks", RELAYDESK_EVENTS_SECRET="")
+
+
+def test_a_short_events_secret_is_refused() -> None:
+    with pytest.raises(ConfigError, match="at least 16 bytes"):
+        load_settings(
+            RELAYDESK_EVENTS_URL="https://desk.example/hooks", RELAYDESK_EVENTS_SECRET="short"
+        )
+    settings = load_settings(
+        RELAYDESK_EVENTS_URL="https://desk.example/hooks/",
+        RELAYDESK_EVENTS_SECRET=SECRET.decode(),
+    )
+    assert settings.events_url == "https://desk.example/hooks/"  # posted to as given
+    with pytest.raises(ConfigError, match="RELAYDESK_EVENTS_URL"):
+        load_settings(RELAYDESK_EVENTS_URL="desk.example/hooks", RELAYDESK_EVENTS_SECRET="x" * 16)
