@@ -21,6 +21,7 @@ from gateway.coordination.redis_client import compaction_queue, make_redis
 from gateway.coordination.wakeups import Wakeups
 from gateway.events.outbox import EventOutbox
 from gateway.events.sender import EVENT_SENDER, sender_for
+from gateway.events.wakeups import EventWakeups
 from gateway.http import health, openapi
 from gateway.http.idempotency import idempotency_middleware
 from gateway.http.middleware import body_limit_middleware, error_middleware, metrics_middleware
@@ -257,13 +258,23 @@ async def flow_ctx(app: web.Application) -> AsyncIterator[None]:
     scheduler.start()
     if settings.run_compaction and settings.run_background:
         memory.start()
-    # Events go out from the processes that run background work; the others only record them.
+    # Events go out from the processes that run background work; the others only record them
+    # and, with Redis, wake the senders after each commit.
     sender = sender_for(settings, sessions, http, app[METRICS])
+    event_wakeups = (
+        EventWakeups(redis) if redis is not None and settings.events_url is not None else None
+    )
     if sender is not None:
         app[EVENT_SENDER] = sender
         app[EVENTS].wake = sender.wake
+        if event_wakeups is not None:
+            event_wakeups.listen(sender.wake)
         sender.start()
+    elif event_wakeups is not None:
+        app[EVENTS].wake = event_wakeups.publish
     yield
+    if event_wakeups is not None:
+        await event_wakeups.close()
     if sender is not None:
         await sender.close()
     await writer.close()

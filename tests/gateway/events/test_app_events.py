@@ -11,7 +11,7 @@ from sqlalchemy import func, select
 
 from gateway.config import ConfigError, load_settings
 from gateway.events.sender import EVENT_SENDER
-from gateway.keys import EVENTS
+from gateway.keys import EVENTS, SETTINGS
 from gateway.storage.models import OutboundEvent
 from tests.gateway.events.conftest import SECRET, until
 from tests.gateway.events.receiver import EventReceiver
@@ -68,19 +68,21 @@ async def test_without_an_events_url_nothing_is_kept_or_sent(
     assert receiver.requests == []
 
 
-async def test_a_process_that_only_acknowledges_records_events_but_does_not_send(
+async def test_events_recorded_by_a_process_that_only_acknowledges_are_sent_by_the_background(
     tmp_path: Path, receiver: EventReceiver
 ) -> None:
-    async with running_stack(
-        "production",
-        tmp_path,
-        RELAYDESK_EVENTS_URL=receiver.url,
-        RELAYDESK_EVENTS_SECRET=SECRET.decode(),
-        RELAYDESK_RUN_BACKGROUND=False,
-    ) as stack:
-        assert EVENT_SENDER not in stack.app
-        await record_through_app(stack, "conversation.waiting", {"conversation_id": "c1"})
-        assert await stored_events(stack) == 1  # the background process sends it
+    events = {"RELAYDESK_EVENTS_URL": receiver.url, "RELAYDESK_EVENTS_SECRET": SECRET.decode()}
+    async with running_stack("production", tmp_path, **events) as background:
+        url = background.app[SETTINGS].database_url
+        async with running_stack(
+            "production", tmp_path, database=url, RELAYDESK_RUN_BACKGROUND=False, **events
+        ) as gateway:
+            assert EVENT_SENDER not in gateway.app
+            await record_through_app(gateway, "conversation.waiting", {"conversation_id": "c1"})
+            await receiver.wait_for(1)
+    [request] = receiver.requests
+    assert request.signed_by(SECRET)
+    assert request.json()["data"] == {"conversation_id": "c1"}
 
 
 def test_an_events_url_without_a_secret_is_refused_at_start() -> None:
