@@ -77,7 +77,7 @@ class InboxProcessor:
         try:
             while self._again:
                 self._again = False
-                while await self.process_claim():
+                while await self._claim_again():
                     pass
         except asyncio.CancelledError:
             raise
@@ -97,8 +97,20 @@ class InboxProcessor:
             total += count
         return total
 
+    async def _claim_again(self) -> bool:
+        """Process a claim; whether another may find rows. A claim short of the limit took
+        every claimable row, so no empty claim is run to confirm it: a row committed after it
+        comes with a kick of its own. Rows it released (a failure) are claimable again."""
+        claimed, released = await self._process_claim()
+        return claimed >= CLAIM_LIMIT or released
+
     async def process_claim(self) -> int:
-        """Claim one batch and process it; 0 when nothing was claimable.
+        """Claim one batch and process it; how many rows it claimed (0: none was claimable)."""
+        claimed, _ = await self._process_claim()
+        return claimed
+
+    async def _process_claim(self) -> tuple[int, bool]:
+        """Claim one batch and process it: (rows claimed, whether any was released unstored).
 
         The batch's rows are handed to `accept` all at once, in claim order (one call per row,
         started together): the inbox's `Acceptor` stores rows started together in one
@@ -111,7 +123,7 @@ class InboxProcessor:
                     session, now=utcnow(), lease=self._lease, limit=CLAIM_LIMIT
                 )
         if not items:
-            return 0
+            return 0, False
         done: list[int] = []
         blocked: set[str] = set()  # a sender whose earlier row failed: its later rows wait
         try:
@@ -149,7 +161,7 @@ class InboxProcessor:
             # allows; otherwise the lease runs out and the rows are claimed again.
             left = [i.id for i in items if i.id not in done]
             await self._settle(done, left)
-        return len(items)
+        return len(items), bool(left)
 
     async def _settle(self, done: list[int], left: list[int]) -> None:
         try:
