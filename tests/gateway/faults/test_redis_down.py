@@ -163,7 +163,11 @@ async def _run(stack: Stack, redis_server: PrivateRedis, twilio: FakeTwilio) -> 
         reopen_sid = "SM" + uuid.uuid4().hex
         assert await load.send(reopen_sid, closer) == 200
         assert await _episode_of(stack, reopen_sid) != idle_episode
-        assert queue.deferred >= 1  # the closed episode's job, kept until Redis is back
+        # The closed episode's job, kept until Redis is back: queued after the message's
+        # commit, so it is kept a moment after the message shows.
+        async with asyncio.timeout(10):
+            while queue.deferred < 1:
+                await asyncio.sleep(0.02)
         await asyncio.sleep(1.2)
         # Drains kicked meanwhile could not take their conversation lock: left pending.
         assert await _turns(stack, "pending") >= 1
