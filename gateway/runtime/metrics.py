@@ -18,6 +18,9 @@ class Metrics:
     inbox_waiting: Gauge
     inbox_oldest_seconds: Gauge
     inbox_set_aside: Gauge
+    # Conversations waiting for an operator longer than the tenant's `handoff_waiting_alert_s`
+    # (read when scraped, like the inbox's).
+    conversations_waiting_too_long: Gauge
 
     @classmethod
     def create(cls) -> Metrics:
@@ -55,6 +58,11 @@ class Metrics:
             inbox_set_aside=Gauge(
                 "relaydesk_inbox_set_aside",
                 "Inbox rows set aside after failing repeatedly, waiting for an operator",
+                registry=registry,
+            ),
+            conversations_waiting_too_long=Gauge(
+                "relaydesk_conversations_waiting_too_long",
+                "Conversations waiting for an operator longer than handoff_waiting_alert_s",
                 registry=registry,
             ),
         )
