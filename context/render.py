@@ -35,6 +35,7 @@ __all__ = [
     "fact_line",
     "fact_line_without_value",
     "fixed_text",
+    "human_agent_tag",
     "quoted",
     "state_lines",
     "summary_entry",
@@ -136,6 +137,12 @@ def summary_tag(summary: SummaryItem) -> str:
 def summary_entry(summary: SummaryItem) -> str:
     """The tag on its own line, then the summary text unchanged (its stored count stays valid)."""
     return f"{summary_tag(summary)}\n{summary.text}"
+
+
+def human_agent_tag(actor: str) -> str:
+    """The line that opens a message an operator wrote, so the model reads it as a person's
+    words (``[human agent alice]``), not its own; the message follows on the next line."""
+    return f"[human agent {_one_line(actor) or 'unknown'}]\n"
 
 
 def truncation_marker(dropped_tokens: int, dropped_chars: int = 0) -> str:

@@ -12,7 +12,7 @@ from pydantic import SecretStr
 
 from channels.base import InboundMessage
 from context import TiktokenCounter, load_encoding
-from gateway.api import campaigns, context, operator
+from gateway.api import campaigns, context, conversations, operator
 from gateway.config import Settings
 from gateway.console import routes as console_routes
 from gateway.coordination.dedupe import SeenKeys
@@ -188,6 +188,7 @@ async def flow_ctx(app: web.Application) -> AsyncIterator[None]:
         metrics=app[METRICS],
         seen=SeenKeys(redis) if redis is not None else None,
         memory=queue,
+        events=app[EVENTS],
     )
     deliver = Deliverer(sessions=sessions, adapters=adapters)
     gate = ModelGate(
@@ -210,6 +211,7 @@ async def flow_ctx(app: web.Application) -> AsyncIterator[None]:
         transcriber=transcriber_for(settings, http),
         gate=gate,
         message_facts_for=compactor_for,
+        events=app[EVENTS],
     )
     # A gateway process that only acknowledges (settings make sure it has Redis) wakes the
     # background process instead of storing and answering itself.
@@ -310,6 +312,7 @@ def create_app(settings: Settings) -> web.Application:
     openapi.add_routes(app)
     campaigns.add_routes(app)
     operator.add_routes(app)
+    conversations.add_routes(app)
     console_routes.add_routes(app)
     context.add_routes(app)
     add_channel_routes(app)

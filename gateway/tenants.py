@@ -70,6 +70,30 @@ class TenantSettings(BaseModel):
     # customer: "propose" that customer's merge to an operator (a number may be a family's), or
     # "merge" it at once when it holds nothing verified (the call center's check suffices).
     call_center_customer: Literal["propose", "merge"] = "propose"
+    # Human handoff: what a customer says to ask for a person (whole words, case and accents
+    # ignored), the model's own marker for it (stripped from what is sent), how many failed
+    # model calls in a row hand over (0: never), what the customer is told, and after how
+    # long a conversation waiting for an operator is flagged.
+    handoff_phrases: list[str] = [
+        "falar com um atendente",
+        "falar com atendente",
+        "quero um atendente",
+        "falar com uma pessoa",
+        "falar com um humano",
+        "atendente humano",
+        "human",
+        "agent",
+        "talk to a person",
+        "speak to a person",
+        "real person",
+    ]
+    handoff_marker: str = "[[handoff]]"
+    handoff_after_failures: int = Field(2, ge=0)
+    handoff_message: str = (
+        "Vou chamar uma pessoa da nossa equipe para continuar o atendimento. "
+        "I am getting a member of our team to help you."
+    )
+    handoff_waiting_alert_s: int = Field(300, ge=1)
 
     @model_validator(mode="after")
     def _consistent(self) -> TenantSettings:

@@ -52,11 +52,19 @@ class ContextIn(BaseModel):
 def claim_for(body: ContextIn) -> SenderClaim:
     """What a `/v1/context` caller claims about a channel identity: its external id, with or
     without the channel's prefix, and for web chat the visitor's identity token."""
+    return claim_for_identity(body.channel, body.external_id, body.identity_token)
+
+
+def claim_for_identity(
+    channel: str, external_id: str, identity_token: str | None = None
+) -> SenderClaim:
+    """`claim_for` of a channel and external id (also what an operator names a conversation
+    by)."""
     return SenderClaim(
-        channel=body.channel,
-        sender=body.external_id.removeprefix(registry.entry(body.channel).context_prefix),
-        identity_token=body.identity_token,
-        call_id=f"context:{body.external_id}",
+        channel=channel,
+        sender=external_id.removeprefix(registry.entry(channel).context_prefix),
+        identity_token=identity_token,
+        call_id=f"context:{external_id}",
     )
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from datetime import UTC
+from datetime import UTC, timedelta
 
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
@@ -25,7 +25,7 @@ from sqlalchemy import text
 
 from gateway.keys import ENGINE, METRICS, REDIS, SESSIONS
 from gateway.runtime.clock import utcnow
-from gateway.storage.repositories import inbox
+from gateway.storage.repositories import conversations, inbox, tenants
 
 log = logging.getLogger("relaydesk.health")
 
@@ -91,8 +91,24 @@ async def _read_inbox(app: web.Application) -> None:
     gauges.inbox_oldest_seconds.set(max(0.0, age))
 
 
+async def _read_waiting(app: web.Application) -> None:
+    """Set the gauge of conversations waiting for an operator too long (left as last read on
+    failure, as the inbox's)."""
+    try:
+        async with asyncio.timeout(CHECK_TIMEOUT_S):
+            async with app[SESSIONS]() as session:
+                tenant = await tenants.tenant_settings(session)
+                alert = timedelta(seconds=tenant.handoff_waiting_alert_s)
+                late = await conversations.count_waiting_since(session, utcnow() - alert)
+    except Exception as exc:
+        log.warning("handoff gauge not read", extra={"fields": {"error": type(exc).__name__}})
+        return
+    app[METRICS].conversations_waiting_too_long.set(late)
+
+
 async def metrics(request: web.Request) -> web.Response:
     await _read_inbox(request.app)
+    await _read_waiting(request.app)
     body = generate_latest(request.app[METRICS].registry)
     response = web.Response(body=body)
     response.content_type = CONTENT_TYPE_LATEST.split(";")[0]

@@ -23,6 +23,9 @@ class Metrics:
     events_failed: Counter
     events_given_up: Counter
     events_pending: Gauge
+    # Conversations waiting for an operator longer than the tenant's `handoff_waiting_alert_s`
+    # (read when scraped, like the inbox's).
+    conversations_waiting_too_long: Gauge
 
     @classmethod
     def create(cls) -> Metrics:
@@ -81,6 +84,11 @@ class Metrics:
             events_pending=Gauge(
                 "relaydesk_events_pending",
                 "Outbound events not yet delivered and still to be tried (read by the sender)",
+                registry=registry,
+            ),
+            conversations_waiting_too_long=Gauge(
+                "relaydesk_conversations_waiting_too_long",
+                "Conversations waiting for an operator longer than handoff_waiting_alert_s",
                 registry=registry,
             ),
         )

@@ -11,6 +11,9 @@ from typing import Any
 CANNED = "canned"
 CANNED_OFFLINE = "offline"  # the offline model's notice
 CANNED_FALLBACK = "fallback"  # the message sent when the model failed
+CANNED_HANDOFF = "handoff"  # the customer is told a person will answer
+# A message an operator wrote (`extra["author"]`, with `extra["actor"]` naming who).
+OPERATOR_AUTHOR = "operator"
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,6 +148,7 @@ class WindowLine:
     transcript_confidence: float | None
     supersedes_id: int | None
     canned: bool = False  # the gateway's own notice (see `CANNED`): no memory, no compaction
+    human_agent: str | None = None  # the operator who wrote it (see `OPERATOR_AUTHOR`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,6 +159,7 @@ class PendingTurn:
     turn: TurnRecord
     inbound: MessageRecord
     identity_key: str | None
+    owner: str = "bot"  # who answers the conversation (`identity.conversation_owner.Owner`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -381,3 +386,20 @@ class InboxItem:
     host: str | None
     payload: dict[str, Any]
     attempts: int
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationRecord:
+    """One customer on one channel identity and who answers it (see `Conversation`)."""
+
+    id: str
+    conversation_key: str
+    customer_id: str
+    channel: str
+    identity_id: str | None
+    external_id: str
+    owner: str
+    held_by: str | None
+    owner_since: datetime
+    last_message_at: datetime
+    created_at: datetime

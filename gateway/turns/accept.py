@@ -38,14 +38,23 @@ from gateway.customers.resolve import (
     resolve_identity,
     rules_for,
 )
+from gateway.events.outbox import EventOutbox
 from gateway.memory.queue import CompactionJob, CompactionQueue
 from gateway.runtime.metrics import Metrics
 from gateway.runtime.outages import is_storage_down
 from gateway.storage.errors import DuplicateMessage, IdentityRace
-from gateway.storage.records import EpisodeRecord, NewMessage, NewTurn, SenderSnapshot
-from gateway.storage.repositories import episodes, messages, tenants, turns
+from gateway.storage.records import (
+    EpisodeRecord,
+    MessageRecord,
+    NewMessage,
+    NewTurn,
+    SenderSnapshot,
+)
+from gateway.storage.repositories import conversations, episodes, messages, tenants, turns
+from gateway.storage.repositories.conversations import MessageSeen
 from gateway.tenants import TenantSettings
 from gateway.turns.backpressure import Backpressure
+from gateway.turns.handoff import message_created
 from identity import IdentityObservation
 
 log = logging.getLogger("relaydesk.accept")
@@ -110,8 +119,10 @@ class Acceptor:
         metrics: Metrics,
         seen: SeenKeys | None = None,
         memory: CompactionQueue | None = None,
+        events: EventOutbox | None = None,
     ) -> None:
         self.settings = settings
+        self.events = events
         self.sessions = sessions
         self.counter = counter
         self.evidence = evidence
@@ -314,6 +325,16 @@ class Acceptor:
             closed.append(closed_id)
         stored = await messages.append_messages(session, new_messages)
         keys = [conversation_key(m.customer_id, m.channel) for m in stored]
+        # One statement for the lot's conversations (created on their first message).
+        noted = await conversations.note_messages(
+            session,
+            (
+                _seen(key, message, identity)
+                for key, message, identity in zip(keys, stored, identities, strict=True)
+            ),
+        )
+        for key, message in zip(keys, stored, strict=True):
+            await message_created(session, self.events, noted[key], message)
         await turns.create_turns(
             session,
             [
@@ -453,6 +474,8 @@ class Acceptor:
         new = self._new_message(inbound, identity, episode.id, thread, supersedes_id)
         stored = await messages.append_message(session, new, add_to_episode=False)
         key = conversation_key(identity.customer_id, inbound.channel)
+        noted = await conversations.note_messages(session, [_seen(key, stored, identity)])
+        await message_created(session, self.events, noted[key], stored)
         if inbound.kind != "edit":  # an edit is kept as history, not answered as a new question
             await turns.create_turn(
                 session,
@@ -467,6 +490,17 @@ class Acceptor:
             session, episode.id, at=inbound.received_at, tokens=new.token_count
         )
         return Accepted(stored.id, identity.customer_id, False, key, closed)
+
+
+def _seen(key: str, message: MessageRecord, identity: ResolvedIdentity) -> MessageSeen:
+    return MessageSeen(
+        conversation_key=key,
+        customer_id=message.customer_id,
+        channel=message.channel,
+        identity_id=identity.identity_id,
+        external_id=identity.key.identifier.value,
+        at=message.created_at,
+    )
 
 
 def _media_item(media: Media) -> dict[str, str | None]:

@@ -13,6 +13,14 @@ the database (reading the turn, assembling the window, storing the reply) take o
 show a reply as it is written (web chat) gets it streamed; only the finished reply is stored.
 The reply is sent in the background, in order, while the next turn is answered.
 
+While the conversation is not the bot's (an operator holds it, or a human was asked for) a
+turn is not answered: its message's facts are stored and memory compacted as usual, the turn
+marked "human", and no model is called, no typing shown, nothing sent. A customer asking for a
+person (the tenant's phrases), a second failed model call in a row (the tenant's count) or the
+model's handoff marker move a bot conversation to waiting, and the customer is told so (the
+tenant's text, a canned reply). The owner is read with the turn; the reply's own UPDATE checks
+it is still the bot's, so a conversation taken while its model was answering sends nothing.
+
 Several processes may answer: a drain takes the conversation's lock only if it is free (the
 holder answers what is pending) and looks once more after letting it go, so a turn stored while
 it held the lock is never left waiting for the sweep.
@@ -32,6 +40,7 @@ from channels.base import Channel
 from context import ChatMessage, TokenCounter
 from gateway.coordination.locks import ConversationLocks, Held
 from gateway.customers.resolve import ResolvedIdentity
+from gateway.events.outbox import EventOutbox
 from gateway.memory.background_facts import BackgroundFacts
 from gateway.memory.llm_compactor import CompactorFactory
 from gateway.memory.message_facts import store_message_facts
@@ -47,21 +56,31 @@ from gateway.storage.errors import RecordNotFound
 from gateway.storage.records import (
     CANNED,
     CANNED_FALLBACK,
+    CANNED_HANDOFF,
     CANNED_OFFLINE,
     MessageRecord,
     NewMessage,
     PendingTurn,
     TurnRecord,
 )
-from gateway.storage.repositories import episodes, messages, summaries, tenants, turns
+from gateway.storage.repositories import (
+    conversations,
+    episodes,
+    messages,
+    summaries,
+    tenants,
+    turns,
+)
 from gateway.tenants import TenantSettings
 from gateway.turns.backpressure import Backpressure
 from gateway.turns.deliver import DELIVERY_LEASE, Deliverer
+from gateway.turns.handoff import OwnerChange, change_owner, message_created
 from gateway.turns.preview import Preview
 from gateway.turns.typing import Typing
 from gateway.turns.voice_notes import heard_message, is_voice_note
 from gateway.turns.window import AssembledContext, assemble_context, budget_for
 from identity import ChannelIdentityKey, LinkLevel
+from identity.conversation_owner import AskedForHuman, Owner, asks_for_human, strip_marker
 
 log = logging.getLogger("relaydesk.answer")
 
@@ -79,6 +98,16 @@ class _Prepared:
 
 class StaleWriter(Exception):
     """This process's conversation lock expired and a newer holder already wrote."""
+
+
+class _TakenMeanwhile(Exception):
+    """The conversation stopped being the bot's while its reply was written: not stored."""
+
+
+# Why a conversation is handed to a human (the audit's reason and the events').
+ASKED_BY_CUSTOMER = "the customer asked for a person"
+MODEL_FAILED = "the model failed repeatedly"
+MODEL_MARKER = "the model asked for a person"
 
 
 class Answerer:
@@ -99,8 +128,10 @@ class Answerer:
         gate: ModelGate | None = None,
         work_slots: int = WORK_SLOTS,
         message_facts_for: CompactorFactory | None = None,
+        events: EventOutbox | None = None,
     ) -> None:
         self.sessions = sessions
+        self.events = events
         self.counter = counter
         self.locks = locks
         self.providers = providers
@@ -143,13 +174,27 @@ class Answerer:
                     pending = await turns.next_pending_turn(session, key)
                     if pending is None:
                         return answered
+                    tenant = await self.tenant_cache.get(session, channel=pending.inbound.channel)
+                    ready: _Prepared | None = None
+                    human = pending.owner != Owner.BOT
+                    asked = not human and asks_for_human(
+                        pending.inbound.text, tenant.handoff_phrases
+                    )
+                    if human or asked:
+                        await self._store_facts(session, pending, tenant)
                     # Usually the window is assembled in the same session as the turn is read;
                     # a voice note waits for its transcript first, and a message for the model
                     # facts of the one before it.
-                    ready = None if self._waits(pending) else await self._prepare(session, pending)
-                if ready is None:
-                    ready = await self._prepare_after_waiting(pending)
-                await self._answer(pending, ready, held)
+                    elif not self._waits(pending):
+                        ready = await self._prepare(session, pending)
+                if human:
+                    await self._leave_to_human(pending, tenant)
+                elif asked:
+                    await self._hand_over(pending, tenant, held, ASKED_BY_CUSTOMER, "done")
+                else:
+                    if ready is None:
+                        ready = await self._prepare_after_waiting(pending)
+                    await self._answer(pending, ready, held)
                 answered += 1
         finally:
             # The last message's model facts are stored before the lock is let go: the next
@@ -157,6 +202,68 @@ class Answerer:
             await self.model_facts.settle(key)
             # The replies leave before the lock does: a next holder never overtakes them.
             await self.deliverer.flush(key)
+
+    async def _store_facts(
+        self, session: AsyncSession, pending: PendingTurn, tenant: TenantSettings
+    ) -> None:
+        """What `_prepare` stores of a message, for one the bot does not answer."""
+        if await store_message_facts(session, pending.inbound, pending.inbound.text):
+            await session.commit()
+        self.model_facts.start(
+            pending.turn.conversation_key, tenant, pending.inbound, pending.inbound.text
+        )
+
+    async def _leave_to_human(self, pending: PendingTurn, tenant: TenantSettings) -> None:
+        """A turn of a conversation a human answers: marked so, nothing sent."""
+        async with self.work, self.sessions.begin() as session:
+            await turns.set_fields(session, pending.turn.id, status="human")
+        await self._maybe_compact(pending.turn, tenant)
+
+    async def _hand_over(
+        self,
+        pending: PendingTurn,
+        tenant: TenantSettings,
+        held: Held,
+        reason: str,
+        status: str,
+        fields: dict[str, Any] | None = None,
+        text: str | None = None,
+    ) -> None:
+        """Move the conversation to waiting and tell the customer (the tenant's text, or the
+        model's own `text`), in the transaction that stores the reply."""
+        turn, inbound = pending.turn, pending.inbound
+        reply_fields: dict[str, Any] = {**(fields or {}), "status": status}
+        reply_fields.update(
+            delivery_status="sending", delivery_lease_until=utcnow() + DELIVERY_LEASE
+        )
+        async with self.work:
+            reply = await self._store_reply(
+                turn,
+                held,
+                inbound,
+                text or tenant.handoff_message,
+                None if text else CANNED_HANDOFF,
+                reply_fields,
+                handoff=reason,
+            )
+        self.deliverer.send_in_order(turn.conversation_key, turn, inbound, reply)
+        await self._maybe_compact(turn, tenant)
+
+    async def _failed_repeatedly(self, pending: PendingTurn, tenant: TenantSettings) -> bool:
+        """Whether this failure is the tenant's `handoff_after_failures`-th in a row."""
+        count = tenant.handoff_after_failures
+        if count <= 0:
+            return False
+        if count == 1:
+            return True
+        async with self.work, self.sessions() as session:
+            before = await turns.recent_outcomes(
+                session,
+                pending.turn.conversation_key,
+                before_message_id=pending.inbound.id,
+                limit=count - 1,
+            )
+        return len(before) == count - 1 and all(status == "failed" for status in before)
 
     async def pending_conversations(self) -> list[str]:
         async with self.sessions() as session:
@@ -236,11 +343,28 @@ class Answerer:
         finally:
             if preview is not None:
                 await preview.close()
+        handoff: str | None = None
+        if canned == CANNED_FALLBACK:
+            if await self._failed_repeatedly(pending, tenant):
+                handoff, text, canned = MODEL_FAILED, tenant.handoff_message, CANNED_HANDOFF
+        else:
+            text, marked = strip_marker(text, tenant.handoff_marker)
+            if marked:
+                # The model's words without the marker; none left: the tenant's text.
+                handoff = MODEL_MARKER
+                if not text:
+                    text, canned = tenant.handoff_message, CANNED_HANDOFF
         # The reply is stored with its delivery lease taken, so sending needs no claim of its own.
         fields.update(delivery_status="sending", delivery_lease_until=utcnow() + DELIVERY_LEASE)
         try:
             async with self.work:
-                reply = await self._store_reply(turn, held, inbound, text, canned, fields)
+                reply = await self._store_reply(
+                    turn, held, inbound, text, canned, fields, handoff=handoff
+                )
+        except _TakenMeanwhile:
+            typing.stop()
+            await self._leave_to_human(pending, tenant)
+            return
         except BaseException:
             typing.stop()
             raise
@@ -312,7 +436,12 @@ class Answerer:
         text: str,
         canned: str | None,
         fields: dict[str, Any],
+        *,
+        handoff: str | None = None,
     ) -> MessageRecord:
+        """Store the reply and its turn's fields; `handoff` (a reason) also moves the
+        conversation to waiting. Raises `_TakenMeanwhile` (nothing stored) when the
+        conversation stopped being the bot's."""
         async with self.sessions.begin() as session:
             if held.fence is not None and not await turns.claim_fence(
                 session, turn.conversation_key, held.fence
@@ -334,11 +463,37 @@ class Answerer:
                 ),
                 add_to_episode=False,
             )
-            await turns.set_fields(session, turn.id, reply_message_id=reply.id, **fields)
+            if not await turns.set_fields_while_bot_owns(
+                session, turn.id, turn.conversation_key, reply_message_id=reply.id, **fields
+            ):
+                raise _TakenMeanwhile(turn.conversation_key)
             await episodes.record_message(
                 session, turn.episode_id, at=reply.created_at, tokens=reply.token_count
             )
+            await self._reply_stored(session, turn, reply, handoff)
         return reply
+
+    async def _reply_stored(
+        self, session: AsyncSession, turn: TurnRecord, reply: MessageRecord, handoff: str | None
+    ) -> None:
+        """In the reply's transaction: the hand-over to a human, and the reply announced."""
+        if handoff is None and (self.events is None or not self.events.enabled):
+            return
+        conversation = await conversations.by_key(session, turn.conversation_key)
+        if conversation is None:
+            return  # stored before conversations were kept
+        if handoff is not None:
+            change = await change_owner(
+                session,
+                self.events,
+                conversation.id,
+                AskedForHuman(handoff),
+                actor="bot",
+                reason=handoff,
+            )
+            if isinstance(change, OwnerChange):
+                conversation = change.conversation
+        await message_created(session, self.events, conversation, reply)
 
 
 def _identity_of(pending: PendingTurn) -> ResolvedIdentity:

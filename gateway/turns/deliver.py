@@ -10,6 +10,9 @@ being sent: each conversation's replies leave one after the other, in the order 
 stored, and `flush` waits for them (the answer step does before it lets go of the conversation,
 so another process never overtakes them). A send interrupted by a shutdown keeps its lease and
 is sent again by `retry_deliveries` once the lease runs out.
+
+An operator's message is delivered the same way: its turn (status "operator") has the
+message as both its inbound message and its reply (`turns.create_operator_turn`).
 """
 
 from __future__ import annotations
@@ -33,6 +36,8 @@ from gateway.turns.delivery_records import DeliveryRecords, SendOutcome
 log = logging.getLogger("relaydesk.deliver")
 
 MAX_DELIVERY_ATTEMPTS = 5
+# Where an operator's message goes, in its `extra` (it has no sender of its own).
+RECIPIENT = "recipient"
 DELIVERY_LEASE = timedelta(minutes=2)
 
 
@@ -145,14 +150,14 @@ class Deliverer:
         adapter = self.adapters.get(inbound.channel)
         if adapter is None:
             return "failed", f"no channel {inbound.channel!r} configured", ()
-        recipient = inbound.sender.sender if inbound.sender is not None else ""
+        recipient, reply_to = _addressed(inbound, reply)
         try:
             result = await adapter.send(
                 OutboundMessage(
                     channel=inbound.channel,
                     recipient=recipient,
                     text=reply.text,
-                    reply_to=inbound.provider_message_id,
+                    reply_to=reply_to,
                     message_id=str(reply.id),
                 )
             )
@@ -174,3 +179,14 @@ class Deliverer:
                 reply = await messages.get_message(session, turn.customer_id, turn.reply_message_id)
             await self.send(turn, inbound, reply)
         return len(waiting)
+
+
+def _addressed(inbound: MessageRecord, reply: MessageRecord) -> tuple[str, str | None]:
+    """(recipient, reply_to) of a reply. An operator's message is its own turn's inbound
+    message (`turns.create_operator_turn`): it answers no message in particular and goes to
+    the recipient stored with it (the sender of the conversation's latest customer message)."""
+    if inbound.id == reply.id:
+        return str((reply.extra or {}).get(RECIPIENT) or ""), None
+    return (
+        inbound.sender.sender if inbound.sender is not None else ""
+    ), inbound.provider_message_id

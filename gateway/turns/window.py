@@ -31,7 +31,13 @@ from context import (
     build_window,
 )
 from context.episode import episode_demand
-from context.render import FACTS_HEADER, SUMMARIES_HEADER, fact_line, summary_tag
+from context.render import (
+    FACTS_HEADER,
+    SUMMARIES_HEADER,
+    fact_line,
+    human_agent_tag,
+    summary_tag,
+)
 from context.superseded import without_stale
 from gateway.customers.resolve import ResolvedIdentity
 from gateway.memory.recall import RecallCache, RecallScope, recall_items
@@ -111,14 +117,20 @@ def cut_dialogue(
     return kept, total - sum(len(turn.content) for turn in kept)
 
 
-def _turn(message: WindowLine) -> Turn | None:
+def _turn(message: WindowLine, counter: TokenCounter) -> Turn | None:
     if message.role not in ("user", "assistant"):
         return None
+    text, tokens = message.text, message.token_count
+    if message.human_agent is not None:
+        # An operator's message: tagged as a person's (only the tag is counted here; the text
+        # keeps its count from ingest).
+        tag = human_agent_tag(message.human_agent)
+        text, tokens = tag + text, tokens + counter.count(tag)
     return Turn(
         id=str(message.id),
         role="user" if message.role == "user" else "assistant",
-        text=message.text,
-        tokens=message.token_count,
+        text=text,
+        tokens=tokens,
         channel=message.channel,
         created_at=message.created_at,
         confidence=message.transcript_confidence,
@@ -202,6 +214,7 @@ async def _current_turns(
     customer_id: str,
     episode: EpisodeRecord,
     before_id: int | None,
+    counter: TokenCounter,
 ) -> _CurrentTurns:
     summary = customer.summary_of(episode.id)
     if summary is None and not customer.complete:
@@ -216,7 +229,8 @@ async def _current_turns(
     )
     # An edited message shows only in its latest version (older versions stay stored).
     replaced = {m.supersedes_id for m in recent if m.supersedes_id is not None}
-    turns = tuple(turn for turn in map(_turn, (m for m in recent if m.id not in replaced)) if turn)
+    kept = (m for m in recent if m.id not in replaced)
+    turns = tuple(turn for turn in (_turn(m, counter) for m in kept) if turn)
     return _CurrentTurns(
         turns=turns,
         summary=summary.summary if summary else None,
@@ -349,7 +363,7 @@ async def assemble_context(
             if turn.role in ("user", "assistant")
         )
     elif episode is not None:
-        current = await _current_turns(session, customer, customer_id, episode, message_id)
+        current = await _current_turns(session, customer, customer_id, episode, message_id, counter)
         turns, summary_text, summary_tokens = current.turns, current.summary, current.summary_tokens
         unsummarized = current.unsummarized_tokens
     else:

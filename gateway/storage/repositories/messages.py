@@ -6,7 +6,7 @@ import functools
 from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Any
 
-from sqlalchemy import bindparam, func, select, tuple_
+from sqlalchemy import bindparam, case, func, select, tuple_
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -16,6 +16,7 @@ from gateway.storage.errors import DuplicateMessage, RecordNotFound, require_cus
 from gateway.storage.models import Episode, Message
 from gateway.storage.records import (
     CANNED,
+    OPERATOR_AUTHOR,
     MessageRecord,
     NewMessage,
     SenderSnapshot,
@@ -72,6 +73,12 @@ _LINE_COLUMNS = (
     MESSAGES.c.transcript_confidence,
     MESSAGES.c.supersedes_id,
     MESSAGES.c.extra[CANNED].as_string().is_not(None).label("canned"),
+    case(
+        (
+            MESSAGES.c.extra["author"].as_string() == OPERATOR_AUTHOR,
+            MESSAGES.c.extra["actor"].as_string(),
+        )
+    ).label("human_agent"),
 )
 # window_lines by (after_id given, before_id given)
 _LINES = {
@@ -323,7 +330,21 @@ async def window_lines(
     query = _LINES[(after_id is not None, before_id is not None)]
     rows = list(await session.execute(query, params))
     rows.reverse()
-    return [WindowLine(*row[:-1], canned=bool(row[-1])) for row in rows]
+    return [
+        WindowLine(
+            id=row.id,
+            role=row.role,
+            text=row.text,
+            token_count=row.token_count,
+            channel=row.channel,
+            created_at=row.created_at,
+            transcript_confidence=row.transcript_confidence,
+            supersedes_id=row.supersedes_id,
+            canned=bool(row.canned),
+            human_agent=row.human_agent,
+        )
+        for row in rows
+    ]
 
 
 async def episode_messages(

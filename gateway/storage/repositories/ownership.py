@@ -13,6 +13,7 @@ from gateway.storage.errors import require_customer
 from gateway.storage.models import (
     ChannelIdentity,
     CompactionTrace,
+    Conversation,
     CustomerIdentifier,
     Episode,
     EpisodeSummary,
@@ -20,6 +21,7 @@ from gateway.storage.models import (
     Message,
 )
 from gateway.storage.records import SourcedRecord
+from gateway.storage.repositories import conversations
 
 # Record kind → (table, primary key column, column naming the source identity). A channel
 # identity's kind is "identity" (as in `identity.IDENTITY_RECORD`): its own source.
@@ -33,6 +35,8 @@ _OWNED: dict[str, tuple[Any, Any, Any]] = {
     "episode": (Episode, Episode.id, Episode.identity_id),
     "message": (Message, Message.id, Message.identity_id),
     "fact": (Fact, Fact.id, Fact.source_identity_id),
+    # Re-keyed as they move (`conversations.move_conversations`): the key names the customer.
+    "conversation": (Conversation, Conversation.id, Conversation.identity_id),
 }
 _INTEGER_IDS = frozenset({"identifier", "message", "fact"})
 _CHUNK = 500
@@ -40,7 +44,8 @@ _CHUNK = 500
 
 async def sourced_records(session: AsyncSession, customer_id: str) -> list[SourcedRecord]:
     """Every record of the customer that names the identity it came from, kind by kind
-    (identity, identifier, episode, message, fact); records without a source are left out."""
+    (identity, identifier, episode, message, fact, conversation); records without a source
+    are left out."""
     require_customer(customer_id)
     records: list[SourcedRecord] = []
     for kind, (table, pk, source) in _OWNED.items():
@@ -60,6 +65,9 @@ async def reassign(
     summaries and compaction traces of moved episodes follow their episode."""
     require_customer(to_customer)
     for kind, ids in ids_by_kind.items():
+        if kind == "conversation":
+            await conversations.move_conversations(session, list(ids), to_customer)
+            continue
         table, pk, _ = _OWNED[kind]
         typed_ids: list[Any] = [int(i) for i in ids] if kind in _INTEGER_IDS else list(ids)
         for start in range(0, len(typed_ids), _CHUNK):

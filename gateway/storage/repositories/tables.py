@@ -14,6 +14,7 @@ from sqlalchemy import Row, Table
 from gateway.storage.models import (
     Base,
     ChannelIdentity,
+    Conversation,
     ConversationFence,
     CustomerIdentifier,
     Episode,
@@ -44,3 +45,4 @@ MESSAGES = table_of(Message)
 TURNS = table_of(TurnRow)
 FENCES = table_of(ConversationFence)
 INBOX = table_of(InboxMessage)
+CONVERSATIONS = table_of(Conversation)

@@ -15,9 +15,16 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from gateway.runtime.clock import utcnow
 from gateway.storage.errors import RecordNotFound
 from gateway.storage.models import ConversationFence, TurnRow
-from gateway.storage.records import NewTurn, PendingTurn, TurnRecord
+from gateway.storage.records import MessageRecord, NewTurn, PendingTurn, TurnRecord
 from gateway.storage.repositories.messages import message_from
-from gateway.storage.repositories.tables import FENCES, IDENTITIES, MESSAGES, TURNS, AnyRow
+from gateway.storage.repositories.tables import (
+    CONVERSATIONS,
+    FENCES,
+    IDENTITIES,
+    MESSAGES,
+    TURNS,
+    AnyRow,
+)
 
 _INSERT = TURNS.insert().returning(TURNS.c.id)
 _INSERT_MANY = TURNS.insert().returning(TURNS.c.id, sort_by_parameter_order=True)
@@ -30,17 +37,18 @@ _NEXT_PENDING = (
     .limit(1)
 )
 # The answer step's read of its next turn: the turn, its inbound message (columns labelled
-# "m_<name>") and the sender identity's key, in one statement.
+# "m_<name>"), the sender identity's key and who answers the conversation, in one statement.
 _NEXT_PENDING_WITH_INBOUND = (
     select(
         TURNS,
         *(column.label(f"m_{column.name}") for column in MESSAGES.c),
         IDENTITIES.c.external_id.label("identity_key"),
+        CONVERSATIONS.c.owner.label("conversation_owner"),
     )
     .select_from(
-        TURNS.join(MESSAGES, MESSAGES.c.id == TURNS.c.inbound_message_id).outerjoin(
-            IDENTITIES, IDENTITIES.c.id == MESSAGES.c.identity_id
-        )
+        TURNS.join(MESSAGES, MESSAGES.c.id == TURNS.c.inbound_message_id)
+        .outerjoin(IDENTITIES, IDENTITIES.c.id == MESSAGES.c.identity_id)
+        .outerjoin(CONVERSATIONS, CONVERSATIONS.c.conversation_key == TURNS.c.conversation_key)
     )
     .where(TURNS.c.conversation_key == bindparam("key"), TURNS.c.status == "pending")
     .order_by(TURNS.c.inbound_message_id)
@@ -82,6 +90,26 @@ def turn_record(row: TurnRow | AnyRow) -> TurnRecord:
         delivery_status=row.delivery_status,
         delivery_attempts=row.delivery_attempts,
     )
+
+
+async def create_operator_turn(
+    session: AsyncSession, message: MessageRecord, conversation_key: str, lease: timedelta
+) -> TurnRecord:
+    """The delivery record of an operator's message: a turn whose inbound message and reply
+    are the message itself (status "operator"; never pending, so never answered), its
+    delivery lease taken for the send that follows."""
+    now = utcnow()
+    values = _turn_values(
+        NewTurn(message.id, message.customer_id, message.episode_id, conversation_key), now
+    )
+    values.update(
+        status="operator",
+        reply_message_id=message.id,
+        delivery_status="sending",
+        delivery_lease_until=now + lease,
+    )
+    row = (await session.execute(TURNS.insert().values(values).returning(*TURNS.c))).one()
+    return turn_record(row)
 
 
 async def create_turn(
@@ -165,6 +193,47 @@ async def next_pending_turn(session: AsyncSession, conversation_key: str) -> Pen
         turn=turn_record(row),
         inbound=message_from(lambda name: values[f"m_{name}"]),
         identity_key=row.identity_key,
+        owner=row.conversation_owner or "bot",
+    )
+
+
+async def recent_outcomes(
+    session: AsyncSession, conversation_key: str, *, before_message_id: int, limit: int
+) -> list[str]:
+    """The statuses of the conversation's last `limit` turns the bot answered (done or failed)
+    before this message, newest first."""
+    rows = await session.scalars(
+        select(TurnRow.status)
+        .where(
+            TurnRow.conversation_key == conversation_key,
+            TurnRow.inbound_message_id < before_message_id,
+            TurnRow.status.in_(("done", "failed")),
+        )
+        .order_by(TurnRow.inbound_message_id.desc())
+        .limit(limit)
+    )
+    return list(rows)
+
+
+async def set_fields_while_bot_owns(
+    session: AsyncSession, turn_id: int, conversation_key: str, **fields: Any
+) -> bool:
+    """`set_fields`, unless an operator took the conversation or a human was asked for
+    meanwhile (then nothing is set and False returned): the check rides on the reply's own
+    UPDATE, no extra round trip."""
+    params = {f"new_{name}": value for name, value in fields.items()}
+    params["turn_id"] = turn_id
+    params["key"] = conversation_key
+    result = await session.execute(_guarded_statement(frozenset(fields)), params)
+    return bool(result.rowcount)  # type: ignore[attr-defined]
+
+
+@functools.lru_cache(maxsize=16)
+def _guarded_statement(names: frozenset[str]) -> Update:
+    return _set_statement(names).where(
+        ~exists().where(
+            CONVERSATIONS.c.conversation_key == bindparam("key"), CONVERSATIONS.c.owner != "bot"
+        )
     )
 
 

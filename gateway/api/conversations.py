@@ -1,0 +1,313 @@
+"""Operator API for conversations: who answers them, taking one, writing to the customer and
+handing it back to the bot.
+
+Callers authenticate like the rest of `/v1/operator` (`gateway.console.auth.operator_actor`):
+with the Bearer API key (the body's `actor` says who acts) or a console login (its username is
+the actor; POSTs carry `X-CSRF-Token`). Every owner change is audited with its actor and
+reason and announced as an event in the same transaction.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from aiohttp import web
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from gateway import registry
+from gateway.api.context import claim_for_identity
+from gateway.api.operator_bodies import Decision
+from gateway.console.auth import operator_actor
+from gateway.customers.resolve import identify
+from gateway.http.bodies import path_id, query_text, read_json
+from gateway.http.errors import BadRequest, Conflict, NotFound
+from gateway.http.openapi import document
+from gateway.keys import COUNTER, DELIVER, EVENTS, SESSIONS, SETTINGS
+from gateway.runtime.clock import utcnow
+from gateway.storage.records import ConversationRecord
+from gateway.storage.repositories import conversations, tenants
+from gateway.storage.repositories.conversations import (
+    OWNERS,
+    ConversationMessage,
+    MessageSeen,
+)
+from gateway.turns.accept import conversation_key
+from gateway.turns.handoff import (
+    ConversationNotFound,
+    OwnerChange,
+    change_owner,
+    conversation_json,
+)
+from gateway.turns.operator_messages import NoRecipient, NotHeld, send_operator_message
+from identity import InvalidIdentifier
+from identity.conversation_owner import HandedBack, Refused, Took
+
+
+class HandoffIn(Decision):
+    """Take the conversation of a channel identity (`channel` and `external_id` as in
+    `POST /v1/context`)."""
+
+    channel: str = Field(json_schema_extra={"enum": list(registry.NAMES)})
+    external_id: str = Field(min_length=1, max_length=320)
+
+    @field_validator("channel")
+    @classmethod
+    def _registered(cls, channel: str) -> str:
+        if channel not in registry.BY_NAME:
+            raise ValueError(f"channel must be one of {', '.join(registry.NAMES)}")
+        return channel
+
+
+class OperatorMessageIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    text: str = Field(max_length=8000)
+    actor: str = Field("api", min_length=1, max_length=200)
+
+
+async def _waiting_alert(request: web.Request) -> timedelta:
+    async with request.app[SESSIONS]() as session:
+        tenant = await tenants.tenant_settings(session, host=request.host)
+    return timedelta(seconds=tenant.handoff_waiting_alert_s)
+
+
+def _listed(conversation: ConversationRecord, alert: timedelta) -> dict[str, Any]:
+    waited = utcnow() - conversation.owner_since
+    return {
+        **conversation_json(conversation),
+        "waiting_too_long": conversation.owner == "waiting" and waited > alert,
+    }
+
+
+def _message_json(message: ConversationMessage) -> dict[str, Any]:
+    return {
+        "id": message.id,
+        "role": message.role,
+        "author": message.author,
+        "actor": message.actor,
+        "text": message.text,
+        "channel": message.channel,
+        "created_at": message.created_at.isoformat(),
+        "delivery": (
+            None
+            if message.delivery_status is None
+            else {"status": message.delivery_status, "error": message.delivery_error}
+        ),
+    }
+
+
+async def list_conversations(request: web.Request) -> web.Response:
+    await operator_actor(request)
+    owner = query_text(request, "owner")
+    if owner is not None and owner not in OWNERS:
+        raise BadRequest(f"owner must be one of {', '.join(OWNERS)}", code="invalid_query")
+    alert = await _waiting_alert(request)
+    async with request.app[SESSIONS]() as session:
+        found = await conversations.list_conversations(session, owner=owner)
+    return web.json_response({"conversations": [_listed(c, alert) for c in found]})
+
+
+async def read_conversation(request: web.Request) -> web.Response:
+    await operator_actor(request)
+    alert = await _waiting_alert(request)
+    async with request.app[SESSIONS]() as session:
+        conversation = await conversations.get(session, path_id(request, "conversation_id"))
+        if conversation is None:
+            raise NotFound("no such conversation")
+        recent = await conversations.recent_messages(session, conversation)
+    return web.json_response(
+        {**_listed(conversation, alert), "messages": [_message_json(m) for m in recent]}
+    )
+
+
+def _changed(outcome: OwnerChange | Refused) -> web.Response:
+    if isinstance(outcome, Refused):
+        raise Conflict(outcome.detail, code=outcome.code)
+    return web.json_response(
+        {**conversation_json(outcome.conversation), "previous_owner": outcome.previous_owner}
+    )
+
+
+async def handoff(request: web.Request) -> web.Response:
+    who = await operator_actor(request)
+    body = await read_json(request, HandoffIn)
+    actor = who or body.actor
+    settings = request.app[SETTINGS]
+    secret = settings.webchat_secret.get_secret_value() if settings.webchat_secret else None
+    async with request.app[SESSIONS].begin() as session:
+        tenant = await tenants.tenant_settings(session, host=request.host, channel=body.channel)
+        try:
+            identity = await identify(
+                session,
+                registry.entry(body.channel).evidence(
+                    claim_for_identity(body.channel, body.external_id), secret
+                ),
+                text="",
+                tenant=tenant,
+                region=settings.default_region,
+            )
+        except InvalidIdentifier as exc:
+            raise BadRequest(f"external_id: {exc}", code="invalid_identity") from exc
+        key = conversation_key(identity.customer_id, body.channel)
+        # The conversation is kept from the customer's first message; an operator may also
+        # take one before that.
+        noted = await conversations.note_messages(
+            session,
+            [
+                MessageSeen(
+                    key,
+                    identity.customer_id,
+                    body.channel,
+                    identity.identity_id,
+                    identity.key.identifier.value,
+                    utcnow(),
+                )
+            ],
+        )
+        outcome = await change_owner(
+            session,
+            request.app[EVENTS],
+            noted[key].id,
+            Took(actor),
+            actor=actor,
+            reason=body.reason,
+        )
+        if isinstance(outcome, Refused):
+            raise Conflict(outcome.detail, code=outcome.code)
+    return _changed(outcome)
+
+
+async def _by_id(request: web.Request, event: Took | HandedBack, reason: str) -> web.Response:
+    async with request.app[SESSIONS].begin() as session:
+        try:
+            outcome = await change_owner(
+                session,
+                request.app[EVENTS],
+                path_id(request, "conversation_id"),
+                event,
+                actor=event.actor,
+                reason=reason,
+            )
+        except ConversationNotFound as exc:
+            raise NotFound("no such conversation") from exc
+    return _changed(outcome)
+
+
+async def take(request: web.Request) -> web.Response:
+    who = await operator_actor(request)
+    body = await read_json(request, Decision)
+    return await _by_id(request, Took(who or body.actor), body.reason)
+
+
+async def handback(request: web.Request) -> web.Response:
+    who = await operator_actor(request)
+    body = await read_json(request, Decision)
+    return await _by_id(request, HandedBack(who or body.actor), body.reason)
+
+
+async def write(request: web.Request) -> web.Response:
+    who = await operator_actor(request)
+    body = await read_json(request, OperatorMessageIn)
+    if not body.text.strip():
+        raise BadRequest("text must not be empty", code="empty_text")
+    try:
+        message = await send_operator_message(
+            sessions=request.app[SESSIONS],
+            counter=request.app[COUNTER],
+            events=request.app[EVENTS],
+            deliverer=request.app[DELIVER],
+            conversation_id=path_id(request, "conversation_id"),
+            text=body.text,
+            actor=who or body.actor,
+        )
+    except ConversationNotFound as exc:
+        raise NotFound("no such conversation") from exc
+    except NotHeld as exc:
+        raise Conflict(str(exc), code="not_held") from exc
+    except NoRecipient as exc:
+        raise Conflict(str(exc), code="no_recipient") from exc
+    return web.json_response({"message_id": message.id}, status=202)
+
+
+def _path() -> list[dict[str, Any]]:
+    return [
+        {"name": "conversation_id", "in": "path", "required": True, "schema": {"type": "string"}}
+    ]
+
+
+document(
+    "GET",
+    "/v1/operator/conversations",
+    "Conversations and who answers them: waiting ones first (oldest first), then those "
+    "operators hold, then the bot's (latest message first); `?owner=` keeps one kind",
+    parameters=[
+        {
+            "name": "owner",
+            "in": "query",
+            "required": False,
+            "schema": {"type": "string", "enum": list(OWNERS)},
+        }
+    ],
+    responses={200: "conversations", 400: "unknown owner"},
+)
+document(
+    "GET",
+    "/v1/operator/conversations/{conversation_id}",
+    "A conversation and its recent messages (author, delivery status)",
+    parameters=_path(),
+    responses={200: "conversation and messages", 404: "no such conversation"},
+)
+document(
+    "POST",
+    "/v1/operator/conversations/handoff",
+    "Take the conversation of a channel identity: the bot stops answering it",
+    body=HandoffIn,
+    responses={
+        200: "the conversation, held by the actor",
+        400: "malformed body or identity",
+        409: "held by another operator",
+    },
+)
+document(
+    "POST",
+    "/v1/operator/conversations/{conversation_id}/take",
+    "Take a conversation (waiting or the bot's): the bot stops answering it",
+    body=Decision,
+    parameters=_path(),
+    responses={
+        200: "the conversation, held by the actor",
+        404: "no such conversation",
+        409: "held by another operator",
+    },
+)
+document(
+    "POST",
+    "/v1/operator/conversations/{conversation_id}/messages",
+    "Write to the customer on their channel as the operator holding the conversation",
+    body=OperatorMessageIn,
+    parameters=_path(),
+    responses={
+        202: "stored; being sent",
+        400: "empty text",
+        404: "no such conversation",
+        409: "the actor does not hold it, or the customer never wrote",
+    },
+)
+document(
+    "POST",
+    "/v1/operator/conversations/{conversation_id}/handback",
+    "Hand a conversation back to the bot",
+    body=Decision,
+    parameters=_path(),
+    responses={200: "the conversation", 404: "no such conversation", 409: "held by another"},
+)
+
+
+def add_routes(app: web.Application) -> None:
+    app.router.add_get("/v1/operator/conversations", list_conversations)
+    app.router.add_post("/v1/operator/conversations/handoff", handoff)
+    app.router.add_get("/v1/operator/conversations/{conversation_id}", read_conversation)
+    app.router.add_post("/v1/operator/conversations/{conversation_id}/take", take)
+    app.router.add_post("/v1/operator/conversations/{conversation_id}/messages", write)
+    app.router.add_post("/v1/operator/conversations/{conversation_id}/handback", handback)
