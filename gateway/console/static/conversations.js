@@ -94,14 +94,14 @@
   let current = null;
 
   function messageItem(m) {
-    const author = m.author === "operator" ? `operator ${m.actor || ""}`.trim()
-      : m.role === "user" ? "customer" : m.role === "assistant" ? "bot" : m.role;
+    const author = m.author === "operator" ? `operator ${m.actor || ""}`.trim() : m.author || m.role;
     const tags = [make("span", { class: `tag channel-${m.channel}` }, m.channel), make("span", { class: "tag" }, author)];
     if (m.transcript_confidence !== null && m.transcript_confidence !== undefined) {
       tags.push(make("span", { class: "tag uncertain" }, `confidence ${Number(m.transcript_confidence).toFixed(2)}`));
     }
-    if (m.delivery_status) tags.push(make("span", { class: `tag delivery-${m.delivery_status}` }, m.delivery_status));
-    if (m.error) tags.push(make("span", { class: "tag bad" }, m.error));
+    const delivery = m.delivery || null;
+    if (delivery && delivery.status) tags.push(make("span", { class: `tag delivery-${delivery.status}` }, delivery.status));
+    if (delivery && delivery.error) tags.push(make("span", { class: "tag bad" }, delivery.error));
     return make("li", { class: `message ${m.author === "operator" ? "operator" : m.role}`, "data-message": m.id },
       make("div", { class: "meta" }, ...tags, make("time", { datetime: m.created_at }, when(m.created_at))),
       make("div", { class: "text" }, m.text));
