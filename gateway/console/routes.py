@@ -18,16 +18,25 @@ from urllib.parse import quote
 from aiohttp import web
 from multidict import MultiDictProxy
 
-from gateway.console import auth, service, views
+from gateway.console import auth, conversations_stream, service, views
 from gateway.console.errors import Invalid
 from gateway.console.html import Html
 from gateway.console.rebuild import rebuild_memory
 from gateway.customers import operator_actions as operator_store
-from gateway.http.errors import BadRequest, GatewayError
+from gateway.http.bodies import path_id
+from gateway.http.errors import BadRequest, GatewayError, NotFound
 from gateway.http.ids import storage_id
 from gateway.keys import COUNTER, INBOX_READY, MEMORY, SESSIONS, SETTINGS
 from gateway.storage.errors import RecordNotFound
-from gateway.storage.repositories import audit, customers, episodes, inbox, messages, summaries
+from gateway.storage.repositories import (
+    audit,
+    console_conversations,
+    customers,
+    episodes,
+    inbox,
+    messages,
+    summaries,
+)
 from identity import OwnershipConflict
 
 POLICY: Final = "; ".join(
@@ -36,13 +45,18 @@ POLICY: Final = "; ".join(
         "script-src 'self'",
         "style-src 'self'",
         "img-src 'self' data:",
+        # The conversations pages read the operator API and the change stream.
+        "connect-src 'self'",
         "form-action 'self'",
         "frame-ancestors 'none'",
         "base-uri 'none'",
     ]
 )
 STATIC_DIR: Final = Path(__file__).parent / "static"
-ASSETS: Final = {"console.css": "text/css; charset=utf-8"}
+ASSETS: Final = {
+    "console.css": "text/css; charset=utf-8",
+    "conversations.js": "text/javascript; charset=utf-8",
+}
 MESSAGES_PER_EPISODE: Final = 200
 
 ConsoleHandler = Callable[[web.Request, auth.OperatorLogin], Awaitable[web.StreamResponse]]
@@ -149,7 +163,10 @@ async def logout(request: web.Request, login: auth.OperatorLogin) -> web.StreamR
 
 @console
 async def home(request: web.Request, login: auth.OperatorLogin) -> web.StreamResponse:
+    """Who is talking now; with `q`, the customers that match it."""
     query = request.query.get("q", "")
+    if "q" not in request.query:
+        return html_response(views.conversations_page(login))
     async with request.app[SESSIONS]() as session:
         hits = await service.search_customers(session, query) if query.strip() else None
         pending = await operator_store.list_pending_links(session)
@@ -362,6 +379,22 @@ async def audit_log(request: web.Request, login: auth.OperatorLogin) -> web.Stre
     return html_response(views.audit_page(login, entries, subject))
 
 
+@console
+async def conversation(request: web.Request, login: auth.OperatorLogin) -> web.StreamResponse:
+    conversation_id = path_id(request, "conversation_id")
+    async with request.app[SESSIONS]() as session:
+        if not await console_conversations.conversation_exists(session, conversation_id):
+            raise NotFound("no such conversation")
+    return html_response(views.conversation_page(login, conversation_id))
+
+
+@console
+async def conversation_changes(
+    request: web.Request, login: auth.OperatorLogin
+) -> web.StreamResponse:
+    return await conversations_stream.stream_changes(request)
+
+
 async def asset(request: web.Request) -> web.StreamResponse:
     name = request.match_info["name"]
     if name not in ASSETS:
@@ -390,6 +423,9 @@ def add_routes(app: web.Application) -> None:
     router.add_get("/console", home)
     router.add_get("/console/audit", audit_log)
     router.add_get("/console/inbox", inbox_page)
+    router.add_get("/console/conversations/stream", conversation_changes)
+    router.add_get("/console/conversations/{conversation_id}", conversation)
+    conversations_stream.add_routes(app)
     router.add_post("/console/inbox/{item_id}/retry", retry_inbox)
     router.add_get("/console/static/{name}", asset)
     base = "/console/customers/{customer_id}"

@@ -1,8 +1,10 @@
-"""Server-rendered console pages (escape-by-default HTML, no scripts)."""
+"""Server-rendered console pages (escape-by-default HTML; the conversations pages add one
+same-origin script that keeps them live)."""
 
 from __future__ import annotations
 
 from gateway.console.profile import Profile
+from gateway.console.views_conversations import conversation_page, conversations_page
 from gateway.console.views_inbox import inbox_page
 from gateway.console.views_layout import (
     action_form,
@@ -23,6 +25,8 @@ __all__ = [
     "action_form",
     "audit_page",
     "budget_bar",
+    "conversation_page",
+    "conversations_page",
     "csrf",
     "error_page",
     "inbox_page",

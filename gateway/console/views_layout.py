@@ -21,6 +21,7 @@ def page(
             "nav",
             {"class_": "top"},
             el("a", {"href": "/console", "class_": "brand"}, "Relaydesk console"),
+            el("a", {"href": "/console"}, "Conversations"),
             el("a", {"href": "/console/inbox"}, "Inbox"),
             el("a", {"href": "/console/audit"}, "Audit log"),
             el("span", {"class_": "who"}, f"signed in as {login.username}"),

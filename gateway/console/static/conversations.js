@@ -1,0 +1,203 @@
+// Relaydesk console: the live conversations pages. Reads the operator API under the page's
+// login (cookie + X-CSRF-Token on writes) and reads it again whenever the change stream says
+// something changed. Customer text only ever goes in through textContent.
+(function () {
+  "use strict";
+
+  const live = document.getElementById("live");
+  if (!live) return;
+  const csrf = live.dataset.csrf;
+  const operator = live.dataset.operator;
+  const status = document.getElementById("live-status");
+  const API = "/v1/operator/conversations";
+
+  function make(tag, attrs, ...children) {
+    const node = document.createElement(tag);
+    for (const [name, value] of Object.entries(attrs || {})) {
+      if (value !== null && value !== undefined && value !== false) node.setAttribute(name, value);
+    }
+    for (const child of children) {
+      if (child === null || child === undefined) continue;
+      node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+    }
+    return node;
+  }
+
+  async function getJson(url) {
+    const response = await fetch(url, { credentials: "same-origin", headers: { Accept: "application/json" } });
+    if (!response.ok) throw new Error(`${url}: ${response.status}`);
+    return response.json();
+  }
+
+  async function postJson(url, body) {
+    const response = await fetch(url, {
+      method: "POST",
+      credentials: "same-origin",
+      headers: { "Content-Type": "application/json", Accept: "application/json", "X-CSRF-Token": csrf },
+      body: JSON.stringify(body),
+    });
+    let data = {};
+    try { data = await response.json(); } catch (_) { /* no body */ }
+    if (!response.ok) throw new Error(data.detail || data.error || `${response.status}`);
+    return data;
+  }
+
+  function age(iso) {
+    const seconds = Math.max(0, Math.round((Date.now() - Date.parse(iso)) / 1000));
+    if (seconds < 60) return `${seconds} s`;
+    if (seconds < 3600) return `${Math.floor(seconds / 60)} min`;
+    if (seconds < 86400) return `${Math.floor(seconds / 3600)} h ${Math.floor((seconds % 3600) / 60)} min`;
+    return `${Math.floor(seconds / 86400)} d`;
+  }
+
+  function when(iso) {
+    return iso ? new Date(iso).toLocaleString() : "—";
+  }
+
+  // --- the list ---------------------------------------------------------------------------
+
+  function row(c) {
+    const who = c.owner === "human" ? `held by ${c.held_by || "?"} for ${age(c.since)}`
+      : c.owner === "waiting" ? `waiting ${age(c.since)}` : `last message ${when(c.last_message_at)}`;
+    return make("tr", { "data-conversation": c.id, class: c.waiting_too_long ? "late" : null },
+      make("td", null, make("a", { href: `/console/conversations/${c.id}` }, c.external_id)),
+      make("td", null, make("span", { class: `tag channel-${c.channel}` }, c.channel)),
+      make("td", { class: "who" }, who, c.waiting_too_long ? make("strong", { class: "late" }, " · waiting too long") : null),
+      make("td", null, make("a", { href: `/console/customers/${c.customer_id}` }, "profile")));
+  }
+
+  function section(id, items, empty) {
+    const box = document.getElementById(id);
+    const heading = box.querySelector("h2");
+    box.replaceChildren(heading);
+    if (!items.length) {
+      box.append(make("p", { class: "muted" }, empty));
+      return;
+    }
+    const body = make("tbody", null, ...items.map(row));
+    box.append(make("table", { class: "audit" },
+      make("thead", null, make("tr", null, make("th", null, "Who"), make("th", null, "Channel"),
+        make("th", null, "State"), make("th", null, ""))), body));
+  }
+
+  async function showList() {
+    const data = await getJson(API);
+    const all = data.conversations || [];
+    section("waiting", all.filter((c) => c.owner === "waiting"), "Nobody is waiting for a person.");
+    section("human", all.filter((c) => c.owner === "human"), "No conversation is held by an operator.");
+    section("bot", all.filter((c) => c.owner === "bot"), "No conversation yet.");
+  }
+
+  // --- one conversation -------------------------------------------------------------------
+
+  const conversationId = live.dataset.conversation;
+  let current = null;
+
+  function messageItem(m) {
+    const author = m.author === "operator" ? `operator ${m.actor || ""}`.trim() : m.author || m.role;
+    const tags = [make("span", { class: `tag channel-${m.channel}` }, m.channel), make("span", { class: "tag" }, author)];
+    if (m.transcript_confidence !== null && m.transcript_confidence !== undefined) {
+      tags.push(make("span", { class: "tag uncertain" }, `confidence ${Number(m.transcript_confidence).toFixed(2)}`));
+    }
+    const delivery = m.delivery || null;
+    if (delivery && delivery.status) tags.push(make("span", { class: `tag delivery-${delivery.status}` }, delivery.status));
+    if (delivery && delivery.error) tags.push(make("span", { class: "tag bad" }, delivery.error));
+    return make("li", { class: `message ${m.author === "operator" ? "operator" : m.role}`, "data-message": m.id },
+      make("div", { class: "meta" }, ...tags, make("time", { datetime: m.created_at }, when(m.created_at))),
+      make("div", { class: "text" }, m.text));
+  }
+
+  function showControls(c) {
+    const mine = c.owner === "human" && c.held_by === operator;
+    document.getElementById("take").hidden = mine || (c.owner === "human" && c.held_by !== operator);
+    document.getElementById("reply-form").hidden = !mine;
+    document.getElementById("handback").hidden = !mine;
+    const owner = document.getElementById("owner");
+    owner.textContent = c.owner === "human" ? `Held by ${c.held_by} since ${when(c.since)}`
+      : c.owner === "waiting" ? `Waiting for a person for ${age(c.since)}` : "Answered by the bot";
+    owner.dataset.owner = c.owner;
+  }
+
+  async function showProfile(customerId) {
+    const profile = await getJson(`/v1/operator/customers/${customerId}`);
+    const box = document.getElementById("profile");
+    const identities = make("ul", { class: "identities" }, ...(profile.identities || []).map((i) =>
+      make("li", null, make("span", { class: `tag channel-${i.channel}` }, i.channel), ` ${i.external_id} `,
+        make("span", { class: `tag level-${i.link_level}` }, i.link_level))));
+    const facts = make("table", { class: "audit" }, make("tbody", null, ...(profile.facts || []).map((f) =>
+      make("tr", null, make("th", null, f.key), make("td", null, f.value), make("td", { class: "muted" }, f.scope)))));
+    box.replaceChildren(
+      make("p", null, make("a", { href: `/console/customers/${profile.id}` }, profile.display_name || profile.id)),
+      make("h3", null, "Identities"), identities, make("h3", null, "Facts"),
+      (profile.facts || []).length ? facts : make("p", { class: "muted" }, "No facts."));
+  }
+
+  async function showConversation() {
+    const data = await getJson(`${API}/${conversationId}`);
+    const c = data.conversation || data;
+    const first = current === null;
+    current = c;
+    document.getElementById("title").textContent = `${c.channel} · ${c.external_id}`;
+    showControls(c);
+    document.getElementById("thread").replaceChildren(...(data.messages || []).map(messageItem));
+    if (first) await showProfile(c.customer_id);
+  }
+
+  async function act(action) {
+    const error = document.getElementById("control-error");
+    error.textContent = "";
+    try {
+      await action();
+      await refresh();
+    } catch (exc) {
+      error.textContent = exc.message;
+    }
+  }
+
+  if (conversationId) {
+    document.getElementById("take").addEventListener("click", () => act(() =>
+      postJson(`${API}/${conversationId}/take`, { actor: operator, reason: "taken over in the console" })));
+    document.getElementById("handback").addEventListener("click", () => act(() =>
+      postJson(`${API}/${conversationId}/handback`, { actor: operator, reason: "handed back in the console" })));
+    document.getElementById("reply-form").addEventListener("submit", (event) => {
+      event.preventDefault();
+      const field = document.getElementById("reply-text");
+      const text = field.value;
+      act(async () => {
+        await postJson(`${API}/${conversationId}/messages`, { text, actor: operator });
+        field.value = "";
+      });
+    });
+  }
+
+  // --- live -------------------------------------------------------------------------------
+
+  let running = null;
+  let again = false;
+
+  async function refresh() {
+    if (running) { again = true; return running; }
+    running = (async () => {
+      do {
+        again = false;
+        try {
+          if (live.dataset.view === "list") await showList(); else await showConversation();
+          status.textContent = `Live · updated ${new Date().toLocaleTimeString()}`;
+          status.dataset.state = "live";
+        } catch (exc) {
+          status.textContent = `Could not update: ${exc.message}`;
+          status.dataset.state = "error";
+        }
+      } while (again);
+    })();
+    try { await running; } finally { running = null; }
+  }
+
+  const stream = new EventSource(live.dataset.stream);
+  stream.addEventListener("changed", () => { refresh(); });
+  stream.addEventListener("error", () => {
+    status.textContent = "Reconnecting…";
+    status.dataset.state = "reconnecting";
+  });
+  refresh();
+})();

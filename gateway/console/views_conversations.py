@@ -1,0 +1,113 @@
+"""The conversations pages: who is talking now, and one conversation to take over, answer and
+hand back. The server renders the frame; `conversations.js` fills it from the operator API
+(under the same login, with the page's CSRF token) and reads it again whenever the change
+stream (`/console/conversations/stream`) says something changed, so the page is live without
+a reload."""
+
+from __future__ import annotations
+
+from gateway.console.auth import OperatorLogin
+from gateway.console.html import Html, el
+from gateway.console.views_layout import page
+
+SCRIPT = "/console/static/conversations.js"
+STREAM = "/console/conversations/stream"
+
+
+def _live(login: OperatorLogin, view: str, **data: str) -> Html:
+    """The element the script fills: what to show, and how to reach the API as this login."""
+    attrs: dict[str, str] = {
+        "id": "live",
+        "data_view": view,
+        "data_csrf": login.csrf_token,
+        "data_operator": login.username,
+        "data_stream": STREAM,
+    }
+    attrs.update({f"data_{name}": value for name, value in data.items()})
+    return el(
+        "div",
+        attrs,
+        el("p", {"class_": "muted", "id": "live-status", "role": "status"}, "Loading…"),
+    )
+
+
+def conversations_page(login: OperatorLogin) -> Html:
+    return page(
+        "Conversations",
+        login,
+        el("h1", None, "Conversations"),
+        el(
+            "form",
+            {"method": "get", "action": "/console", "class_": "search", "role": "search"},
+            el(
+                "label",
+                None,
+                "Find a customer: phone, e-mail, name or id",
+                el("input", {"name": "q", "type": "search", "required": True}),
+            ),
+            el("button", {"type": "submit"}, "Search"),
+        ),
+        _live(login, "list"),
+        el("section", {"id": "waiting", "class_": "conversations"}, el("h2", None, "Waiting")),
+        el(
+            "section",
+            {"id": "human", "class_": "conversations"},
+            el("h2", None, "With an operator"),
+        ),
+        el("section", {"id": "bot", "class_": "conversations"}, el("h2", None, "With the bot")),
+        el("script", {"src": SCRIPT, "defer": True}),
+    )
+
+
+def conversation_page(login: OperatorLogin, conversation_id: str) -> Html:
+    return page(
+        "Conversation",
+        login,
+        el("p", None, el("a", {"href": "/console"}, "← Conversations")),
+        el("h1", {"id": "title"}, "Conversation"),
+        _live(login, "conversation", conversation=conversation_id),
+        el(
+            "div",
+            {"class_": "conversation"},
+            el(
+                "section",
+                {"id": "thread-box"},
+                el("h2", None, "Thread"),
+                el("p", {"id": "owner", "class_": "owner"}),
+                el("ol", {"id": "thread", "class_": "thread"}),
+                el(
+                    "div",
+                    {"id": "controls", "class_": "controls"},
+                    el("button", {"type": "button", "id": "take"}, "Take over"),
+                    el(
+                        "form",
+                        {"id": "reply-form", "class_": "reply"},
+                        el(
+                            "label",
+                            None,
+                            "Reply to the customer",
+                            el(
+                                "textarea",
+                                {
+                                    "id": "reply-text",
+                                    "rows": 3,
+                                    "maxlength": 4000,
+                                    "required": True,
+                                },
+                            ),
+                        ),
+                        el("button", {"type": "submit", "id": "reply"}, "Send"),
+                    ),
+                    el("button", {"type": "button", "id": "handback"}, "Hand back to the bot"),
+                    el("p", {"id": "control-error", "class_": "error", "role": "alert"}),
+                ),
+            ),
+            el(
+                "section",
+                {"id": "profile-box"},
+                el("h2", None, "Customer"),
+                el("div", {"id": "profile"}),
+            ),
+        ),
+        el("script", {"src": SCRIPT, "defer": True}),
+    )
