@@ -292,6 +292,15 @@ async def flow_ctx(app: web.Application) -> AsyncIterator[None]:
     await close_adapters(adapters)
 
 
+async def _close_webchat_sockets(app: web.Application) -> None:
+    """Open web chat sockets are closed when the shutdown starts: the server waits for every
+    open connection's handler before the cleanup contexts run, so a socket left to them would
+    hold the shutdown for its whole timeout."""
+    hub = app.get(HUB)
+    if hub is not None:
+        await hub.close_all()
+
+
 def create_app(settings: Settings) -> web.Application:
     app = web.Application(
         middlewares=[
@@ -308,6 +317,7 @@ def create_app(settings: Settings) -> web.Application:
     # The tokenizer is loaded once per process and shared (it is read-only).
     app[COUNTER] = TiktokenCounter(load_encoding())
     app.cleanup_ctx.extend([database_ctx, redis_ctx, http_ctx, flow_ctx])
+    app.on_shutdown.append(_close_webchat_sockets)
     health.add_routes(app)
     openapi.add_routes(app)
     campaigns.add_routes(app)

@@ -75,7 +75,11 @@ async def test_an_operator_message_reaches_the_visitor_socket(tmp_path: Path, ba
 
 async def test_owner_changes_and_messages_are_recorded_as_events(tmp_path: Path) -> None:
     async with running_stack(
-        "embedded", tmp_path, RELAYDESK_EVENTS_URL="http://127.0.0.1:9/events"
+        "embedded",
+        tmp_path,
+        # Nobody listens there: the events stay recorded, their sending retried.
+        RELAYDESK_EVENTS_URL="http://127.0.0.1:9/events",
+        RELAYDESK_EVENTS_SECRET="a-secret-of-at-least-sixteen-bytes",
     ) as stack:
         visitor = "v" + uuid.uuid4().hex
         response = await stack.client.post(
