@@ -89,6 +89,7 @@ def _message_json(message: ConversationMessage) -> dict[str, Any]:
         "text": message.text,
         "channel": message.channel,
         "created_at": message.created_at.isoformat(),
+        "transcript_confidence": message.transcript_confidence,
         "delivery": (
             None
             if message.delivery_status is None
@@ -254,7 +255,7 @@ document(
 document(
     "GET",
     "/v1/operator/conversations/{conversation_id}",
-    "A conversation and its recent messages (author, delivery status)",
+    "A conversation and its customer's recent messages on every channel (author, delivery)",
     parameters=_path(),
     responses={200: "conversation and messages", 404: "no such conversation"},
 )

@@ -21,7 +21,13 @@ from gateway.runtime.clock import utcnow
 from gateway.storage.models import Conversation, new_id
 from gateway.storage.records import ConversationRecord, MessageRecord
 from gateway.storage.repositories.messages import message_record
-from gateway.storage.repositories.tables import CONVERSATIONS, MESSAGES, TURNS, AnyRow
+from gateway.storage.repositories.tables import (
+    CONVERSATIONS,
+    EPISODES,
+    MESSAGES,
+    TURNS,
+    AnyRow,
+)
 
 OWNERS = ("bot", "waiting", "human")
 
@@ -40,7 +46,8 @@ class MessageSeen:
 
 @dataclass(frozen=True, slots=True)
 class ConversationMessage:
-    """A message of a conversation as an operator reads it, with its delivery (replies)."""
+    """A message of a conversation's customer as an operator reads it: its channel, how sure a
+    transcript was, and a reply's delivery."""
 
     id: int
     role: str
@@ -51,6 +58,7 @@ class ConversationMessage:
     created_at: datetime
     delivery_status: str | None
     delivery_error: str | None
+    transcript_confidence: float | None = None
 
 
 def conversation_record(row: Conversation | AnyRow) -> ConversationRecord:
@@ -192,7 +200,11 @@ async def count_waiting_since(session: AsyncSession, before: datetime) -> int:
 async def recent_messages(
     session: AsyncSession, conversation: ConversationRecord, *, limit: int = 50
 ) -> list[ConversationMessage]:
-    """The conversation's newest messages (oldest first), a reply's delivery with it."""
+    """The newest messages of the conversation's customer on every channel (oldest first), so
+    an operator reads the conversation beside what the customer said elsewhere (a call, another
+    chat); a reply's delivery with it. A call's earlier transcripts and an edited message's
+    earlier versions are left out."""
+    newer = MESSAGES.alias("newer")
     joined = outerjoin(
         MESSAGES,
         TURNS,
@@ -207,22 +219,31 @@ async def recent_messages(
                 MESSAGES.c.text,
                 MESSAGES.c.channel,
                 MESSAGES.c.created_at,
+                MESSAGES.c.transcript_confidence,
+                MESSAGES.c.episode_id,
                 TURNS.c.delivery_status,
                 TURNS.c.error,
             )
             .select_from(joined)
             .where(
                 MESSAGES.c.customer_id == conversation.customer_id,
-                MESSAGES.c.channel == conversation.channel,
+                ~select(newer.c.id).where(newer.c.supersedes_id == MESSAGES.c.id).exists(),
             )
             .order_by(MESSAGES.c.id.desc())
             .limit(limit)
         )
     )
     rows.reverse()
+    current = await _transcript_versions(
+        session, {row.episode_id for row in rows if "transcript_version" in (row.extra or {})}
+    )
     out: list[ConversationMessage] = []
     for row in rows:
         extra: dict[str, Any] = row.extra or {}
+        if extra.get("transcript_version", current.get(row.episode_id)) != current.get(
+            row.episode_id
+        ):
+            continue  # a call's earlier transcript, kept for audit
         author = str(extra.get("author") or ("customer" if row.role == "user" else "bot"))
         out.append(
             ConversationMessage(
@@ -235,9 +256,20 @@ async def recent_messages(
                 created_at=row.created_at,
                 delivery_status=row.delivery_status,
                 delivery_error=row.error if row.delivery_status in ("retry", "failed") else None,
+                transcript_confidence=row.transcript_confidence,
             )
         )
     return out
+
+
+async def _transcript_versions(session: AsyncSession, episode_ids: set[str]) -> dict[str, int]:
+    """The current transcript version of each of these (call) episodes."""
+    if not episode_ids:
+        return {}
+    found = await session.execute(
+        select(EPISODES.c.id, EPISODES.c.version).where(EPISODES.c.id.in_(sorted(episode_ids)))
+    )
+    return {row.id: int(row.version) for row in found}
 
 
 async def move_conversations(

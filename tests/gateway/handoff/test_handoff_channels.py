@@ -188,3 +188,62 @@ async def test_a_merge_moves_the_conversation_with_its_customer(tmp_path: Path) 
         assert merged.customer_id == target.customer_id
         assert merged.conversation_key == f"{target.customer_id}:webchat"
         assert (merged.owner, merged.held_by) == ("human", "alice")
+
+
+def _call(text: str, confidence: float, customer_id: str) -> dict[str, Any]:
+    return {
+        "call_id": "call-thread-1",
+        "caller": "+5511955554444",
+        "customer_id": customer_id,
+        "started_at": "2026-11-02T14:00:00Z",
+        "format": "native",
+        "customer_speaker": None,
+        "transcript": {
+            "segments": [
+                {
+                    "speaker": "customer",
+                    "text": text,
+                    "start": 0.0,
+                    "end": 4.0,
+                    "confidence": confidence,
+                    "words": None,
+                }
+            ]
+        },
+    }
+
+
+async def test_a_conversation_shows_the_customers_call_beside_it(tmp_path: Path) -> None:
+    async with running_stack("embedded", tmp_path) as stack:
+        visitor = "v" + uuid.uuid4().hex
+        socket = await _joined(stack.client, visitor)
+        await socket.send_json({"type": "message", "text": "Olá", "client_message_id": "c:1"})
+        assert (await next_frame(socket))["type"] == "ack"
+        await stack.idle()
+        await socket.close()
+        status, listed = await _get(stack, BASE)
+        assert status == 200
+        (conversation,) = listed["conversations"]
+        # The call center names the same customer; the call is re-posted once (a new version).
+        for text in ("o pedido é o 4471", "o pedido é o 4477"):
+            posted = await stack.client.post(
+                "/v1/transcripts",
+                json=_call(text, 0.58, conversation["customer_id"]),
+                headers=AUTH,
+            )
+            assert posted.status == 201, await posted.text()
+
+        status, detail = await _get(stack, f"{BASE}/{conversation['id']}")
+        assert status == 200
+        lines = [(m["channel"], m["author"], m["text"]) for m in detail["messages"]]
+        assert ("webchat", "customer", "Olá") in lines
+        phone = [m for m in detail["messages"] if m["channel"] == "phone"]
+        assert [(m["text"], m["transcript_confidence"]) for m in phone] == [
+            ("o pedido é o 4477", 0.58)
+        ]
+        assert all(m["transcript_confidence"] is None for m in detail["messages"] if m not in phone)
+
+
+async def _get(stack: Stack, path: str) -> tuple[int, Any]:
+    response = await stack.client.get(path, headers=AUTH)
+    return response.status, await response.json()
