@@ -612,7 +612,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--webchat",
         type=_positive,
         metavar="K",
-        help="web chat visitors timing the first streamed token after the load (default none)",
+        help="new web chat visitors timing the first streamed token after the load, twice (the "
+        "gateway's first round reported beside the measured second; default none)",
     )
     _service_urls(
         reply,

@@ -9,7 +9,7 @@ import os
 from dataclasses import dataclass
 
 from tools.bench.latencies import ReplyLatencies
-from tools.bench.load_webchat import WebchatResult
+from tools.bench.load_webchat import WebchatRounds
 from tools.bench.reply_stack import GATEWAY_PROCESSES
 
 
@@ -63,7 +63,7 @@ class SideResult(ReplyLatencies):
 class LoadResult:
     offline: SideResult
     slow: SideResult
-    webchat: WebchatResult | None
+    webchat: WebchatRounds | None
     customers: int
     rate: float
     seconds: float

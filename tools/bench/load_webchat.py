@@ -42,6 +42,25 @@ class Visit:
 
 
 @dataclass(frozen=True, slots=True)
+class WebchatRounds:
+    """The first round of visitors a gateway ever accepts on web chat (its processes compile
+    and prepare the statements of that path then), and the next round of new visitors, the
+    figure of a gateway that has been serving web chat."""
+
+    first: WebchatResult
+    measured: WebchatResult
+
+    def line(self) -> str:
+        return (
+            f"{self.measured.line()} (the gateway's first round of web chat visitors: "
+            f"{self.first.difference_ms:.1f} ms)"
+        )
+
+    def figures(self) -> dict[str, object]:
+        return {**self.measured.figures(), "first_round": self.first.figures()}
+
+
+@dataclass(frozen=True, slots=True)
 class WebchatResult:
     visitors: int
     answered: int
@@ -74,6 +93,15 @@ class WebchatResult:
             f"{self.server_first_token_ms:.1f} ms after the request, difference "
             f"{self.difference_ms:.1f} ms"
         )
+
+
+async def visit_twice(
+    gateway_url: str, count: int, run: str, model: SlowModel, timeout_s: float
+) -> WebchatRounds:
+    """A first round of ``count`` new visitors, then another: both rounds' figures."""
+    first = summarize(await visit(gateway_url, count, f"{run}-first", timeout_s), model)
+    measured = summarize(await visit(gateway_url, count, run, timeout_s), model)
+    return WebchatRounds(first, measured)
 
 
 def visitor_id(run: str, index: int) -> str:

@@ -14,8 +14,10 @@ reply), acknowledgement p99, replies missing and the peak of model requests in f
 bounds a slow model's throughput is how many calls the gateway keeps open at once. Each side
 first answers one warm-up message from a number of its own (connections, caches), left out.
 
-With ``webchat`` visitors, after the slow side's load is answered, that many web chat visitors
-send one message each on the same stack (`tools.bench.load_webchat`).
+With ``webchat`` visitors, after the slow side's load is answered, that many new web chat
+visitors send one message each on the same stack, then as many others again
+(`tools.bench.load_webchat`): the first round is the first web chat the gateway processes ever
+accept (the load came by WhatsApp), so both are reported, the second as the figure.
 
 Compaction is off in the gateways (``RELAYDESK_RUN_COMPACTION=false``), as in production where
 ``relaydesk worker`` does it; the run's Redis keys and compaction jobs are deleted at the end.
@@ -39,7 +41,7 @@ from tools.bench import services
 from tools.bench.harness import TWILIO_TOKEN
 from tools.bench.load_offer import Load, Offered, ReplyLog, offer
 from tools.bench.load_report import LoadResult, SideResult
-from tools.bench.load_webchat import WebchatResult, forget_visitors, summarize, visit
+from tools.bench.load_webchat import WebchatRounds, forget_visitors, visit_twice
 from tools.bench.model_server import REPLY_TOKENS, SlowModel
 from tools.bench.reply_jobs import forget_keys, stream_position, take_jobs
 from tools.bench.reply_stack import GATEWAY_PROCESSES, answering_gateway, gateways
@@ -190,7 +192,7 @@ def _result(side: _Side, offered: list[Offered], stack: _Stack) -> SideResult:
 
 async def _run_side(
     stack: _Stack, side: _Side, with_webchat: bool
-) -> tuple[SideResult, WebchatResult | None]:
+) -> tuple[SideResult, WebchatRounds | None]:
     options, progress = stack.options, stack.progress
     gateway = answering_gateway(
         f"load-{side.name}",
@@ -230,9 +232,10 @@ async def _run_side(
             )
             webchat = None
             if with_webchat:
-                progress(f"{side.name}: {options.webchat} web chat visitors")
-                visits = await visit(gateway_url, options.webchat, side.run, WEBCHAT_TIMEOUT_S)
-                webchat = summarize(visits, stack.model)
+                progress(f"{side.name}: {options.webchat} web chat visitors, twice")
+                webchat = await visit_twice(
+                    gateway_url, options.webchat, side.run, stack.model, WEBCHAT_TIMEOUT_S
+                )
             return result, webchat
     except ReplyBenchError as exc:
         if "unrecognized arguments: --background" in str(exc):
