@@ -11,6 +11,8 @@ from collections.abc import Awaitable, Callable
 
 from redis.asyncio import Redis
 
+from gateway.runtime.tasks import cancel_and_wait
+
 RETRY_MIN_S = 0.5
 RETRY_MAX_S = 10.0
 
@@ -49,3 +51,52 @@ async def subscribe_forever(
             )
         await asyncio.sleep(delay)
         delay = min(delay * 2, RETRY_MAX_S)
+
+
+class Channel:
+    """One Redis pub/sub channel as the wake-ups use it: messages published without waiting
+    (a failure only logged: every use also polls or sweeps), and at most one listener task,
+    resubscribed after failures (`subscribe_forever`)."""
+
+    def __init__(self, redis: Redis, name: str, *, log: logging.Logger, what: str) -> None:
+        self._redis = redis
+        self._name = name
+        self._log = log
+        self._what = what
+        self._publishing: set[asyncio.Task[None]] = set()
+        self._listener: asyncio.Task[None] | None = None
+        self.subscribed = asyncio.Event()
+
+    def publish(self, message: str) -> None:
+        # Not awaited by the caller: a request never waits for the wake-up.
+        task = asyncio.create_task(self._send(message), name=self._what)
+        self._publishing.add(task)
+        task.add_done_callback(self._publishing.discard)
+
+    async def _send(self, message: str) -> None:
+        try:
+            await self._redis.publish(self._name, message)
+        except Exception as exc:
+            self._log.warning(
+                f"{self._what} not published", extra={"fields": {"error": type(exc).__name__}}
+            )
+
+    def listen(self, handle: Handler) -> None:
+        """Feed each message published by any process to `handle`."""
+        self._listener = asyncio.create_task(
+            subscribe_forever(
+                self._redis,
+                self._name,
+                handle,
+                subscribed=self.subscribed,
+                log=self._log,
+                what=self._what,
+            ),
+            name=f"{self._what} listener",
+        )
+
+    async def close(self) -> None:
+        tasks = list(self._publishing)
+        if self._listener is not None:
+            tasks.append(self._listener)
+        await cancel_and_wait(tasks)

@@ -9,14 +9,12 @@ is away costs only delay: the background process's periodic sweep finds the rows
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Callable
 
 from redis.asyncio import Redis
 
-from gateway.coordination.pubsub import subscribe_forever
-from gateway.runtime.tasks import cancel_and_wait
+from gateway.coordination.pubsub import Channel
 
 log = logging.getLogger("relaydesk.wakeups")
 
@@ -27,31 +25,16 @@ TURN_PREFIX = "turn:"
 
 class Wakeups:
     def __init__(self, redis: Redis, channel: str = CHANNEL) -> None:
-        self._redis = redis
-        self._channel = channel
-        self._publishing: set[asyncio.Task[None]] = set()
-        self._listener: asyncio.Task[None] | None = None
-        self.subscribed = asyncio.Event()
+        self._channel = Channel(redis, channel, log=log, what="background wake-up")
+        self.subscribed = self._channel.subscribed
 
     def inbox(self) -> None:
         """Rows were committed to the inbox."""
-        self._publish(INBOX)
+        self._channel.publish(INBOX)
 
     def turn(self, conversation_key: str) -> None:
         """A turn of this conversation is pending."""
-        self._publish(TURN_PREFIX + conversation_key)
-
-    def _publish(self, message: str) -> None:
-        # Not awaited by the request: the acknowledgement never waits for the wake-up.
-        task = asyncio.create_task(self._send(message), name="wakeup")
-        self._publishing.add(task)
-        task.add_done_callback(self._publishing.discard)
-
-    async def _send(self, message: str) -> None:
-        try:
-            await self._redis.publish(self._channel, message)
-        except Exception as exc:  # the sweep finds the work later
-            log.warning("wake-up not published", extra={"fields": {"error": type(exc).__name__}})
+        self._channel.publish(TURN_PREFIX + conversation_key)
 
     def listen(self, *, inbox: Callable[[], None], turn: Callable[[str], None]) -> None:
         """Call `inbox()` or `turn(key)` for each wake-up published by any process."""
@@ -63,20 +46,7 @@ class Wakeups:
             elif text.startswith(TURN_PREFIX) and len(text) > len(TURN_PREFIX):
                 turn(text[len(TURN_PREFIX) :])
 
-        self._listener = asyncio.create_task(
-            subscribe_forever(
-                self._redis,
-                self._channel,
-                handle,
-                subscribed=self.subscribed,
-                log=log,
-                what="background wake-up",
-            ),
-            name="wakeups",
-        )
+        self._channel.listen(handle)
 
     async def close(self) -> None:
-        tasks = list(self._publishing)
-        if self._listener is not None:
-            tasks.append(self._listener)
-        await cancel_and_wait(tasks)
+        await self._channel.close()

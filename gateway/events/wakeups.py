@@ -7,14 +7,12 @@ while Redis is away costs only delay: every sender polls the table each second a
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Callable
 
 from redis.asyncio import Redis
 
-from gateway.coordination.pubsub import subscribe_forever
-from gateway.runtime.tasks import cancel_and_wait
+from gateway.coordination.pubsub import Channel
 
 log = logging.getLogger("relaydesk.events")
 
@@ -23,26 +21,13 @@ CHANNEL = "relaydesk:events"
 
 class EventWakeups:
     def __init__(self, redis: Redis, channel: str = CHANNEL) -> None:
-        self._redis = redis
-        self._channel = channel
-        self._publishing: set[asyncio.Task[None]] = set()
-        self._listener: asyncio.Task[None] | None = None
-        self.subscribed = asyncio.Event()
+        self._channel = Channel(redis, channel, log=log, what="event wake-up")
+        self.subscribed = self._channel.subscribed
 
     def publish(self) -> None:
         """Events were committed here: wake the senders (not awaited: the commit's request
         does not wait for Redis)."""
-        task = asyncio.create_task(self._send(), name="event-wakeup")
-        self._publishing.add(task)
-        task.add_done_callback(self._publishing.discard)
-
-    async def _send(self) -> None:
-        try:
-            await self._redis.publish(self._channel, "events")
-        except Exception as exc:  # the senders' poll finds the events
-            log.warning(
-                "event wake-up not published", extra={"fields": {"error": type(exc).__name__}}
-            )
+        self._channel.publish("events")
 
     def listen(self, wake: Callable[[], None]) -> None:
         """Call `wake()` for each wake-up published by any process."""
@@ -50,20 +35,7 @@ class EventWakeups:
         async def handle(data: object) -> None:
             wake()
 
-        self._listener = asyncio.create_task(
-            subscribe_forever(
-                self._redis,
-                self._channel,
-                handle,
-                subscribed=self.subscribed,
-                log=log,
-                what="event wake-up",
-            ),
-            name="event-wakeups",
-        )
+        self._channel.listen(handle)
 
     async def close(self) -> None:
-        tasks = list(self._publishing)
-        if self._listener is not None:
-            tasks.append(self._listener)
-        await cancel_and_wait(tasks)
+        await self._channel.close()
