@@ -20,7 +20,11 @@ from tests.support.databases import (
 )
 
 # Fixtures shared by test modules in several folders (none of them autouse).
-pytest_plugins = ["tests.support.redis_fixture", "tests.support.telegram_bot"]
+pytest_plugins = [
+    "tests.support.browser",
+    "tests.support.redis_fixture",
+    "tests.support.telegram_bot",
+]
 
 
 @pytest.fixture(scope="session")

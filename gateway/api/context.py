@@ -27,11 +27,23 @@ class DialogueIn(BaseModel):
     content: str
 
 
-class ContextIn(BaseModel):
+class ChannelIdentityIn(BaseModel):
+    """A channel identity as a body names it: here, and in a conversation's handoff."""
+
     model_config = ConfigDict(extra="forbid")
 
     channel: str = Field(json_schema_extra={"enum": list(registry.NAMES)})
     external_id: str = Field(min_length=1, max_length=320)
+
+    @field_validator("channel")
+    @classmethod
+    def _registered(cls, channel: str) -> str:
+        if channel not in registry.BY_NAME:
+            raise ValueError(f"channel must be one of {', '.join(registry.NAMES)}")
+        return channel
+
+
+class ContextIn(ChannelIdentityIn):
     identity_token: str | None = None
     message: str = Field(max_length=1_000_000)
     window: int | None = Field(None, ge=1024, le=2_000_000)
@@ -40,13 +52,6 @@ class ContextIn(BaseModel):
     )
     campaign_id: str | None = None
     assistant_id: str | None = None
-
-    @field_validator("channel")
-    @classmethod
-    def _registered(cls, channel: str) -> str:
-        if channel not in registry.BY_NAME:
-            raise ValueError(f"channel must be one of {', '.join(registry.NAMES)}")
-        return channel
 
 
 def claim_for(body: ContextIn) -> SenderClaim:

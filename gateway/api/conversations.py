@@ -13,10 +13,10 @@ from datetime import timedelta
 from typing import Any
 
 from aiohttp import web
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 from gateway import registry
-from gateway.api.context import claim_for_identity
+from gateway.api.context import ChannelIdentityIn, claim_for_identity
 from gateway.api.operator_bodies import Decision
 from gateway.console.auth import operator_actor
 from gateway.customers.resolve import identify
@@ -44,19 +44,9 @@ from identity import InvalidIdentifier
 from identity.conversation_owner import HandedBack, Refused, Took
 
 
-class HandoffIn(Decision):
+class HandoffIn(Decision, ChannelIdentityIn):
     """Take the conversation of a channel identity (`channel` and `external_id` as in
     `POST /v1/context`)."""
-
-    channel: str = Field(json_schema_extra={"enum": list(registry.NAMES)})
-    external_id: str = Field(min_length=1, max_length=320)
-
-    @field_validator("channel")
-    @classmethod
-    def _registered(cls, channel: str) -> str:
-        if channel not in registry.BY_NAME:
-            raise ValueError(f"channel must be one of {', '.join(registry.NAMES)}")
-        return channel
 
 
 class OperatorMessageIn(BaseModel):

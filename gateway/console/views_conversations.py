@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from gateway.console.auth import OperatorLogin
 from gateway.console.html import Html, el
-from gateway.console.views_layout import page
+from gateway.console.views_layout import page, search_form
 
 SCRIPT = "/console/static/conversations.js"
 STREAM = "/console/conversations/stream"
@@ -36,17 +36,7 @@ def conversations_page(login: OperatorLogin) -> Html:
         "Conversations",
         login,
         el("h1", None, "Conversations"),
-        el(
-            "form",
-            {"method": "get", "action": "/console", "class_": "search", "role": "search"},
-            el(
-                "label",
-                None,
-                "Find a customer: phone, e-mail, name or id",
-                el("input", {"name": "q", "type": "search", "required": True}),
-            ),
-            el("button", {"type": "submit"}, "Search"),
-        ),
+        search_form("Find a customer: phone, e-mail, name or id"),
         _live(login, "list"),
         el("section", {"id": "waiting", "class_": "conversations"}, el("h2", None, "Waiting")),
         el(

@@ -103,6 +103,21 @@ def error_page(login: OperatorLogin | None, status: int, detail: str) -> Html:
     )
 
 
+def search_form(label: str, query: str = "") -> Html:
+    """Customer search (`/console?q=…`)."""
+    return el(
+        "form",
+        {"method": "get", "action": "/console", "class_": "search", "role": "search"},
+        el(
+            "label",
+            None,
+            label,
+            el("input", {"name": "q", "value": query, "type": "search", "required": True}),
+        ),
+        el("button", {"type": "submit"}, "Search"),
+    )
+
+
 def search_page(
     login: OperatorLogin, query: str, hits: Sequence[SearchHit] | None, pending: int
 ) -> Html:
@@ -133,17 +148,7 @@ def search_page(
         "Customers",
         login,
         el("h1", None, "Find a customer"),
-        el(
-            "form",
-            {"method": "get", "action": "/console", "class_": "search", "role": "search"},
-            el(
-                "label",
-                None,
-                "Phone, e-mail, name or id",
-                el("input", {"name": "q", "value": query, "type": "search", "required": True}),
-            ),
-            el("button", {"type": "submit"}, "Search"),
-        ),
+        search_form("Phone, e-mail, name or id", query),
         results,
         el("p", {"class_": "muted"}, f"{pending} identity links wait for a decision."),
     )

@@ -23,7 +23,7 @@ from sqlalchemy import select
 from channels.base import OutboundMessage
 from gateway.keys import ADAPTERS, HUB, SESSIONS
 from gateway.storage.models import Message
-from tests.support.browser import ARTIFACTS, chromium
+from tests.support.browser import screenshot
 from tests.support.stack import API_KEY, WEBCHAT_SECRET, Stack, running_stack
 
 try:
@@ -42,12 +42,6 @@ VISITOR_KEY = "relaydesk.visitor_id"
 OUTBOX_KEY = "relaydesk.outbox"
 OFFLINE_REPLY = "offline mode"
 FIRST = "<b>First</b> question <img src=x onerror=alert(1)>"
-
-
-@pytest.fixture
-async def browser() -> AsyncIterator[Browser]:
-    async with chromium() as launched:
-        yield launched
 
 
 @pytest.fixture
@@ -116,11 +110,6 @@ async def _settled(stack: Stack, page: Page, users: int, assistants: int) -> Non
     ids = await page.locator(".msg").evaluate_all("items => items.map(i => i.dataset.messageId)")
     assert all(ids) and len(set(ids)) == len(ids)
     assert ids == sorted(ids, key=int)
-
-
-async def _screenshot(page: Page, name: str) -> None:
-    ARTIFACTS.mkdir(exist_ok=True)
-    await page.screenshot(path=str(ARTIFACTS / name), full_page=True)
 
 
 def _token(sub: str, **claims: object) -> str:
@@ -196,7 +185,7 @@ async def test_talks_and_survives_a_dropped_websocket(browser: Browser, stack: S
     await expect(page.locator("#chat-status")).to_contain_text("1 message waiting")
     assert [entry["text"] for entry in await _outbox(page)] == ["Are you still there?"]
     await asyncio.sleep(0.6)  # a few failed reconnect attempts
-    await _screenshot(page, "chat-widget-offline.png")
+    await screenshot(page, "chat-widget-offline.png")
     assert [role for role, _ in await _stored(stack, visitor)] == ["user", "assistant"]
 
     await context.set_offline(False)
@@ -212,7 +201,7 @@ async def test_talks_and_survives_a_dropped_websocket(browser: Browser, stack: S
         "Are you still there?",
     ]
     assert errors == []
-    await _screenshot(page, "chat-widget.png")
+    await screenshot(page, "chat-widget.png")
     await context.close()
 
 
@@ -299,7 +288,7 @@ async def test_reload_keeps_the_visitor_history_and_outbox(browser: Browser, sta
     stranger = await _open(other, _url(stack))
     assert await _visitor(stranger) != visitor
     assert await stranger.locator(".msg").count() == 0
-    await _screenshot(page, "chat-widget-reload.png")
+    await screenshot(page, "chat-widget-reload.png")
     await other.close()
     await context.close()
 
@@ -398,13 +387,13 @@ async def test_typing_and_a_growing_reply_become_the_stored_reply(
     reply_to = f"{visitor}:c-second"
     await webchat.typing(visitor, reply_to)
     await expect(typing).to_be_visible(timeout=WAIT_MS)
-    await _screenshot(page, "chat-widget-typing.png")
+    await screenshot(page, "chat-widget-typing.png")
     await webchat.preview(visitor, reply_to, "Your order")
     await expect(partial.locator(".msg__text")).to_have_text("Your order", timeout=WAIT_MS)
     await expect(typing).to_be_hidden()  # the growing bubble says it now
     await webchat.preview(visitor, reply_to, "Your order 4471 left the warehouse")
     await expect(partial.locator(".msg__text")).to_have_text("Your order 4471 left the warehouse")
-    await _screenshot(page, "chat-widget-partial.png")
+    await screenshot(page, "chat-widget-partial.png")
     await webchat.preview(visitor, reply_to, "Your order 44")
     await expect(partial.locator(".msg__text")).to_have_text("Your order 44")
     await webchat.typing(visitor, reply_to)  # renewed while writing: the bubble is enough

@@ -12,6 +12,8 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.support.databases import unavailable
 
 CHROMIUM = "/usr/bin/chromium"
@@ -48,3 +50,16 @@ async def chromium() -> AsyncIterator[Any]:
             yield launched
         finally:
             await launched.close()
+
+
+@pytest.fixture
+async def browser() -> AsyncIterator[Any]:
+    """A headless Chromium for one test (skipped where it cannot be had)."""
+    async with chromium() as launched:
+        yield launched
+
+
+async def screenshot(page: Any, name: str) -> None:
+    """Keep a full-page screenshot as `test-artifacts/<name>`."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    await page.screenshot(path=str(ARTIFACTS / name), full_page=True)

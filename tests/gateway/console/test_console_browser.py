@@ -5,34 +5,20 @@ correct a fact and see the context preview carry the correction. Screenshots are
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
-
-import pytest
 
 from gateway.keys import MEMORY
 from tests.gateway.console.conftest import AUTH, PASSWORD, USERNAME, seed
-from tests.support.browser import ARTIFACTS, chromium
+from tests.support.browser import screenshot
 from tests.support.stack import Stack
 
 try:
-    from playwright.async_api import Browser, Page, expect
+    from playwright.async_api import Browser, expect
 except ImportError:  # the skip below says why
     pass
 
 WAIT_MS = 10_000
 OTHER_PHONE = "+5511912345678"
-
-
-@pytest.fixture
-async def browser() -> AsyncIterator[Browser]:
-    async with chromium() as launched:
-        yield launched
-
-
-async def _screenshot(page: Page, name: str) -> None:
-    ARTIFACTS.mkdir(exist_ok=True)
-    await page.screenshot(path=str(ARTIFACTS / name), full_page=True)
 
 
 def _call(customer_id: str) -> dict[str, Any]:
@@ -91,7 +77,7 @@ async def test_operator_confirms_a_link_corrects_a_fact_and_previews_the_window(
     await expect(page).to_have_url(f"{base}/login")
     await page.get_by_label("Username").fill(USERNAME)
     await page.get_by_label("Password").fill(PASSWORD)
-    await _screenshot(page, "console-login.png")
+    await screenshot(page, "console-login.png")
     await page.get_by_role("button", name="Log in").click()
     await expect(page.get_by_text(f"signed in as {USERNAME}")).to_be_visible()
 
@@ -100,7 +86,7 @@ async def test_operator_confirms_a_link_corrects_a_fact_and_previews_the_window(
     await page.get_by_role("button", name="Search").click()
     hits = page.locator("ul.hits li")
     await expect(hits).to_have_count(2)  # the WhatsApp customer and the caller waiting to link
-    await _screenshot(page, "console-search.png")
+    await screenshot(page, "console-search.png")
     await page.locator(f'a[href="/console/customers/{seeded.customer_id}"]').click()
     await expect(page.locator("h1")).to_contain_text(seeded.customer_id)
 
@@ -131,7 +117,7 @@ async def test_operator_confirms_a_link_corrects_a_fact_and_previews_the_window(
     await expect(row.locator("ul.history s")).to_have_text(["ana@old.example"])
     await expect(row).to_contain_text("console message #")
     await expect(row).to_contain_text("confirmed")
-    await _screenshot(page, "console-profile.png")
+    await screenshot(page, "console-profile.png")
 
     # Context preview from the WhatsApp identity: the window carries the corrected value.
     await page.get_by_label("Channel identity").select_option(seeded.whatsapp_identity_id)
@@ -146,7 +132,7 @@ async def test_operator_confirms_a_link_corrects_a_fact_and_previews_the_window(
     await expect(page.locator("svg.budget rect.seg")).to_have_count(slices)
     await expect(page.locator('tr[data-slice="facts"] meter')).to_have_count(1)
     await expect(page.locator("p.budget-figures")).to_contain_text("input tokens")
-    await _screenshot(page, "console-preview.png")
+    await screenshot(page, "console-preview.png")
 
     # The audit log shows both actions with their reasons.
     await page.goto(f"{base}/audit")
@@ -156,7 +142,7 @@ async def test_operator_confirms_a_link_corrects_a_fact_and_previews_the_window(
     await expect(page.locator('tr[data-action="correct_fact"]')).to_contain_text(
         "customer dictated the new address"
     )
-    await _screenshot(page, "console-audit.png")
+    await screenshot(page, "console-audit.png")
 
     # Logging out ends the login.
     await page.get_by_role("button", name="Log out").click()

@@ -5,12 +5,8 @@ Screenshots are kept in `test-artifacts/conversations-*.png`."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
-import pytest
-
 from tests.gateway.console.conftest import PASSWORD, USERNAME
-from tests.support.browser import ARTIFACTS, chromium
+from tests.support.browser import screenshot
 from tests.support.stack import Stack
 
 try:
@@ -19,17 +15,6 @@ except ImportError:  # the skip below says why
     pass
 
 WAIT_MS = 10_000
-
-
-@pytest.fixture
-async def browser() -> AsyncIterator[Browser]:
-    async with chromium() as launched:
-        yield launched
-
-
-async def _screenshot(page: Page, name: str) -> None:
-    ARTIFACTS.mkdir(exist_ok=True)
-    await page.screenshot(path=str(ARTIFACTS / name), full_page=True)
 
 
 async def _visitor_page(context: BrowserContext, stack: Stack) -> Page:
@@ -76,7 +61,7 @@ async def test_an_operator_sees_a_chat_arrive_takes_it_over_and_the_visitor_read
     row = console.locator("#bot tr[data-conversation]")
     await expect(row).to_have_count(1, timeout=WAIT_MS)
     await expect(row).to_contain_text("webchat")
-    await _screenshot(console, "conversations-list.png")
+    await screenshot(console, "conversations-list.png")
 
     # The operator opens it, takes it over and answers.
     await row.locator("a").first.click()
@@ -96,7 +81,7 @@ async def test_an_operator_sees_a_chat_arrive_takes_it_over_and_the_visitor_read
     await expect(console.locator("#thread li.message")).to_have_count(4, timeout=WAIT_MS)
     await stack.idle()
     assert await visitor.locator(".msg--assistant").count() == 2
-    await _screenshot(console, "conversations-held.png")
+    await screenshot(console, "conversations-held.png")
 
     # Back on the list: a second visitor asks for a person and shows up under waiting.
     await console.goto(str(stack.client.make_url("/console")))
@@ -107,7 +92,7 @@ async def test_an_operator_sees_a_chat_arrive_takes_it_over_and_the_visitor_read
     waiting = console.locator("#waiting tr[data-conversation]")
     await expect(waiting).to_have_count(1, timeout=WAIT_MS)
     await expect(waiting).to_contain_text("waiting")
-    await _screenshot(console, "conversations-waiting.png")
+    await screenshot(console, "conversations-waiting.png")
 
     # Handing back from the conversation page returns it to the bot.
     await console.locator("#human tr[data-conversation] a").first.click()
