@@ -19,7 +19,20 @@ from datetime import datetime
 from typing import Literal, Protocol, runtime_checkable
 from urllib.parse import parse_qsl
 
-MessageKind = Literal["text", "media", "location", "contact", "voice", "button", "edit"]
+MessageKind = Literal[
+    "text",
+    "media",  # an attachment of a type no kind below names
+    "image",
+    "document",
+    "video",
+    "sticker",
+    "location",
+    "contact",
+    "voice",
+    "button",
+    "reaction",
+    "edit",
+]
 
 
 class ChannelError(Exception):
@@ -37,10 +50,21 @@ class PayloadInvalid(ChannelError):
 
 
 class SendFailed(ChannelError):
-    def __init__(self, reason: str, *, retryable: bool, retry_after_s: float | None = None):
+    """`code` is the provider's own error code where it gave one (Twilio's "63016", the Cloud
+    API's "131047": outside WhatsApp's customer-service window)."""
+
+    def __init__(
+        self,
+        reason: str,
+        *,
+        retryable: bool,
+        retry_after_s: float | None = None,
+        code: str | None = None,
+    ):
         super().__init__(reason)
         self.retryable = retryable
         self.retry_after_s = retry_after_s
+        self.code = code
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,8 +94,14 @@ class RawRequest:
 
 @dataclass(frozen=True, slots=True)
 class Media:
+    """An attachment kept as a reference: the provider's URL (Twilio) or media id (Cloud API),
+    never its bytes."""
+
     url: str
     content_type: str | None = None
+    media_id: str | None = None
+    caption: str | None = None
+    filename: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +136,8 @@ class InboundMessage:
     edit_of: str | None = None
     transcript_confidence: float | None = None
     words: tuple[Word, ...] = ()
+    # The provider message id of the message this one answers (WhatsApp's reply `context`).
+    reply_to_provider_id: str | None = None
     extra: Mapping[str, str] = field(default_factory=dict)
 
 
@@ -133,6 +165,9 @@ def unstorable_field(message: InboundMessage) -> str | None:
         ("edited message id", message.edit_of),
         *(("media type", m.content_type) for m in message.media),
         *(("media url", m.url) for m in message.media),
+        *(("media caption", m.caption) for m in message.media),
+        *(("media file name", m.filename) for m in message.media),
+        ("replied message id", message.reply_to_provider_id),
         *(("transcribed word", w.text) for w in message.words),
         *((f"field {key}", value) for key, value in message.extra.items()),
     ]
@@ -144,12 +179,30 @@ def unstorable_field(message: InboundMessage) -> str | None:
 
 
 @dataclass(frozen=True, slots=True)
+class Template:
+    """One of a tenant's approved WhatsApp templates, ready to send: Twilio sends
+    `content_sid` with the variables as `ContentVariables`; the Cloud API sends `name` in
+    `language` with the variables, in the order of their keys ("1", "2", …), as the body's
+    parameters."""
+
+    name: str
+    content_sid: str | None = None
+    language: str | None = None
+    variables: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
 class OutboundMessage:
+    """A reply or an operator's message. With `template`, the channel sends that template
+    instead of `text` (which stays what is stored and shown); `media` are attachments by URL."""
+
     channel: str
     recipient: str
     text: str
     reply_to: str | None = None
     message_id: str | None = None
+    media: tuple[Media, ...] = ()
+    template: Template | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -91,6 +91,22 @@ class Settings(BaseSettings):
     telegram_bot_token: SecretStr | None = Field(None, alias="TELEGRAM_BOT_TOKEN")
     telegram_webhook_secret: SecretStr | None = Field(None, alias="TELEGRAM_WEBHOOK_SECRET")
     telegram_api_base: str | None = Field(None, alias="TELEGRAM_API_BASE")
+    # Meta's WhatsApp Cloud API, beside or instead of Twilio (one business number each).
+    whatsapp_cloud_api_base: str = Field(
+        "https://graph.facebook.com/v21.0", alias="WHATSAPP_CLOUD_API_BASE"
+    )
+    whatsapp_cloud_verify_token: SecretStr | None = Field(None, alias="WHATSAPP_CLOUD_VERIFY_TOKEN")
+    whatsapp_cloud_app_secret: SecretStr | None = Field(None, alias="WHATSAPP_CLOUD_APP_SECRET")
+    whatsapp_cloud_access_token: SecretStr | None = Field(None, alias="WHATSAPP_CLOUD_ACCESS_TOKEN")
+    whatsapp_cloud_phone_number_id: str | None = Field(None, alias="WHATSAPP_CLOUD_PHONE_NUMBER_ID")
+    # PostgreSQL cuts a statement running longer than this, and a session idle inside a
+    # transaction this long, so one stuck query never holds a pooled connection (0: no limit).
+    db_statement_timeout_ms: int = Field(30_000, alias="RELAYDESK_DB_STATEMENT_TIMEOUT_MS", ge=0)
+    db_idle_in_transaction_timeout_ms: int = Field(
+        60_000, alias="RELAYDESK_DB_IDLE_IN_TRANSACTION_TIMEOUT_MS", ge=0
+    )
+    # How often the background work deletes what tenants' retention no longer keeps.
+    retention_interval_s: float = Field(3600.0, alias="RELAYDESK_RETENTION_INTERVAL_S", gt=0)
 
     @field_validator("database_url")
     @classmethod

@@ -37,6 +37,20 @@ class ModelTierSettings(BaseModel):
     model: str = Field(min_length=1)
 
 
+class WhatsAppTemplateSettings(BaseModel):
+    """One approved WhatsApp template: Twilio's Content API `content_sid` and/or the Cloud
+    API's template `name` (the key it is filed under when unset) in `language`. `variables`
+    maps each placeholder ("1", "2", …) to the customer fact it is filled from (a fact field,
+    e.g. "name" or "order_id") or, prefixed with "=", to a fixed text."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    content_sid: str | None = None
+    name: str | None = None
+    language: str = "pt_BR"
+    variables: dict[str, str] = {}
+
+
 class TenantSettings(BaseModel):
     """The effective context settings of one tenant (after the lookup)."""
 
@@ -94,6 +108,15 @@ class TenantSettings(BaseModel):
         "I am getting a member of our team to help you."
     )
     handoff_waiting_alert_s: int = Field(300, ge=1)
+    # WhatsApp: the tenant's approved templates by name ("reengage", "follow_up", …), and the
+    # one sent instead of a reply due outside the 24-hour window (None: such a reply is held
+    # for an operator).
+    whatsapp_templates: dict[str, WhatsAppTemplateSettings] = {}
+    outside_window_template: str | None = None
+    # Raw messages and transcripts older than this many days are deleted (None: kept); facts
+    # and summaries outlive them unless `retention_covers_memory`.
+    retention_days: int | None = Field(None, ge=1)
+    retention_covers_memory: bool = False
 
     @model_validator(mode="after")
     def _consistent(self) -> TenantSettings:

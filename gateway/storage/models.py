@@ -309,6 +309,11 @@ class Conversation(Base):
     owner_since: Mapped[datetime] = mapped_column(default=utcnow)
     last_message_at: Mapped[datetime] = mapped_column(default=utcnow)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    # WhatsApp's customer-service window: open until 24 h after the customer's last inbound
+    # message, unless the provider answered that it is closed (at `window_closed_at`, later
+    # than that message).
+    last_inbound_at: Mapped[datetime | None]
+    window_closed_at: Mapped[datetime | None]
 
 
 class OutboundEvent(Base):
@@ -456,6 +461,21 @@ class OperatorSession(Base):
     csrf_token: Mapped[str] = mapped_column(String(64))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     expires_at: Mapped[datetime]
+
+
+class LoginFailure(Base):
+    """One failed console login, by account and client address: recent ones throttle both."""
+
+    __tablename__ = "login_failures"
+    __table_args__ = (
+        Index("ix_login_failures_account_failed_at", "account", "failed_at"),
+        Index("ix_login_failures_client_failed_at", "client", "failed_at"),
+    )
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    account: Mapped[str] = mapped_column(String(200))
+    client: Mapped[str] = mapped_column(String(64))
+    failed_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
 class IdempotencyKey(Base):
