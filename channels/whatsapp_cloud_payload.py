@@ -10,7 +10,8 @@ what reaches the conversation (each ignored item is logged by the webhook with i
 
 - text, button and list replies, template quick replies, orders and locations become text;
   attachments read as `channels.media_text.describe_media` writes them (`[image: caption]`);
-  audio is a voice note (kind "voice") so it is transcribed before its turn is answered;
+  audio is a voice note (kind "voice", a placeholder text) so it is transcribed before its
+  turn is answered;
 - an edit (`type: edit`) is a new version of the original message (kind "edit", `edit_of`),
   kept as history and not answered;
 - reactions are ignored: an emoji on an earlier message is not a question, and answering it
@@ -42,6 +43,8 @@ MEDIA_KINDS: Mapping[str, MessageKind] = {
     "sticker": "sticker",
     "audio": "voice",
 }
+# What a voice note reads as until it is transcribed (the words every channel uses).
+VOICE_PLACEHOLDER = "[voice note, not transcribed]"
 # "played" (a voice note heard) is past "read": the forward-only status path knows it as read.
 STATUS_ALIASES = {"played": "read"}
 
@@ -315,8 +318,10 @@ def _attachment(kind: str, part: JSON, media_base: str) -> _Content:
         filename=_optional(part, "filename"),
     )
     message_kind = MEDIA_KINDS[kind]
-    extra = {"voice": "true"} if kind == "audio" and part.get("voice") is True else None
-    return _Content(message_kind, describe_media(message_kind, (media,)), (media,), extra)
+    if kind == "audio":
+        extra = {"voice": "true"} if part.get("voice") is True else None
+        return _Content(message_kind, VOICE_PLACEHOLDER, (media,), extra)
+    return _Content(message_kind, describe_media(message_kind, (media,)), (media,))
 
 
 def _location(location: JSON) -> str:
