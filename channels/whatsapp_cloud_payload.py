@@ -25,6 +25,7 @@ what reaches the conversation (each ignored item is logged by the webhook with i
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -49,6 +50,8 @@ VOICE_PLACEHOLDER = "[voice note, not transcribed]"
 STATUS_ALIASES = {"played": "read"}
 
 JSON = dict[str, Any]
+# A wa_id: the customer's number in international form, digits only (E.164: at most 15).
+WA_ID = re.compile(r"^\+?[0-9]{6,15}$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,7 +219,7 @@ def _message(
     if kind in {"reaction", "revoke", "system", "unsupported", "ephemeral"}:
         return Ignored(f"message {kind}", _why_ignored(kind, item))
     phone = _optional(item, "from")
-    if phone is None or not phone.lstrip("+").isdigit():
+    if phone is None or not WA_ID.fullmatch(phone):
         return Ignored(f"message {kind}", "the sender has no phone number (username only)")
     edit_of = None
     if kind == "edit":

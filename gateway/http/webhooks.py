@@ -142,8 +142,8 @@ async def whatsapp_cloud_subscription(request: web.Request) -> web.Response:
 async def whatsapp_cloud(request: web.Request) -> web.Response:
     """Messages held like every webhook's (`receive`: verified, parsed whole, then stored);
     the statuses of the same body applied after them; the rest acknowledged and logged."""
-    await receive(request, CLOUD)
     channel = _cloud(request)
+    await receive(request, CLOUD)
     raw = RawRequest(request.method, str(request.url), dict(request.headers), await request.read())
     await apply_statuses(request, CLOUD, channel, raw)
     for ignored in channel.read(raw).ignored:  # the kind and the reason, never content

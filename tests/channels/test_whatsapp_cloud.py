@@ -13,6 +13,8 @@ from typing import Any
 
 import httpx
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from channels.base import (
     Media,
@@ -37,6 +39,8 @@ NOW = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
 SECRET = "app-secret-for-tests"
 VERIFY = "verify-token-for-tests"
 BASE = "https://graph.example.test/v21.0"
+# The client of the adapters that only verify and parse (never used, so never opened).
+UNUSED_HTTP = httpx.AsyncClient()
 
 
 def _cases(name: str) -> dict[str, dict[str, Any]]:
@@ -60,7 +64,7 @@ def channel(
         app_secret=secret,
         access_token=token,
         phone_number_id=phone_number_id,
-        http=http or httpx.AsyncClient(),
+        http=http or UNUSED_HTTP,
         clock=lambda: NOW,
         attempts=attempts,
         base_delay_s=0.01,
@@ -286,6 +290,45 @@ def test_a_sender_without_a_phone_number_is_ignored() -> None:
 def test_a_malformed_body_is_refused_with_the_reason(body: bytes, reason: str) -> None:
     with pytest.raises(PayloadInvalid, match=reason):
         channel().parse(signed(body))
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+    lambda children: (
+        st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=8), children, max_size=4)
+    ),
+    max_leaves=15,
+)
+MESSAGE_KEYS = (
+    "id from type text image audio location contacts button interactive order edit context "
+    "referral timestamp system"
+).split()
+TYPES = st.sampled_from(
+    ["text", "image", "audio", "location", "contacts", "button", "interactive", "order", "edit"]
+)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    message=st.dictionaries(st.sampled_from(MESSAGE_KEYS), json_values, max_size=6),
+    kind=TYPES,
+    status=st.dictionaries(st.sampled_from(["id", "status", "errors"]), json_values, max_size=3),
+    contacts=json_values,
+)
+def test_any_body_is_read_or_refused_with_a_reason(
+    message: dict[str, Any], kind: str, status: dict[str, Any], contacts: Any
+) -> None:
+    message = {"type": kind, "id": "wamid.f", "from": "5511999990000", **message}
+    value = {"messages": [message], "statuses": [status], "contacts": contacts}
+    change = {"field": "messages", "value": value}
+    body = {"object": "whatsapp_business_account", "entry": [{"changes": [change]}]}
+    try:
+        notification = channel().read(signed(json.dumps(body).encode()))
+    except PayloadInvalid:
+        return
+    for read in notification.messages:
+        assert read.sender == "whatsapp:+" + str(message["from"]).lstrip("+")
+        assert isinstance(read.text, str)
 
 
 # Signatures and the subscription check

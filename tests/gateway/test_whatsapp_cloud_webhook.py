@@ -28,12 +28,14 @@ from gateway.storage.models import (
     OutboundMessage,
     TurnRow,
 )
+from tests.gateway.test_voice_notes import AUDIO, VoiceServices
 from tests.support.fixtures import FIXTURES
 from tests.support.graph_server import ACCESS_TOKEN, PHONE_NUMBER_ID, LocalGraph
 from tests.support.openai_server import FakeOpenAI, model_settings
 from tests.support.signed_twilio import inbound_params, post_signed
 from tests.support.stack import Stack, inbound_rows, running_stack
 from tests.support.twilio_server import FakeTwilio
+from tools.loopback import serving_on_loopback
 
 PATH = "/webhooks/whatsapp/cloud"
 SECRET = "app-secret-for-tests"
@@ -399,3 +401,28 @@ async def test_a_number_through_twilio_and_through_the_cloud_api_is_one_customer
         # Each reply went back through the provider its message came from.
         assert [c["To"] for c in twilio.created] == [f"whatsapp:+{WA_ID}"]
         assert [s["to"] for s in graph.sent()] == [WA_ID]
+
+
+async def test_a_voice_note_is_fetched_from_the_graph_api_and_transcribed(tmp_path: Path) -> None:
+    voice = VoiceServices()  # an OpenAI-compatible transcription endpoint
+    body = _case("voice", wamid="wamid.voice1")
+    media_id = body["entry"][0]["changes"][0]["value"]["messages"][0]["audio"]["id"]
+    async with serving_on_loopback(voice.app()) as voice_base:
+        async with _gateway(
+            tmp_path,
+            RELAYDESK_TRANSCRIBER_MODEL="whisper-1",
+            RELAYDESK_TRANSCRIBER_BASE_URL=f"{voice_base}/v1",
+        ) as (stack, graph):
+            graph.media[media_id] = (AUDIO, "audio/ogg; codecs=opus")
+            assert (await _post(stack, body)).status == 200
+            await stack.idle()
+            async with _sessions(stack)() as session:
+                rows = list(await session.scalars(select(Message).order_by(Message.id)))
+            fetched = [r.path for r in graph.requests if r.method == "GET"]
+    placeholder, transcript, reply = rows
+    assert placeholder.text == "[voice note, not transcribed]"
+    assert transcript.supersedes_id == placeholder.id
+    assert transcript.text == "Quero saber do pedido 4471?"  # the doubtful number is marked
+    assert fetched == [f"/v21.0/{media_id}", f"/download/{media_id}"]
+    assert len(voice.transcriptions) == 1
+    assert "Quero saber do pedido 4471?" in graph.sent()[0]["text"]["body"]
