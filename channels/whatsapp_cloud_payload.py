@@ -115,6 +115,8 @@ def read_notification(
             if phone_number_id and business != phone_number_id:
                 ignored.append(Ignored("change", f"for another business number ({business})"))
                 continue
+            if _error_code(value) is not None:  # Meta could not deliver something to us
+                ignored.append(Ignored("change errors", f"Meta reported {_error_code(value)}"))
             names = _profile_names(value)
             for item in _list(value, "messages", "value", required=False):
                 read = _message(
