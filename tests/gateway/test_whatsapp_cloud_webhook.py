@@ -285,8 +285,11 @@ async def test_what_is_not_handled_is_acknowledged_and_not_stored(
 # Statuses
 
 
-async def test_statuses_only_move_forward_and_a_failure_keeps_its_code(tmp_path: Path) -> None:
-    async with _gateway(tmp_path) as (stack, graph):
+@pytest.mark.parametrize("backend", ["embedded", "production"])
+async def test_statuses_only_move_forward_and_a_failure_keeps_its_code(
+    tmp_path: Path, backend: str
+) -> None:
+    async with _gateway(tmp_path, backend) as (stack, graph):
         await _post(stack, _text("oi"))
         await stack.idle()
         async with _sessions(stack)() as session:
@@ -362,8 +365,9 @@ async def test_the_typing_indicator_goes_on_the_customers_message_while_the_mode
 # One customer across providers
 
 
+@pytest.mark.parametrize("backend", ["embedded", "production"])
 async def test_a_number_through_twilio_and_through_the_cloud_api_is_one_customer(
-    tmp_path: Path,
+    tmp_path: Path, backend: str
 ) -> None:
     twilio = FakeTwilio()
     token, account = "twilio-auth-token-for-tests", "AC" + "c" * 32
@@ -372,6 +376,7 @@ async def test_a_number_through_twilio_and_through_the_cloud_api_is_one_customer
         twilio.serving() as twilio_base,
         _gateway(
             tmp_path,
+            backend,
             TWILIO_ACCOUNT_SID=account,
             TWILIO_AUTH_TOKEN=token,
             TWILIO_WHATSAPP_FROM="whatsapp:+14155238886",
