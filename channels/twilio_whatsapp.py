@@ -185,12 +185,16 @@ class TwilioWhatsAppChannel:
         sids = []
         parts = split_message(message.text, MAX_BODY_CHARS)
         # WhatsApp takes one attachment per message: the first goes with the first part of
-        # the text, each further one as a message of its own.
-        urls = [m.url for m in message.media]
-        for index, part in enumerate(parts or ([""] if urls else [])):
-            sids.append(await self._create(client, recipient, part, urls[:1] if index == 0 else []))
-        for url in urls[1:]:
-            sids.append(await self._create(client, recipient, "", [url]))
+        # the text (or its caption when there is no text), each further one as a message of
+        # its own with its caption.
+        media = message.media
+        if media and not parts:
+            parts = [media[0].caption or ""]
+        for index, part in enumerate(parts):
+            urls = [media[0].url] if media and index == 0 else []
+            sids.append(await self._create(client, recipient, part, urls))
+        for item in media[1:]:
+            sids.append(await self._create(client, recipient, item.caption or "", [item.url]))
         return SendResult(provider_message_ids=tuple(sids))
 
     async def _create(

@@ -36,8 +36,9 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from channels.base import Channel
+from channels.base import Channel, Media
 from context import ChatMessage, TokenCounter
+from context.reply_attachments import split_attachments
 from gateway.coordination.locks import ConversationLocks, Held
 from gateway.customers.resolve import ResolvedIdentity
 from gateway.events.outbox import EventOutbox
@@ -52,6 +53,7 @@ from gateway.providers.limits import CallLimits, ModelGate
 from gateway.providers.pool import ProviderPool
 from gateway.providers.transcriber import Transcriber
 from gateway.runtime.clock import utcnow
+from gateway.storage.attachments import stored_media
 from gateway.storage.errors import RecordNotFound
 from gateway.storage.records import (
     CANNED,
@@ -354,12 +356,17 @@ class Answerer:
                 handoff = MODEL_MARKER
                 if not text:
                     text, canned = tenant.handoff_message, CANNED_HANDOFF
+        attachments: tuple[Media, ...] = ()
+        if canned is None:
+            # The model's media markers become attachments (`context.reply_attachments`).
+            text, found = split_attachments(text)
+            attachments = tuple(Media(a.url, a.content_type, caption=a.caption) for a in found)
         # The reply is stored with its delivery lease taken, so sending needs no claim of its own.
         fields.update(delivery_status="sending", delivery_lease_until=utcnow() + DELIVERY_LEASE)
         try:
             async with self.work:
                 reply = await self._store_reply(
-                    turn, held, inbound, text, canned, fields, handoff=handoff
+                    turn, held, inbound, text, canned, fields, handoff=handoff, media=attachments
                 )
         except _TakenMeanwhile:
             typing.stop()
@@ -438,6 +445,7 @@ class Answerer:
         fields: dict[str, Any],
         *,
         handoff: str | None = None,
+        media: tuple[Media, ...] = (),
     ) -> MessageRecord:
         """Store the reply and its turn's fields; `handoff` (a reason) also moves the
         conversation to waiting. Raises `_TakenMeanwhile` (nothing stored) when the
@@ -459,6 +467,7 @@ class Answerer:
                     identity_id=inbound.identity_id,
                     provider_message_id=f"reply:{inbound.id}",
                     thread_key=inbound.thread_key,
+                    media=stored_media(media),
                     extra={"in_reply_to": inbound.id, **({CANNED: canned} if canned else {})},
                 ),
                 add_to_episode=False,
