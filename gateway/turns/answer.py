@@ -75,6 +75,7 @@ from gateway.storage.repositories import (
 )
 from gateway.tenants import TenantSettings
 from gateway.turns.backpressure import Backpressure
+from gateway.turns.contact_cards import is_contact_card, read_contact_card
 from gateway.turns.deliver import DELIVERY_LEASE, Deliverer
 from gateway.turns.handoff import OwnerChange, change_owner, message_created
 from gateway.turns.preview import Preview
@@ -273,7 +274,11 @@ class Answerer:
 
     def _waits(self, pending: PendingTurn) -> bool:
         needs_transcript = self.transcriber is not None and is_voice_note(pending.inbound)
-        return needs_transcript or self.model_facts.running(pending.turn.conversation_key)
+        return (
+            needs_transcript
+            or is_contact_card(pending.inbound)
+            or self.model_facts.running(pending.turn.conversation_key)
+        )
 
     async def _prepare_after_waiting(self, pending: PendingTurn) -> _Prepared:
         heard = await self._heard(pending.inbound)
@@ -425,6 +430,14 @@ class Answerer:
             await self.memory.enqueue(CompactionJob(turn.customer_id, turn.episode_id))
 
     async def _heard(self, inbound: MessageRecord) -> MessageRecord:
+        """A voice note's transcript, a shared contact's card read; any other message."""
+        if is_contact_card(inbound):
+            return await read_contact_card(
+                inbound,
+                sessions=self.sessions,
+                channel=self.adapters.get(inbound.channel),
+                counter=self.counter,
+            )
         if self.transcriber is None:
             return inbound
         return await heard_message(

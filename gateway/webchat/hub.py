@@ -21,6 +21,7 @@ from aiohttp import web
 
 from channels.base import OutboundMessage
 from channels.webchat import client_message_id_of
+from gateway.webchat.frames import media_items
 
 log = logging.getLogger("relaydesk.webchat")
 
@@ -43,9 +44,11 @@ def message_frame(
 def reply_frame(message: OutboundMessage, created_at: str) -> dict[str, Any]:
     """A stored reply as it goes out live: a `message` frame with the `reply_to` its partial
     frames carried (the visitor's `client_message_id` answered), so the widget replaces the
-    growing bubble with it."""
+    growing bubble with it, and its attachments (`media`, when it has any)."""
     frame = message_frame(message.message_id or "", "assistant", message.text, created_at, None)
     frame["reply_to"] = client_message_id_of(message.reply_to)
+    if message.media:
+        frame["media"] = media_items(message.media)
     return frame
 
 

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
+from gateway.keys import SESSIONS
 from gateway.storage.models import Message
 from tests.gateway.conftest import AUTH
 from tests.support.openai_server import FakeOpenAI, model_settings
@@ -70,7 +71,7 @@ async def test_a_photo_is_stored_by_reference_and_read_as_its_caption(
     async with _gateway(tmp_path, backend, model) as gateway:
         await _photo(gateway, "O tênis chegou assim")
         await gateway.stack.idle()
-        async with gateway.stack.sessions()() as session:
+        async with gateway.stack.client.app[SESSIONS]() as session:
             stored = await session.scalar(select(Message).where(Message.role == "user"))
         assert stored is not None
         assert stored.text == "[image: O tênis chegou assim]"
@@ -146,7 +147,7 @@ async def test_an_operator_sends_an_attachment(tmp_path: Path, backend: str) -> 
             "Catálogo",
             f"whatsapp:{NUMBER}",
         )
-        async with gateway.stack.sessions()() as session:
+        async with gateway.stack.client.app[SESSIONS]() as session:
             stored = await session.get(Message, written["message_id"])
         assert stored is not None and stored.text == ""
         assert stored.media == {
@@ -163,7 +164,7 @@ async def test_a_reply_attaches_what_its_media_marker_names(tmp_path: Path, back
         [out] = gateway.twilio.created
         assert out["Body"] == "Claro! Segue o catálogo de verão."
         assert out["MediaUrl"] == CATALOGUE
-        async with gateway.stack.sessions()() as session:
+        async with gateway.stack.client.app[SESSIONS]() as session:
             reply = await session.scalar(select(Message).where(Message.role == "assistant"))
         assert reply is not None and "[[media" not in reply.text
         assert reply.media == {
