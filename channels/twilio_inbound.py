@@ -22,6 +22,7 @@ from channels.media_text import describe_media
 
 AUDIO_PLACEHOLDER = "[voice note, not transcribed]"
 CONTACT_LABEL = "[contact]"
+UNSUPPORTED = "[unsupported message]"
 VCARD_TYPES = frozenset({"text/vcard", "text/x-vcard", "text/directory"})
 # Twilio accepts up to 10 media on one message.
 MAX_MEDIA = 10
@@ -114,4 +115,6 @@ def text_of(params: MultiDict[str], kind: MessageKind, media: Sequence[Media]) -
         return f"[reaction] {body}".strip()
     if media:
         return describe_media(kind, media, body)
+    if not body and params.get("MessageType", "text") not in ("", "text"):
+        return UNSUPPORTED  # a kind WhatsApp does not pass on (a poll, a view-once photo)
     return body

@@ -121,7 +121,8 @@ def test_a_reaction_and_an_unsupported_message() -> None:
     reaction = parse(MessageType="reaction", NumMedia="0", Body="👍")
     assert (reaction.kind, reaction.text) == ("reaction", "[reaction] 👍")
     unsupported = parse(MessageType="unsupported", NumMedia="0", Body="")
-    assert (unsupported.kind, unsupported.text) == ("text", "")
+    assert (unsupported.kind, unsupported.text) == ("text", "[unsupported message]")
+    assert parse(MessageType="text", NumMedia="0", Body="").text == ""
 
 
 def test_several_attachments_are_each_described() -> None:

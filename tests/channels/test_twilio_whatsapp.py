@@ -353,3 +353,19 @@ async def test_an_attachment_without_text_is_sent_alone(twilio: tuple[FakeTwilio
     finally:
         await channel.close()
     assert [(f.get("Body"), f["MediaUrl"]) for f in fake.created] == [(None, MANUAL)]
+
+
+async def test_without_text_each_attachment_carries_its_caption(
+    twilio: tuple[FakeTwilio, str],
+) -> None:
+    fake, base = twilio
+    channel = sender(base)
+    media = (Media(PHOTO, caption="Tênis azul"), Media(MANUAL, caption="Garantia"))
+    try:
+        await channel.send(OutboundMessage("whatsapp", CUSTOMER, "", media=media))
+    finally:
+        await channel.close()
+    assert [(f["Body"], f["MediaUrl"]) for f in fake.created] == [
+        ("Tênis azul", PHOTO),
+        ("Garantia", MANUAL),
+    ]

@@ -176,3 +176,26 @@ async def test_a_reply_attaches_what_its_media_marker_names(tmp_path: Path, back
                 }
             ]
         }
+
+
+async def test_a_reply_of_only_an_attachment_sends_it_and_leaves_no_empty_turn(
+    tmp_path: Path, backend: str
+) -> None:
+    model = FakeOpenAI(
+        reply_for=lambda call: (
+            f"[[media: {CATALOGUE} | Catálogo]]" if "catálogo" in call.last_user_text else None
+        )
+    )
+    async with _gateway(tmp_path, backend, model) as gateway:
+        await gateway.say(NUMBER, "Manda o catálogo")
+        [out] = gateway.twilio.created
+        assert (out["MediaUrl"], out["Body"]) == (CATALOGUE, "Catálogo")  # the caption
+        await gateway.say(NUMBER, "Obrigada!")
+        # The next window: no empty assistant turn (providers refuse one).
+        last = model.calls[-1]
+        assert last.last_user_text.endswith("Obrigada!")
+        assert all(m["content"].strip() for m in last.messages)
+        assert [m["role"] for m in last.messages if m["role"] != "system"][-2:] != [
+            "assistant",
+            "assistant",
+        ]
