@@ -49,3 +49,17 @@ def split_attachments(text: str) -> tuple[str, tuple[ReplyAttachment, ...]]:
     lines = [re.sub(r"[ \t]{2,}", " ", line).strip() for line in stripped.splitlines()]
     cleaned = re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
     return cleaned, tuple(found)
+
+
+# The start of a media marker still being written at the end of a streamed reply.
+_UNFINISHED = re.compile(
+    r"\[(?:\[(?:\s*(?:m(?:e(?:d(?:i(?:a(?:\s*:[^\]]*(?:\][^\]]*)?)?)?)?)?)?)?)?)?$"
+)
+
+
+def shown_while_written(text: str) -> str:
+    """A reply being streamed as the customer may see it: its finished media markers taken out
+    and one being written at the end held back."""
+    cleaned, _ = split_attachments(text)
+    unfinished = _UNFINISHED.search(cleaned)
+    return cleaned[: unfinished.start()].rstrip() if unfinished else cleaned

@@ -5,7 +5,12 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from context.reply_attachments import MAX_ATTACHMENTS, ReplyAttachment, split_attachments
+from context.reply_attachments import (
+    MAX_ATTACHMENTS,
+    ReplyAttachment,
+    shown_while_written,
+    split_attachments,
+)
 
 
 def test_a_marker_line_becomes_an_attachment_and_leaves_the_text() -> None:
@@ -49,3 +54,12 @@ def test_at_most_ten_attachments() -> None:
 def test_text_without_markers_is_unchanged(text: str) -> None:
     if "[[" not in text:
         assert split_attachments(text) == (text, ())
+
+
+def test_a_streamed_reply_never_shows_a_marker_being_written() -> None:
+    whole = "Segue o catálogo. [[media: https://cdn.example.org/c.pdf | Catálogo]] Até mais"
+    shown = [shown_while_written(whole[:end]) for end in range(len(whole) + 1)]
+    assert not any("[[" in text or "media:" in text for text in shown)
+    assert shown[whole.index("[[") + 1] == "Segue o catálogo."
+    assert shown[-1] == "Segue o catálogo. Até mais"
+    assert shown_while_written("lista [1] e [a]") == "lista [1] e [a]"
