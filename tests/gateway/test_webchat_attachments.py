@@ -1,5 +1,6 @@
-"""A web chat reply's attachments travel in its live `message` frame (`media`), so the widget can
-show them; a reply without any has no `media` key, as before."""
+"""A web chat reply's attachments travel in its `message` frame (`media`), live, in a
+reconnect's backlog and in the REST fallback, so the widget can show them; a message without
+any has no `media` key, as before."""
 
 from __future__ import annotations
 
@@ -59,3 +60,21 @@ async def test_a_reply_frame_carries_the_attachment_its_marker_named(
             }
         ]
         await socket.close()
+
+        # Stored with the reply: the REST fallback and a reconnect's backlog carry it too.
+        expected = attached["media"]
+        response = await stack.client.get("/webchat/messages", params={"visitor_id": visitor})
+        stored = {m["message_id"]: m for m in (await response.json())["messages"]}
+        assert stored[attached["message_id"]]["media"] == expected
+        assert "media" not in stored[plain["message_id"]]
+        again = await stack.client.ws_connect("/webchat/ws")
+        await again.send_json(
+            {"type": "hello", "visitor_id": visitor, "identity_token": None, "after": None}
+        )
+        replayed = []
+        while len(replayed) < 4:
+            frame = await next_frame(again)
+            if frame["type"] == "message":
+                replayed.append(frame)
+        assert [f.get("media") for f in replayed] == [None, None, None, expected]
+        await again.close()
