@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import random
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from datetime import datetime
 from urllib.parse import parse_qsl, urlsplit
 
@@ -34,7 +34,6 @@ from twilio.rest import Client
 from channels.base import (
     InboundMessage,
     Media,
-    MessageKind,
     OutboundMessage,
     PayloadInvalid,
     RawRequest,
@@ -43,6 +42,9 @@ from channels.base import (
     SignatureInvalid,
 )
 from channels.splitting import split_message
+from channels.twilio_inbound import AUDIO_PLACEHOLDER, kind_of, media_of, text_of
+
+__all__ = ["AUDIO_PLACEHOLDER", "MAX_BODY_CHARS", "TwilioWhatsAppChannel", "form_params"]
 
 # Twilio accepts up to 1600 characters per WhatsApp message body.
 MAX_BODY_CHARS = 1600
@@ -52,7 +54,6 @@ TYPING_REPEAT_S = 20.0
 TYPING_TIMEOUT_S = 10.0
 # The indicator names the customer's message: a Message (SM) or Media (MM) sid.
 TYPING_MESSAGE_SID = re.compile(r"^(?:SM|MM)[0-9a-fA-F]{32}$")
-AUDIO_PLACEHOLDER = "[voice note, not transcribed]"
 
 
 def form_params(body: bytes) -> MultiDict[str]:
@@ -65,40 +66,6 @@ def form_params(body: bytes) -> MultiDict[str]:
     except ValueError as exc:
         raise PayloadInvalid(f"body is not a form: {exc}") from exc
     return MultiDict(pairs)
-
-
-def _kind(params: MultiDict[str], media: Sequence[Media]) -> MessageKind:
-    declared = params.get("MessageType", "")
-    if params.get("Latitude") and params.get("Longitude") or declared == "location":
-        return "location"
-    if any((m.content_type or "").startswith("audio/") for m in media) or declared == "audio":
-        return "voice"
-    if (
-        params.get("ButtonText")
-        or params.get("ButtonPayload")
-        or declared
-        in {
-            "button",
-            "interactive",
-        }
-    ):
-        return "button"
-    return "media" if media else "text"
-
-
-def _text(params: MultiDict[str], kind: MessageKind, media: Sequence[Media]) -> str:
-    body = params.get("Body", "")
-    if kind == "location":
-        place = ", ".join(p for p in (params.get("Label"), params.get("Address")) if p)
-        where = f"{params.get('Latitude')}, {params.get('Longitude')}"
-        body = body or f"[location] {place} ({where})".replace(" ()", "").strip()
-    elif kind == "button":
-        body = body or params.get("ButtonText") or params.get("ButtonPayload") or ""
-    elif kind == "voice":
-        body = body or AUDIO_PLACEHOLDER
-    elif media and not body:
-        body = "[" + ", ".join(m.content_type or "attachment" for m in media) + "]"
-    return body
 
 
 class TwilioWhatsAppChannel:
@@ -177,26 +144,19 @@ class TwilioWhatsAppChannel:
             raise PayloadInvalid("MessageSid is missing")
         if not sender:
             raise PayloadInvalid("From is missing")
-        try:
-            count = int(params.get("NumMedia", "0") or "0")
-        except ValueError as exc:
-            raise PayloadInvalid("NumMedia is not a number") from exc
-        media = tuple(
-            Media(params[f"MediaUrl{i}"], params.get(f"MediaContentType{i}"))
-            for i in range(max(0, min(count, 10)))
-            if params.get(f"MediaUrl{i}")
-        )
-        kind = _kind(params, media)
+        media = media_of(params)
+        kind = kind_of(params, media)
         return (
             InboundMessage(
                 channel="whatsapp",
                 provider_message_id=sid,
                 sender=sender,
-                text=_text(params, kind, media),
+                text=text_of(params, kind, media),
                 received_at=self._clock(),
                 kind=kind,
                 sender_name=params.get("ProfileName") or None,
                 media=media,
+                reply_to_provider_id=params.get("OriginalRepliedMessageSid") or None,
                 # Every parameter is kept (new ones included), the last value of a repeat —
                 # but the body only once, as the message text (which is redacted on storing).
                 extra={key: params.getall(key)[-1] for key in params if key != "Body"},
@@ -223,17 +183,30 @@ class TwilioWhatsAppChannel:
         if not recipient.startswith("whatsapp:"):
             recipient = f"whatsapp:{recipient}"
         sids = []
-        for part in split_message(message.text, MAX_BODY_CHARS):
-            sids.append(await self._create(client, recipient, part))
+        parts = split_message(message.text, MAX_BODY_CHARS)
+        # WhatsApp takes one attachment per message: the first goes with the first part of
+        # the text (or its caption when there is no text), each further one as a message of
+        # its own with its caption.
+        media = message.media
+        if media and not parts:
+            parts = [media[0].caption or ""]
+        for index, part in enumerate(parts):
+            urls = [media[0].url] if media and index == 0 else []
+            sids.append(await self._create(client, recipient, part, urls))
+        for item in media[1:]:
+            sids.append(await self._create(client, recipient, item.caption or "", [item.url]))
         return SendResult(provider_message_ids=tuple(sids))
 
-    async def _create(self, client: Client, to: str, body: str) -> str:
+    async def _create(
+        self, client: Client, to: str, body: str, media_url: list[str] | None = None
+    ) -> str:
         for attempt in range(1, self._attempts + 1):
             try:
                 created = await client.messages.create_async(
                     to=to,
                     from_=self._sender,
-                    body=body,
+                    body=body or values.unset,
+                    media_url=media_url or values.unset,
                     status_callback=self._status_callback or values.unset,
                 )
                 return str(created.sid)

@@ -28,6 +28,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from channels.base import Channel, OutboundMessage, SendFailed
 from gateway.runtime.tasks import cancel_and_wait
+from gateway.storage.attachments import media_of
 from gateway.storage.records import MessageRecord, TurnRecord
 from gateway.storage.repositories import messages, turns
 from gateway.storage.repositories.outbound import SentPart
@@ -159,6 +160,7 @@ class Deliverer:
                     text=reply.text,
                     reply_to=reply_to,
                     message_id=str(reply.id),
+                    media=media_of(reply.media),
                 )
             )
         except SendFailed as exc:

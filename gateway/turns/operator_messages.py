@@ -13,11 +13,14 @@ customer message, as when the message was written.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from channels.base import Media
 from context import TokenCounter
 from gateway.events.outbox import EventOutbox
+from gateway.storage.attachments import stored_media
 from gateway.storage.records import OPERATOR_AUTHOR, ConversationRecord, MessageRecord, NewMessage
 from gateway.storage.repositories import conversations, episodes, messages, turns
 from gateway.storage.repositories.conversations import MessageSeen
@@ -42,8 +45,10 @@ async def send_operator_message(
     conversation_id: str,
     text: str,
     actor: str,
+    media: Sequence[Media] = (),
 ) -> MessageRecord:
-    """Store the message (only by the operator holding the conversation) and hand it to the
+    """Store the message and its attachments (by URL; only by the operator holding the
+    conversation) and hand it to the
     deliver step; returns it once stored. Raises `ConversationNotFound`, `NotHeld`,
     `NoRecipient`."""
     async with sessions.begin() as session:
@@ -56,7 +61,7 @@ async def send_operator_message(
         latest = await conversations.latest_customer_message(session, conversation)
         if latest is None or latest.sender is None:
             raise NoRecipient("the customer has not written on this conversation yet")
-        message = await _store(session, counter, conversation, latest, text, actor)
+        message = await _store(session, counter, conversation, latest, text, actor, media)
         turn = await turns.create_operator_turn(
             session, message, conversation.conversation_key, DELIVERY_LEASE
         )
@@ -85,6 +90,7 @@ async def _store(
     latest: MessageRecord,
     text: str,
     actor: str,
+    media: Sequence[Media],
 ) -> MessageRecord:
     """On the conversation's open episode (a new one when none is open)."""
     episode = await episodes.latest_open_episode(
@@ -110,6 +116,7 @@ async def _store(
             identity_id=latest.identity_id,
             provider_message_id=f"operator:{uuid.uuid4().hex}",
             thread_key=latest.thread_key,
+            media=stored_media(media),
             extra={"author": OPERATOR_AUTHOR, "actor": actor, RECIPIENT: recipient},
         ),
         add_to_episode=False,

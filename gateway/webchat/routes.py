@@ -40,6 +40,7 @@ from gateway.http.errors import BadRequest
 from gateway.http.openapi import document
 from gateway.keys import ACCEPT, ADAPTERS, HUB, SCHEDULER, SESSIONS
 from gateway.runtime.clock import utcnow
+from gateway.storage.attachments import media_of
 from gateway.storage.records import MessageRecord
 from gateway.storage.repositories import messages
 from gateway.webchat.frames import (
@@ -62,6 +63,7 @@ def frame_of(record: MessageRecord) -> dict[str, Any]:
         record.text,
         record.created_at.isoformat(),
         extra.get("client_message_id") if record.role == "user" else None,
+        media_of(record.media),
     )
 
 

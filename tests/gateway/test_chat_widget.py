@@ -20,7 +20,7 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 from sqlalchemy import select
 
-from channels.base import OutboundMessage
+from channels.base import Media, OutboundMessage
 from gateway.keys import ADAPTERS, HUB, SESSIONS
 from gateway.storage.models import Message
 from tests.support.browser import screenshot
@@ -443,4 +443,31 @@ async def test_typing_and_a_growing_reply_become_the_stored_reply(
     assert await _stored(stack, visitor) == stored
     assert [role for role, _ in stored] == ["user", "assistant"]
     assert errors == []
+    await context.close()
+
+
+async def test_a_reply_shows_its_attachments_as_links(browser: Browser, stack: Stack) -> None:
+    context = await browser.new_context()
+    page = await _open(context, _url(stack))
+    visitor = await _visitor(page)
+    webchat = stack.app[ADAPTERS]["webchat"]
+    media = (
+        Media("https://cdn.example.org/catalogo.pdf", "application/pdf", caption="Catálogo"),
+        Media("https://cdn.example.org/fotos/tenis-azul.jpg"),
+        Media("javascript:alert(1)", caption="<b>not a link</b>"),
+    )
+    await webchat.send(
+        OutboundMessage("webchat", visitor, "Seguem os arquivos.", None, "900", media)
+    )
+    bubble = page.locator(".msg--assistant").last
+    await expect(bubble.locator(".msg__text")).to_have_text("Seguem os arquivos.", timeout=WAIT_MS)
+    links = bubble.locator("a.msg__attachment")
+    await expect(links).to_have_count(2)
+    assert await links.all_text_contents() == ["Catálogo", "tenis-azul.jpg"]
+    assert [await link.get_attribute("href") for link in await links.all()] == [
+        "https://cdn.example.org/catalogo.pdf",
+        "https://cdn.example.org/fotos/tenis-azul.jpg",
+    ]
+    assert await links.first.get_attribute("rel") == "noopener noreferrer"
+    await screenshot(page, "chat-widget-attachments.png")
     await context.close()

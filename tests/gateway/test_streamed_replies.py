@@ -104,3 +104,19 @@ async def test_a_stream_broken_on_every_attempt_ends_with_the_fallback_not_half_
     [turn] = exchange.turns
     assert turn.status == "failed" and "stream_broken" in (turn.error or "")
     assert len(model.calls) > 1  # retried before giving up
+
+
+async def test_a_media_marker_never_shows_while_the_reply_is_written(tmp_path: Path) -> None:
+    catalogue = "https://cdn.example.org/catalogo.pdf"
+    model = FakeOpenAI(
+        streaming=True,
+        tokens_per_s=200,
+        reply=f"Segue o catálogo [[media: {catalogue} | Catálogo]] de verão.",
+    )
+    async with _exchange(model, tmp_path, "tem catálogo?") as exchange:
+        *shown, final = exchange.frames
+        partials = [frame["text"] for frame in shown if frame["type"] == "partial"]
+        assert len(partials) >= 2, shown
+        assert not any("[[" in text or "media" in text for text in partials)
+        assert final["text"] == "Segue o catálogo de verão."
+        assert final["media"][0]["url"] == catalogue

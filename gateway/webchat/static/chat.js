@@ -179,6 +179,29 @@
     return item;
   }
 
+  // A reply's attachments (frame.media: [{url, content_type, caption, filename}]) as links
+  // under its text; only http(s) URLs, opened in a new tab without the page as opener.
+  function addAttachments(item, media) {
+    if (!Array.isArray(media)) return;
+    const links = [];
+    for (const m of media) {
+      if (!m || typeof m.url !== "string" || !/^https?:\/\//i.test(m.url)) continue;
+      const link = document.createElement("a");
+      link.className = "msg__attachment";
+      link.href = m.url;
+      link.target = "_blank";
+      link.rel = "noopener noreferrer";
+      const name = (typeof m.caption === "string" && m.caption) || (typeof m.filename === "string" && m.filename);
+      link.textContent = name || m.url.split("/").pop() || m.url; // text only, never markup
+      links.push(link);
+    }
+    if (!links.length) return;
+    const list = document.createElement("p");
+    list.className = "msg__attachments";
+    list.append(...links);
+    item.append(list);
+  }
+
   function setBubbleStatus(item, value) {
     item.dataset.status = value;
     const meta = item.querySelector(".msg__status");
@@ -292,6 +315,7 @@
       // The stored message takes the growing bubble's place, not a second one. A new node, so
       // that screen readers announce the finished reply (the growing one is hidden from them).
       const item = bubble("assistant", frame.text, frame.created_at);
+      addAttachments(item, frame.media);
       const stick = nearBottom();
       growing.replaceWith(item);
       stored(item, id);
@@ -305,6 +329,7 @@
       if (item.dataset.messageId) return; // the same message under an ack we already applied
     } else {
       item = bubble(frame.role, frame.text, frame.created_at);
+      addAttachments(item, frame.media);
       if (typeof clientId === "string" && clientId) {
         item.dataset.clientMessageId = clientId;
         byClientId.set(clientId, item);
