@@ -18,7 +18,7 @@ from urllib.parse import quote
 from aiohttp import web
 from multidict import MultiDictProxy
 
-from gateway.console import auth, conversations_stream, service, views
+from gateway.console import auth, conversations_stream, customer_data, service, views
 from gateway.console.errors import Invalid
 from gateway.console.html import Html
 from gateway.console.rebuild import rebuild_memory
@@ -326,6 +326,21 @@ async def rebuild(request: web.Request, login: auth.OperatorLogin) -> web.Stream
 
 
 @console
+async def export_data(request: web.Request, login: auth.OperatorLogin) -> web.StreamResponse:
+    return await customer_data.console_export(request, login)
+
+
+@console
+async def erase_data(request: web.Request, login: auth.OperatorLogin) -> web.StreamResponse:
+    form = await _form(request)
+    erased = await customer_data.console_erase(
+        request, login, reason=_text(form, "reason"), confirm=_text(form, "confirm")
+    )
+    # The profile is gone; its audit log shows the tombstone.
+    return redirect(f"/console/audit?subject={quote(erased.audit.subject_id)}")
+
+
+@console
 async def preview(request: web.Request, login: auth.OperatorLogin) -> web.StreamResponse:
     customer_id = request.match_info["customer_id"]
     text = request.query.get("message", "").strip()
@@ -438,3 +453,5 @@ def add_routes(app: web.Application) -> None:
     router.add_post(base + "/facts/{fact_id}/correct", correct_fact)
     router.add_post(base + "/facts/{fact_id}/{change:pin|unpin|retract}", change_fact)
     router.add_post(base + "/rebuild", rebuild)
+    router.add_get(base + "/export", export_data)
+    router.add_post(base + "/erase", erase_data)
