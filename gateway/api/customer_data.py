@@ -20,14 +20,14 @@ from gateway.customers.export import export_customer
 from gateway.http.bodies import path_id, query_text, read_json
 from gateway.http.ids import MAX_STORAGE_ID, storage_id
 from gateway.http.openapi import document
-from gateway.keys import FORGETTING, MEMORY, REDIS, SESSIONS
+from gateway.keys import FORGETTING, MEMORY, REDIS, SESSIONS, SETTINGS
 from gateway.storage.errors import RecordNotFound
 
 DEFAULT_EXPORT_REASON = "data subject access request"
 
 
 def after_commit(app: web.Application) -> AfterCommit:
-    return AfterCommit(app.get(REDIS), app[FORGETTING])
+    return AfterCommit(app.get(REDIS), app[FORGETTING], app[SETTINGS].compaction_stream)
 
 
 def erased_json(done: Erased) -> dict[str, Any]:

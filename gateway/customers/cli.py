@@ -41,7 +41,7 @@ async def erase(settings: Settings, customer_id: str, *, reason: str, actor: str
     try:
         done = await erase_customer(
             make_sessionmaker(engine),
-            AfterCommit(redis, Forgetting(RecallCache(), redis)),
+            AfterCommit(redis, Forgetting(RecallCache(), redis), settings.compaction_stream),
             customer_id,
             actor=actor,
             reason=reason,

@@ -21,7 +21,12 @@ from redis.asyncio import Redis
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from gateway.console.errors import Invalid
-from gateway.customers.forgetting import Forgetting, delete_keys, redis_keys
+from gateway.customers.forgetting import (
+    Forgetting,
+    delete_keys,
+    delete_stream_entries,
+    redis_keys,
+)
 from gateway.memory.rebuild import rebuild_summaries
 from gateway.memory.worker import MemoryWorker
 from gateway.storage.errors import RecordNotFound
@@ -52,6 +57,8 @@ class AfterCommit:
 
     redis: Redis | None
     forgetting: Forgetting
+    # The compaction jobs' stream, whose entries name customers.
+    stream: str | None = None
 
 
 def _reason(reason: str) -> str:
@@ -94,6 +101,8 @@ async def erase_customer(
         deleted = await delete_keys(
             after.redis, redis_keys(keys.provider_messages, keys.conversation_keys)
         )
+        if after.stream is not None:
+            deleted += await delete_stream_entries(after.redis, after.stream, group)
     await after.forgetting.announce(group)
     return Erased(tombstone, tuple(group), counts, deleted)
 

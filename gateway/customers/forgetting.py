@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Collection, Sequence
-from typing import Final
+from typing import Any, Final
 
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
@@ -52,6 +52,44 @@ async def delete_keys(redis: Redis, keys: Sequence[str], *, chunk: int = 500) ->
             extra={"fields": {"error": type(exc).__name__}},
         )
     return deleted
+
+
+async def delete_stream_entries(
+    redis: Redis, stream: str, customer_ids: Collection[str], *, page: int = 1000
+) -> int:
+    """Delete the entries of `stream` (the compaction jobs) that name one of the customers;
+    how many went. Read page by page: the stream is capped, an erasure is rare."""
+    wanted = set(customer_ids)
+    deleted = 0
+    start = "-"
+    try:
+        while True:
+            entries: list[Any] = list(
+                await redis.xrange(stream, min=start, max="+", count=page) or []
+            )
+            doomed = [entry_id for entry_id, fields in entries if _names(fields, wanted)]
+            if doomed:
+                deleted += int(await redis.xdel(stream, *doomed))
+            if len(entries) < page:
+                return deleted
+            start = "(" + _text(entries[-1][0])
+    except (RedisError, OSError) as exc:
+        log.warning(
+            "erased customer's queued jobs not deleted",
+            extra={"fields": {"error": type(exc).__name__}},
+        )
+    return deleted
+
+
+def _text(value: object) -> str:
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+
+
+def _names(fields: object, customer_ids: set[str]) -> bool:
+    if not isinstance(fields, dict):
+        return False
+    value = fields.get(b"customer_id", fields.get("customer_id"))
+    return value is not None and _text(value) in customer_ids
 
 
 class Forgetting:

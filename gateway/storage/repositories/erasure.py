@@ -246,7 +246,7 @@ async def erase_customers(session: AsyncSession, keys: CustomerKeys) -> dict[str
             "idempotency_keys",
             delete(IdempotencyKey).where(names_any(IdempotencyKey.response_body, part)),
         )
-    counts["audit_log (scrubbed)"] = await scrub_audit(
+    counts["audit_log_scrubbed"] = await scrub_audit(
         session,
         subject_ids=[*ids, *keys.conversation_ids],
         naming=[*ids, *keys.external_ids],

@@ -179,7 +179,7 @@ async def erase_messages(session: AsyncSession, message_ids: Collection[int]) ->
         )
     scrubbed = await scrub_audit(session, naming=sorted(removed_values), within_subjects=customers)
     if scrubbed:
-        counts["audit_log (scrubbed)"] = scrubbed
+        counts["audit_log_scrubbed"] = scrubbed
     return MessageErasure(
         counts={table: count for table, count in counts.items() if count},
         message_ids=tuple(ids),
