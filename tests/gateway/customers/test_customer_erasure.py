@@ -18,7 +18,7 @@ from redis.asyncio import Redis
 from sqlalchemy import select
 
 from channels.telegram import SECRET_HEADER
-from gateway.keys import MEMORY, RECALL
+from gateway.keys import MEMORY, RECALL, SESSIONS
 from gateway.memory.queue import CompactionJob
 from gateway.storage.models import AuditEntry, Base, EpisodeSummary, Fact, Message
 from tests.support.databases import REDIS_URL
@@ -107,7 +107,7 @@ async def _seed(one: Stack, two: Stack, telegram_user: int) -> str:
     """The customer on four channels; their id."""
     await _whatsapp(one, f"Oi, meu nome é {NAME} e meu e-mail é {EMAIL}")
     await _settle(one, two)
-    async with one.sessions()() as session:
+    async with one.app[SESSIONS]() as session:
         customer_id = await session.scalar(
             select(Message.customer_id).where(Message.channel == "whatsapp").limit(1)
         )
@@ -166,7 +166,7 @@ async def _seed(one: Stack, two: Stack, telegram_user: int) -> str:
     )
     assert posted.status == 201, await posted.text()
     await _settle(one, two)
-    async with one.sessions()() as session:
+    async with one.app[SESSIONS]() as session:
         rows = (
             await session.execute(
                 select(Message.channel, Message.episode_id).where(
@@ -177,7 +177,7 @@ async def _seed(one: Stack, two: Stack, telegram_user: int) -> str:
     assert {channel for channel, _ in rows} == {"whatsapp", "telegram", "webchat", "phone"}
     for episode_id in sorted({episode for _, episode in rows}):
         await one.app[MEMORY].handle(CompactionJob(customer_id, episode_id, "closed"))
-    async with one.sessions()() as session:
+    async with one.app[SESSIONS]() as session:
         summaries = await session.scalar(
             select(EpisodeSummary.id).where(EpisodeSummary.customer_id == customer_id).limit(1)
         )
@@ -186,13 +186,13 @@ async def _seed(one: Stack, two: Stack, telegram_user: int) -> str:
         )
     assert summaries is not None
     assert EMAIL in learned
-    return customer_id
+    return str(customer_id)
 
 
 async def _database_text(stack: Stack) -> str:
     """Every column of every row of every table, as text."""
     parts: list[str] = []
-    async with stack.sessions()() as session:
+    async with stack.app[SESSIONS]() as session:
         for table in Base.metadata.sorted_tables:
             for row in await session.execute(select(table)):
                 parts.extend(str(value) for value in row)
@@ -203,7 +203,8 @@ async def _redis_text(redis: Redis) -> str:
     parts: list[str] = []
     async for key in redis.scan_iter(count=500):
         parts.append(key.decode())
-        kind = (await redis.type(key)).decode()
+        raw = await redis.type(key)
+        kind = raw.decode() if isinstance(raw, bytes) else str(raw)
         if kind == "string":
             parts.append(str(await redis.get(key)))
         elif kind == "hash":
@@ -228,7 +229,8 @@ async def _window(stack: Stack, **body: object) -> str:
         "/v1/context", json={"message": "e o pedido?", **body}, headers=AUTH
     )
     assert response.status == 200, await response.text()
-    return await response.text()
+    text: str = await response.text()
+    return text
 
 
 @pytest.mark.parametrize("backend", ["embedded", "production"])
@@ -284,7 +286,7 @@ async def test_an_erased_customer_leaves_nothing_in_storage_redis_or_any_recall_
         keyspace = await _redis_text(redis)
         assert _found(keyspace) == []
         assert customer_id not in keyspace
-        async with one.sessions()() as session:
+        async with one.app[SESSIONS]() as session:
             tombstones = list(
                 await session.scalars(
                     select(AuditEntry).where(AuditEntry.subject_id == customer_id)
