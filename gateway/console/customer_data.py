@@ -12,7 +12,7 @@ from gateway.console.errors import Invalid
 from gateway.customers import erasure
 from gateway.customers.erasure import Erased
 from gateway.customers.export import export_customer
-from gateway.keys import SESSIONS
+from gateway.keys import MEMORY, SESSIONS
 
 
 async def console_export(request: web.Request, login: OperatorLogin) -> web.Response:
@@ -42,6 +42,20 @@ async def console_erase(
         request.app[SESSIONS],
         after_commit(request.app),
         customer_id,
+        actor=login.username,
+        reason=reason,
+    )
+
+
+async def console_erase_message(
+    request: web.Request, login: OperatorLogin, message_id: int, *, reason: str
+) -> Erased:
+    """Erase one message (every version) and what was derived from it."""
+    return await erasure.erase_message(
+        request.app[SESSIONS],
+        request.app[MEMORY],
+        after_commit(request.app),
+        message_id,
         actor=login.username,
         reason=reason,
     )

@@ -341,6 +341,21 @@ async def erase_data(request: web.Request, login: auth.OperatorLogin) -> web.Str
 
 
 @console
+async def erase_message(request: web.Request, login: auth.OperatorLogin) -> web.StreamResponse:
+    form = await _form(request)
+    customer_id = request.match_info["customer_id"]
+    message_id = storage_id(request.match_info["message_id"])
+    if message_id is None:
+        raise RecordNotFound("no such message")
+    async with request.app[SESSIONS]() as session:
+        await messages.get_message(session, customer_id, message_id)  # this customer's
+    erased = await customer_data.console_erase_message(
+        request, login, message_id, reason=_text(form, "reason")
+    )
+    return _back(customer_id, f"message erased; {sum(erased.counts.values())} rows removed")
+
+
+@console
 async def preview(request: web.Request, login: auth.OperatorLogin) -> web.StreamResponse:
     customer_id = request.match_info["customer_id"]
     text = request.query.get("message", "").strip()
@@ -455,3 +470,4 @@ def add_routes(app: web.Application) -> None:
     router.add_post(base + "/rebuild", rebuild)
     router.add_get(base + "/export", export_data)
     router.add_post(base + "/erase", erase_data)
+    router.add_post(base + "/messages/{message_id}/erase", erase_message)

@@ -411,4 +411,20 @@ def message_page(login: OperatorLogin, message: MessageRecord) -> Html:
             {"class_": "message", "id": f"message-{message.id}"},
             message_text(message),
         ),
+        el(
+            "section",
+            None,
+            el("h2", None, "Erase"),
+            el(
+                "p",
+                {"class_": "muted"},
+                "Removes this message with every version of it and what was learned from it;"
+                " the episode's summary is rebuilt.",
+            ),
+            action_form(
+                login,
+                f"/console/customers/{message.customer_id}/messages/{message.id}/erase",
+                "Erase this message",
+            ),
+        ),
     )

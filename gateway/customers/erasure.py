@@ -123,7 +123,7 @@ async def erase_message(
         if not erased.message_ids:
             raise RecordNotFound(f"message {message_id} not found")
         entry = await _audit(session, erased, MESSAGE_ERASED, str(message_id), actor, why)
-    return await _after(sessions, worker, after, erased, entry)
+    return await finish_message_erasure(sessions, worker, after, erased, entry)
 
 
 async def erase_episode(
@@ -142,7 +142,7 @@ async def erase_episode(
         if erased is None:
             raise RecordNotFound(f"episode {episode_id} not found")
         entry = await _audit(session, erased, EPISODE_ERASED, episode_id, actor, why)
-    return await _after(sessions, worker, after, erased, entry)
+    return await finish_message_erasure(sessions, worker, after, erased, entry)
 
 
 async def _audit(
@@ -163,13 +163,17 @@ async def _audit(
     )
 
 
-async def _after(
+async def finish_message_erasure(
     sessions: async_sessionmaker[AsyncSession],
     worker: MemoryWorker,
     after: AfterCommit,
     erased: MessageErasure,
     entry: AuditRecord,
 ) -> Erased:
+    """What follows the commit of `message_erasure.erase_messages` (also for a caller that
+    erases in batches, such as a retention job): the messages' dedupe keys go, the touched
+    episodes' summaries are rebuilt from what remains, every process forgets the customers'
+    recall entries."""
     deleted = 0
     if after.redis is not None:
         deleted = await delete_keys(after.redis, redis_keys(erased.provider_messages))

@@ -105,6 +105,12 @@ async def test_erasing_a_message_through_the_api(stack: Stack) -> None:
             )
         )
     assert message_id is not None
+    pinned = await stack.client.post(
+        f"/v1/operator/customers/{seeded.customer_id}/facts/{seeded.email_fact_id}/pin",
+        json=DECISION,
+        headers=AUTH,
+    )
+    assert pinned.status == 200  # its audit row names the value
     response = await stack.client.delete(
         f"/v1/operator/messages/{message_id}", json=DECISION, headers=AUTH
     )
@@ -116,6 +122,12 @@ async def test_erasing_a_message_through_the_api(stack: Stack) -> None:
         f"/v1/operator/customers/{seeded.customer_id}/facts", headers=AUTH
     )
     assert "ana@old.example" not in await facts.text()
+    audit = await stack.client.get(
+        f"/v1/operator/audit?subject_id={seeded.customer_id}", headers=AUTH
+    )
+    entries = (await audit.json())["audit"]
+    assert {"pin_fact", "message.erased"} <= {e["action"] for e in entries}
+    assert "ana@old.example" not in json.dumps(entries)
     again = await stack.client.delete(
         f"/v1/operator/messages/{message_id}", json=DECISION, headers=AUTH
     )
@@ -163,6 +175,32 @@ async def test_the_console_exports_and_erases_with_confirmation_and_csrf(stack: 
     # The caller the pending link came from is somebody else, and stays.
     caller = await client.get(f"/v1/operator/customers/{seeded.caller_customer_id}", headers=AUTH)
     assert caller.status == 200
+
+
+async def test_the_console_erases_one_message(stack: Stack) -> None:
+    seeded = await seed(stack)
+    cid = seeded.customer_id
+    async with stack.app[SESSIONS]() as session:
+        message_id = await session.scalar(
+            select(Message.id).where(Message.customer_id == cid, Message.text.like("%ana@old%"))
+        )
+    client = stack.client
+    csrf = await log_in(client)
+    page = await (await client.get(f"/console/customers/{cid}/messages/{message_id}")).text()
+    url = f"/console/customers/{cid}/messages/{message_id}/erase"
+    assert f'action="{url}"' in page
+    other = await client.post(
+        f"/console/customers/{seeded.caller_customer_id}/messages/{message_id}/erase",
+        data={"csrf_token": csrf, "reason": "engano"},
+    )
+    assert other.status == 404  # not that customer's message: nothing erased
+    erased = await client.post(
+        url, data={"csrf_token": csrf, "reason": "engano"}, allow_redirects=False
+    )
+    assert erased.status == 303
+    assert erased.headers["Location"].startswith(f"/console/customers/{cid}?done=")
+    gone = await client.get(f"/console/customers/{cid}/messages/{message_id}")
+    assert gone.status == 404
 
 
 async def test_the_customer_commands_export_and_erase(
