@@ -17,7 +17,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import delete, or_, select, update
+from sqlalchemy import delete, or_, select, tuple_, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from gateway.storage.models import (
@@ -163,17 +163,20 @@ async def erase_messages(session: AsyncSession, message_ids: Collection[int]) ->
         await session.execute(
             update(TurnRow).where(TurnRow.reply_message_id.in_(part)).values(reply_message_id=None)
         )
+    # Newest first: a version names the older row it supersedes, never a newer one.
+    for part in reversed(_parts(ids)):
         add("messages", await session.execute(delete(Message).where(Message.id.in_(part))))
     await _subtract_tokens(session, rows)
     provider = sorted(
         {(row.channel, row.provider_message_id) for row in rows if row.provider_message_id}
     )
-    for channel, provider_id in provider:
+    for begin in range(0, len(provider), _CHUNK):
+        pairs = provider[begin : begin + _CHUNK]
         add(
             "inbox_messages",
             await session.execute(
                 delete(InboxMessage).where(
-                    InboxMessage.channel == channel, InboxMessage.provider_message_id == provider_id
+                    tuple_(InboxMessage.channel, InboxMessage.provider_message_id).in_(pairs)
                 )
             ),
         )
@@ -244,12 +247,14 @@ async def _erase_facts(session: AsyncSession, ids: Sequence[int], add: Any) -> s
             fact_id = dropped[fact_id]
         return fact_id
 
+    by_successor: dict[int | None, list[int]] = {}
     for fact_id in dropped:
-        await session.execute(
-            update(Fact)
-            .where(Fact.superseded_by == fact_id)
-            .values(superseded_by=successor(fact_id))
-        )
+        by_successor.setdefault(successor(fact_id), []).append(fact_id)
+    for after, replaced in by_successor.items():
+        for part in _parts(replaced):
+            await session.execute(
+                update(Fact).where(Fact.superseded_by.in_(part)).values(superseded_by=after)
+            )
     for part in _parts(dropped):
         add("facts", await session.execute(delete(Fact).where(Fact.id.in_(part))))
     return {row.value for row in sourced if row.id in dropped}
