@@ -94,21 +94,33 @@ async def widen(session: AsyncSession, message_ids: Collection[int]) -> list[Any
                 )
                 if reply is not None
             )
-        for row in rows:
-            turn = _CALL_TURN.match(row.provider_message_id or "")
-            if row.channel == "phone" and turn is not None:
-                pattern = f"{turn['call']}:v%:{turn['index']}"
-                grown.update(
-                    await session.scalars(
-                        select(Message.id).where(
-                            Message.episode_id == row.episode_id,
-                            Message.provider_message_id.like(pattern),
-                        )
-                    )
-                )
+        grown |= await _call_turn_versions(session, rows)
         if grown <= {row.id for row in rows}:
             return rows
         wanted = grown
+
+
+def _call_turn(row: Any) -> tuple[str, str] | None:
+    found = _CALL_TURN.match(row.provider_message_id or "") if row.channel == "phone" else None
+    return (found["call"], found["index"]) if found is not None else None
+
+
+async def _call_turn_versions(session: AsyncSession, rows: Sequence[Any]) -> set[int]:
+    """The ids of the same call turns in every transcript version, one read per call."""
+    wanted: dict[str, set[tuple[str, str]]] = {}
+    for row in rows:
+        turn = _call_turn(row)
+        if turn is not None:
+            wanted.setdefault(row.episode_id, set()).add(turn)
+    found: set[int] = set()
+    for episode_id, turns in wanted.items():
+        candidates = await session.execute(
+            select(Message.id, Message.channel, Message.provider_message_id).where(
+                Message.episode_id == episode_id, Message.provider_message_id.is_not(None)
+            )
+        )
+        found.update(row.id for row in candidates if _call_turn(row) in turns)
+    return found
 
 
 async def erase_messages(session: AsyncSession, message_ids: Collection[int]) -> MessageErasure:
