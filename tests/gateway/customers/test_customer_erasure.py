@@ -307,6 +307,7 @@ async def test_an_erased_customer_leaves_nothing_in_storage_redis_or_any_recall_
             seen = [
                 await _window(stack, channel="whatsapp", external_id=PHONE),
                 await _window(stack, channel="telegram", external_id=str(telegram_user)),
+                await _window(stack, channel="phone", external_id=PHONE),
                 await _window(
                     stack,
                     channel="webchat",
