@@ -148,7 +148,8 @@ document(
 
 def add_routes(app: web.Application) -> None:
     """Only through `gateway.api.operator.add_routes`, which registers all of `/v1/operator`."""
-    app.router.add_get("/v1/operator/customers/{customer_id}/export", export)
+    # No HEAD: every export is audited, a HEAD would audit one nobody received.
+    app.router.add_get("/v1/operator/customers/{customer_id}/export", export, allow_head=False)
     app.router.add_delete("/v1/operator/customers/{customer_id}", erase_customer)
     app.router.add_delete("/v1/operator/messages/{message_id}", erase_message)
     app.router.add_delete("/v1/operator/episodes/{episode_id}", erase_episode)

@@ -468,6 +468,6 @@ def add_routes(app: web.Application) -> None:
     router.add_post(base + "/facts/{fact_id}/correct", correct_fact)
     router.add_post(base + "/facts/{fact_id}/{change:pin|unpin|retract}", change_fact)
     router.add_post(base + "/rebuild", rebuild)
-    router.add_get(base + "/export", export_data)
+    router.add_get(base + "/export", export_data, allow_head=False)
     router.add_post(base + "/erase", erase_data)
     router.add_post(base + "/messages/{message_id}/erase", erase_message)

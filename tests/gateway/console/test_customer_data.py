@@ -6,14 +6,15 @@ from __future__ import annotations
 
 import asyncio
 import json
+import uuid
 from pathlib import Path
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from gateway.cli import main
 from gateway.keys import SESSIONS
-from gateway.storage.models import AuditEntry, Message, PendingLink
+from gateway.storage.models import AuditEntry, Message, PendingLink, TurnRow
 from tests.gateway.console.conftest import AUTH, log_in, seed
 from tests.support.context_api import post_context
 from tests.support.stack import Stack
@@ -132,6 +133,30 @@ async def test_erasing_a_message_through_the_api(stack: Stack) -> None:
         f"/v1/operator/messages/{message_id}", json=DECISION, headers=AUTH
     )
     assert again.status == 404
+
+
+async def test_erasing_a_message_takes_its_turn_and_reply_along(stack: Stack) -> None:
+    visitor = "v" + uuid.uuid4().hex
+    posted = await stack.client.post(
+        "/webchat/messages",
+        json={"visitor_id": visitor, "text": "meu pedido PED-9090", "client_message_id": "m1"},
+    )
+    assert posted.status == 202
+    await stack.idle()
+    async with stack.app[SESSIONS]() as session:
+        inbound, reply = (
+            await session.execute(select(TurnRow.inbound_message_id, TurnRow.reply_message_id))
+        ).one()
+    assert reply is not None
+    response = await stack.client.delete(
+        f"/v1/operator/messages/{inbound}", json=DECISION, headers=AUTH
+    )
+    assert response.status == 200
+    assert (await response.json())["removed"]["turns"] == 1
+    async with stack.app[SESSIONS]() as session:
+        left = set(await session.scalars(select(Message.id)))
+        turns = await session.scalar(select(func.count()).select_from(TurnRow))
+    assert inbound not in left and reply not in left and turns == 0
 
 
 async def test_the_console_exports_and_erases_with_confirmation_and_csrf(stack: Stack) -> None:
