@@ -21,22 +21,26 @@ SCRUBBED_DETAILS: Final[dict[str, Any]] = {"erased": True}
 _CHUNK: Final = 100
 
 
-def _like_fragment(value: str) -> str:
-    """`value` as it appears inside stored JSON text (both backends store `json.dumps` output,
-    non-ASCII escaped), with LIKE's wildcards escaped."""
-    inner = json.dumps(value)[1:-1]
+def _like_fragment(value: str, *, encoded: bool) -> str:
+    """`value` as it appears in the column, with LIKE's wildcards escaped. In stored JSON
+    (`encoded`) both backends hold `json.dumps` output, non-ASCII escaped."""
+    inner = json.dumps(value)[1:-1] if encoded else value
     return inner.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
 def names_any(
-    column: InstrumentedAttribute[Any] | ColumnElement[Any], tokens: Sequence[str]
+    column: InstrumentedAttribute[Any] | ColumnElement[Any],
+    tokens: Sequence[str],
+    *,
+    encoded: bool = True,
 ) -> ColumnElement[bool]:
-    """True for rows whose JSON or text `column` contains any of `tokens` (ids, values)."""
+    """True for rows whose `column` contains any of `tokens` (ids, values): a JSON column or
+    JSON text (`encoded`), or plain text."""
     wanted = [t for t in tokens if t]
     if not wanted:
         return false()
     text = sql_cast(column, Text)
-    return or_(*(text.like(f"%{_like_fragment(t)}%", escape="\\") for t in wanted))
+    return or_(*(text.like(f"%{_like_fragment(t, encoded=encoded)}%", escape="\\") for t in wanted))
 
 
 def chunks(tokens: Iterable[str]) -> list[list[str]]:
@@ -67,7 +71,7 @@ async def scrub_audit(
         scrubbed += rowcount(result)
     for part in chunks(naming):
         query = update(AuditEntry).where(
-            names_any(AuditEntry.details, part) | names_any(AuditEntry.reason, part)
+            names_any(AuditEntry.details, part) | names_any(AuditEntry.reason, part, encoded=False)
         )
         if within_subjects:
             query = query.where(AuditEntry.subject_id.in_(list(within_subjects)))

@@ -30,7 +30,7 @@ from gateway.storage.models import (
     Message,
 )
 from gateway.storage.records import NewMessage
-from gateway.storage.repositories import facts, messages, summaries
+from gateway.storage.repositories import audit, facts, messages, summaries
 from gateway.tenants import TenantSettings
 from tests.support.openai_server import Call, FakeOpenAI
 from tests.support.stored_conversations import StoredEpisode, store_episode
@@ -293,3 +293,36 @@ async def test_compactions_and_erasures_at_once_leave_nothing_of_the_customer(
                 for table in (Fact, EpisodeSummary, CompactionTrace, Message)
             ]
         assert left == [0, 0, 0, 0]
+
+
+async def test_audit_details_holding_an_erased_fact_are_scrubbed_whatever_the_script(
+    sessions: async_sessionmaker[AsyncSession],
+) -> None:
+    lines = [("user", "meu nome é Conceição Araújo"), ("user", "meu e-mail é c@example.org")]
+    async with sessions.begin() as session:
+        stored = await store_episode(session, lines, started_at=START, closed_at=START)
+    worker = MemoryWorker(sessions, COUNTER, InProcessQueue())
+    await worker.handle(CompactionJob(stored.customer_id, stored.episode_id, "closed"))
+    async with sessions.begin() as session:
+        values = {f.value: f for f in await facts.current_facts(session, stored.customer_id)}
+        assert "Conceição Araújo" in values
+        for value in ("Conceição Araújo", "c@example.org"):
+            await audit.record_audit(
+                session,
+                actor="ops",
+                action="pin_fact",
+                reason="confirmed by phone",
+                subject_type="customer",
+                subject_id=stored.customer_id,
+                details={"fact": values[value].id, "value": value},
+            )
+    await erase_message(
+        sessions, worker, _after(), stored.message_ids[0], actor="ops", reason="no consent"
+    )
+    async with sessions() as session:
+        pins = list(
+            await session.scalars(select(AuditEntry.details).where(AuditEntry.action == "pin_fact"))
+        )
+    assert {"erased": True} in pins
+    assert {"fact": values["c@example.org"].id, "value": "c@example.org"} in pins
+    assert "Conceição" not in repr(pins)
