@@ -27,6 +27,7 @@ from gateway.storage.models import (
     Customer,
     EpisodeSummary,
     Fact,
+    ImmutableRowError,
     Message,
 )
 from gateway.storage.records import NewMessage
@@ -326,3 +327,20 @@ async def test_audit_details_holding_an_erased_fact_are_scrubbed_whatever_the_sc
     assert {"erased": True} in pins
     assert {"fact": values["c@example.org"].id, "value": "c@example.org"} in pins
     assert "Conceição" not in repr(pins)
+
+
+async def test_a_message_is_deleted_only_by_an_erasure(
+    sessions: async_sessionmaker[AsyncSession],
+) -> None:
+    async with sessions.begin() as session:
+        stored = await store_episode(session, LINES[:1], started_at=START)
+    with pytest.raises(ImmutableRowError):
+        async with sessions.begin() as session:
+            row = await session.get(Message, stored.message_ids[0])
+            await session.delete(row)
+    worker = MemoryWorker(sessions, COUNTER, InProcessQueue())
+    done = await erase_message(
+        sessions, worker, _after(), stored.message_ids[0], actor="ops", reason="x"
+    )
+    assert done.counts["messages"] == 1
+    assert done.audit.details["message_ids"] == [stored.message_ids[0]]
