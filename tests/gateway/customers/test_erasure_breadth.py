@@ -64,10 +64,10 @@ async def test_erasure_reaches_links_campaigns_events_idempotency_and_audit(
                 claimed_level="asserted",
                 reason="stated number",
             )
-        await campaigns.create_campaign(
+        bound = await campaigns.create_campaign(
             session, name="olga", messages=["Olá Olga"], variables={"customer_id": gone.customer_id}
         )
-        await campaigns.create_campaign(session, name="everyone", messages=["Olá"])
+        shared = await campaigns.create_campaign(session, name="everyone", messages=["Olá"])
         await outbound_events.add_event(
             session, "message.created", {"conversation": {"customer_id": gone.customer_id}}
         )
@@ -106,20 +106,47 @@ async def test_erasure_reaches_links_campaigns_events_idempotency_and_audit(
     assert done.counts["pending_links"] == 2
     assert (done.counts["campaigns"], done.counts["anchored_messages"]) == (1, 1)
     assert done.counts["outbound_events"] == 1 and done.counts["idempotency_keys"] == 1
+    ours = [gone.customer_id, kept.customer_id]
     async with sessions() as session:
-        names = set(await session.scalars(select(Campaign.name)))
-        anchored = await session.scalar(select(func.count()).select_from(AnchoredMessage))
-        events = list(await session.scalars(select(OutboundEvent.payload)))
-        links = await session.scalar(select(func.count()).select_from(PendingLink))
-        split = await session.scalar(select(AuditEntry).where(AuditEntry.action == "split"))
-        exported = await session.scalar(
-            select(AuditEntry).where(AuditEntry.action == "customer.exported")
+        names = set(
+            await session.scalars(
+                select(Campaign.name).where(Campaign.id.in_([bound.id, shared.id]))
+            )
         )
-        left = set(await session.scalars(select(Customer.id)))
+        anchored = await session.scalar(
+            select(func.count())
+            .select_from(AnchoredMessage)
+            .where(AnchoredMessage.campaign_id.in_([bound.id, shared.id]))
+        )
+        events = [
+            payload
+            for payload in await session.scalars(select(OutboundEvent.payload))
+            if payload.get("conversation", {}).get("customer_id") in ours
+        ]
+        links = await session.scalar(
+            select(func.count())
+            .select_from(PendingLink)
+            .where(PendingLink.identity_id.in_([gone_identity, kept_identity]))
+        )
+        split = await session.scalar(
+            select(AuditEntry).where(
+                AuditEntry.action == "split", AuditEntry.subject_id == kept.customer_id
+            )
+        )
+        exported = await session.scalar(
+            select(AuditEntry).where(
+                AuditEntry.action == "customer.exported", AuditEntry.subject_id == gone.customer_id
+            )
+        )
+        left = set(await session.scalars(select(Customer.id).where(Customer.id.in_(ours))))
         ivo = await session.scalar(
             select(func.count()).select_from(Message).where(Message.customer_id == kept.customer_id)
         )
-        identities = set(await session.scalars(select(ChannelIdentity.external_id)))
+        identities = set(
+            await session.scalars(
+                select(ChannelIdentity.external_id).where(ChannelIdentity.customer_id.in_(ours))
+            )
+        )
     assert names == {"everyone"} and anchored == 1
     assert events == [{"conversation": {"customer_id": kept.customer_id}}]
     assert links == 0

@@ -5,6 +5,7 @@ remains, other facts stay; and a compaction racing an erasure writes nothing."""
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 
@@ -90,7 +91,9 @@ async def test_erasing_a_message_drops_its_fact_and_sentence_and_rebuilds_the_su
         after = await _facts(session, customer_id)
         rebuilt = await summaries.episode_summary(session, customer_id, episode_id)
         traces = await summaries.list_traces(session, customer_id)
-        audit_rows = list(await session.scalars(select(AuditEntry)))
+        audit_rows = list(
+            await session.scalars(select(AuditEntry).where(AuditEntry.subject_id == customer_id))
+        )
         left = set(
             await session.scalars(select(Message.id).where(Message.customer_id == customer_id))
         )
@@ -149,10 +152,11 @@ async def test_erasing_a_call_turn_erases_it_in_every_transcript_version(
         stored = await store_episode(
             session, [("user", "bom dia")], started_at=START, channel="phone"
         )
+        call = f"call-{uuid.uuid4().hex[:8]}"
         versions = []
         for version, text in ((1, "meu cpf é 529.982.247-25"), (2, "meu cpf é 529.982.247-25!")):
             for index, line in enumerate(("Central, bom dia", text)):
-                added = await _append(session, stored, f"call-9:v{version}:{index}", line)
+                added = await _append(session, stored, f"{call}:v{version}:{index}", line)
                 versions.append(added)
     worker = MemoryWorker(sessions, COUNTER, InProcessQueue())
     done = await erase_message(sessions, worker, _after(), versions[3], actor="ops", reason="x")
@@ -163,7 +167,7 @@ async def test_erasing_a_call_turn_erases_it_in_every_transcript_version(
             )
         )
     assert done.counts["messages"] == 2
-    assert left == {None, "call-9:v1:0", "call-9:v2:0"}
+    assert left == {None, f"{call}:v1:0", f"{call}:v2:0"}
 
 
 async def _append(session: AsyncSession, stored: StoredEpisode, provider_id: str, text: str) -> int:
@@ -322,7 +326,11 @@ async def test_audit_details_holding_an_erased_fact_are_scrubbed_whatever_the_sc
     )
     async with sessions() as session:
         pins = list(
-            await session.scalars(select(AuditEntry.details).where(AuditEntry.action == "pin_fact"))
+            await session.scalars(
+                select(AuditEntry.details).where(
+                    AuditEntry.action == "pin_fact", AuditEntry.subject_id == stored.customer_id
+                )
+            )
         )
     assert {"erased": True} in pins
     assert {"fact": values["c@example.org"].id, "value": "c@example.org"} in pins
