@@ -19,6 +19,7 @@ from gateway.coordination.dedupe import SeenKeys
 from gateway.coordination.locks import InProcessLocks, RedisLocks
 from gateway.coordination.redis_client import compaction_queue, make_redis
 from gateway.coordination.wakeups import Wakeups
+from gateway.customers.forgetting import Forgetting
 from gateway.events.outbox import EventOutbox
 from gateway.events.sender import EVENT_SENDER, sender_for
 from gateway.events.wakeups import EventWakeups
@@ -36,6 +37,7 @@ from gateway.keys import (
     DELIVER,
     ENGINE,
     EVENTS,
+    FORGETTING,
     HTTP,
     HUB,
     INBOX,
@@ -178,6 +180,8 @@ async def flow_ctx(app: web.Application) -> AsyncIterator[None]:
     backpressure = Backpressure()
     tenant_cache = SettingsCache()
     recall = RecallCache()
+    forgetting = Forgetting(recall, redis)
+    forgetting.listen()
     accept = Acceptor(
         settings=settings,
         sessions=sessions,
@@ -246,6 +250,7 @@ async def flow_ctx(app: web.Application) -> AsyncIterator[None]:
     app[ADAPTERS] = adapters
     app[BACKPRESSURE] = backpressure
     app[RECALL] = recall
+    app[FORGETTING] = forgetting
     app[ACCEPT] = accept
     app[ANSWER] = answer
     app[DELIVER] = deliver
@@ -286,6 +291,7 @@ async def flow_ctx(app: web.Application) -> AsyncIterator[None]:
     await scheduler.close()
     await deliver.close()
     await memory.close()
+    await forgetting.close()
     if fanout is not None:
         await fanout.close()
     await hub.close_all()

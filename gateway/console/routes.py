@@ -18,7 +18,7 @@ from urllib.parse import quote
 from aiohttp import web
 from multidict import MultiDictProxy
 
-from gateway.console import auth, conversations_stream, service, views
+from gateway.console import auth, conversations_stream, customer_data, service, views
 from gateway.console.errors import Invalid
 from gateway.console.html import Html
 from gateway.console.rebuild import rebuild_memory
@@ -326,6 +326,36 @@ async def rebuild(request: web.Request, login: auth.OperatorLogin) -> web.Stream
 
 
 @console
+async def export_data(request: web.Request, login: auth.OperatorLogin) -> web.StreamResponse:
+    return await customer_data.console_export(request, login)
+
+
+@console
+async def erase_data(request: web.Request, login: auth.OperatorLogin) -> web.StreamResponse:
+    form = await _form(request)
+    erased = await customer_data.console_erase(
+        request, login, reason=_text(form, "reason"), confirm=_text(form, "confirm")
+    )
+    # The profile is gone; its audit log shows the tombstone.
+    return redirect(f"/console/audit?subject={quote(erased.audit.subject_id)}")
+
+
+@console
+async def erase_message(request: web.Request, login: auth.OperatorLogin) -> web.StreamResponse:
+    form = await _form(request)
+    customer_id = request.match_info["customer_id"]
+    message_id = storage_id(request.match_info["message_id"])
+    if message_id is None:
+        raise RecordNotFound("no such message")
+    async with request.app[SESSIONS]() as session:
+        await messages.get_message(session, customer_id, message_id)  # this customer's
+    erased = await customer_data.console_erase_message(
+        request, login, message_id, reason=_text(form, "reason")
+    )
+    return _back(customer_id, f"message erased; {sum(erased.counts.values())} rows removed")
+
+
+@console
 async def preview(request: web.Request, login: auth.OperatorLogin) -> web.StreamResponse:
     customer_id = request.match_info["customer_id"]
     text = request.query.get("message", "").strip()
@@ -438,3 +468,6 @@ def add_routes(app: web.Application) -> None:
     router.add_post(base + "/facts/{fact_id}/correct", correct_fact)
     router.add_post(base + "/facts/{fact_id}/{change:pin|unpin|retract}", change_fact)
     router.add_post(base + "/rebuild", rebuild)
+    router.add_get(base + "/export", export_data, allow_head=False)
+    router.add_post(base + "/erase", erase_data)
+    router.add_post(base + "/messages/{message_id}/erase", erase_message)

@@ -321,6 +321,24 @@ def _summaries_section(profile: Profile) -> Html:
     )
 
 
+def _data_section(login: OperatorLogin, cid: str) -> Html:
+    """The customer's data rights: an export download, and an erasure that asks for the
+    customer id typed again (nothing of it can be undone)."""
+    confirm = el(
+        "label",
+        None,
+        "Type the customer id to confirm",
+        el("input", {"name": "confirm", "required": True, "autocomplete": "off"}),
+    )
+    return el(
+        "section",
+        None,
+        el("h2", None, "Customer data"),
+        el("p", None, el("a", {"href": f"/console/customers/{cid}/export"}, "Export (JSON)")),
+        action_form(login, f"/console/customers/{cid}/erase", "Erase this customer", confirm),
+    )
+
+
 def profile_page(login: OperatorLogin, profile: Profile, notice: str | None) -> Html:
     customer = profile.customer
     cid = customer.id
@@ -359,6 +377,7 @@ def profile_page(login: OperatorLogin, profile: Profile, notice: str | None) -> 
             {"class_": "tools"},
             el("section", None, el("h2", None, "Context preview"), preview),
             el("section", None, el("h2", None, "Memory"), rebuild),
+            _data_section(login, cid),
             el(
                 "p",
                 None,
@@ -409,5 +428,21 @@ def message_page(login: OperatorLogin, message: MessageRecord) -> Html:
             "blockquote",
             {"class_": "message", "id": f"message-{message.id}"},
             message_text(message),
+        ),
+        el(
+            "section",
+            None,
+            el("h2", None, "Erase"),
+            el(
+                "p",
+                {"class_": "muted"},
+                "Removes this message with every version of it and what was learned from it;"
+                " the episode's summary is rebuilt.",
+            ),
+            action_form(
+                login,
+                f"/console/customers/{message.customer_id}/messages/{message.id}/erase",
+                "Erase this message",
+            ),
         ),
     )

@@ -514,9 +514,20 @@ class TenantConfig(Base):
 
 
 class ImmutableRowError(Exception):
-    """Raised when code tries to update a raw message in place."""
+    """Raised when code tries to update a raw message in place, or to delete one outside an
+    erasure."""
 
 
 @event.listens_for(Message, "before_update")
 def _refuse_message_update(mapper: Mapper[Any], connection: Any, target: Message) -> None:
     raise ImmutableRowError(f"message {target.id} is immutable; write a new version instead")
+
+
+@event.listens_for(Message, "before_delete")
+def _refuse_message_delete(mapper: Mapper[Any], connection: Any, target: Message) -> None:
+    # Raw messages are kept; only an erasure (a data subject's request, an operator removing
+    # a mistake, retention) deletes them, by set-based statements that this guard does not
+    # see: `repositories.erasure` and `repositories.message_erasure`.
+    raise ImmutableRowError(
+        f"message {target.id} is kept; erase it with repositories.message_erasure instead"
+    )

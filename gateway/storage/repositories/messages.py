@@ -282,6 +282,14 @@ async def get_message(session: AsyncSession, customer_id: str, message_id: int) 
     return message_record(row)
 
 
+async def existing_ids(session: AsyncSession, message_ids: Collection[int]) -> set[int]:
+    """Those of `message_ids` still stored (an erasure may have removed some meanwhile)."""
+    if not message_ids:
+        return set()
+    rows = await session.scalars(select(Message.id).where(Message.id.in_(sorted(message_ids))))
+    return set(rows)
+
+
 async def recent_messages(
     session: AsyncSession,
     customer_id: str,
