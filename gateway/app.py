@@ -66,7 +66,7 @@ from gateway.registry import (
     close_adapters,
 )
 from gateway.runtime.metrics import Metrics
-from gateway.storage.engine import make_engine, make_sessionmaker
+from gateway.storage.engine import engine_for, make_sessionmaker
 from gateway.storage.migrate import upgrade
 from gateway.storage.repositories.tenants import SettingsCache
 from gateway.turns.accept import Accepted, Acceptor
@@ -85,7 +85,7 @@ OTHER_CONNECTIONS = 32
 
 async def database_ctx(app: web.Application) -> AsyncIterator[None]:
     settings = app[SETTINGS]
-    engine = make_engine(settings.database_url)
+    engine = engine_for(settings)
     if settings.should_auto_migrate:
         await upgrade(engine)
     app[ENGINE] = engine

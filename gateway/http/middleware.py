@@ -14,7 +14,7 @@ from context import BudgetError
 from gateway.console.errors import Invalid
 from gateway.http.errors import GatewayError, PayloadTooLarge
 from gateway.keys import METRICS, SETTINGS
-from gateway.runtime.outages import is_storage_down
+from gateway.runtime.outages import is_database_timeout, is_storage_down
 from gateway.storage.errors import (
     CustomerScopeRequired,
     DuplicateMessage,
@@ -77,6 +77,11 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
     except asyncio.CancelledError:
         raise
     except Exception as exc:
+        if is_database_timeout(exc):
+            log.warning("database timeout", extra={"fields": {"path": request.path}})
+            return error_response(
+                503, "database_timeout", "the database did not answer in time; retry later"
+            )
         if is_storage_down(exc):
             log.warning("storage unavailable", extra={"fields": {"error": type(exc).__name__}})
             return error_response(503, "storage_unavailable", "storage is unavailable; retry later")
