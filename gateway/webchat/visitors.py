@@ -8,14 +8,15 @@ so the two halves never blur.)
 
 The signing key, in order:
 
+0. `RELAYDESK_WEBCHAT_VISITOR_KEY`, when set (at least 32 bytes);
 1. derived from `RELAYDESK_WEBCHAT_SECRET` (HMAC of a fixed label, so a visitor-id signature
    is never also a valid identity-token signature), the same in every process sharing it;
 2. without that secret, on a SQLite file: a random key kept in a file beside the database
    (`<database>.webchat-key`, mode 0600), created once, so ids survive restarts and are shared
    by the processes of `serve --workers N`;
-3. otherwise (PostgreSQL without the secret, an in-memory database): a random key for this
-   process only, with a warning; ids then survive neither a restart nor another process. Set
-   the secret in production.
+3. otherwise (PostgreSQL without the secret, an in-memory database): a random key made at
+   start, with a warning; `serve --workers N` makes one and hands it to all its processes
+   (`with_visitor_key`), but ids do not survive a restart. Set the secret in production.
 """
 
 from __future__ import annotations
@@ -32,12 +33,13 @@ from pathlib import Path
 from typing import Final
 
 from aiohttp import web
+from pydantic import SecretStr
 from sqlalchemy.engine import make_url
 
 from gateway.config import Settings
 from gateway.keys import SETTINGS
 
-__all__ = ["VISITORS", "VisitorIds", "visitor_ids_ctx", "visitor_key_for"]
+__all__ = ["VISITORS", "VisitorIds", "visitor_ids_ctx", "visitor_key_for", "with_visitor_key"]
 
 log = logging.getLogger("relaydesk.webchat")
 
@@ -100,6 +102,8 @@ def _key_file(path: Path) -> bytes:
 
 def visitor_key_for(settings: Settings) -> bytes:
     """The visitor-id signing key for this configuration (see the module docstring)."""
+    if settings.webchat_visitor_key is not None:
+        return settings.webchat_visitor_key.get_secret_value().encode()
     if settings.webchat_secret is not None:
         secret = settings.webchat_secret.get_secret_value().encode()
         return hmac.new(secret, _LABEL, hashlib.sha256).digest()
@@ -107,10 +111,20 @@ def visitor_key_for(settings: Settings) -> bytes:
     if database is not None:
         return _key_file(database.with_name(database.name + KEY_FILE_SUFFIX))
     log.warning(
-        "RELAYDESK_WEBCHAT_SECRET is not set: web chat visitor ids are signed with a key of "
-        "this process only (they stop working on a restart and in other processes)"
+        "RELAYDESK_WEBCHAT_SECRET is not set: web chat visitor ids are signed with a key made "
+        "at start (visitors get new ids after a restart)"
     )
     return secrets.token_bytes(32)
+
+
+def with_visitor_key(settings: Settings) -> Settings:
+    """`settings` with a visitor-id key for processes started together, so that all of them
+    accept the ids any of them issued (a no-op when one is configured or derivable)."""
+    configured = settings.webchat_visitor_key is not None or settings.webchat_secret is not None
+    if configured or _sqlite_file(settings.database_url) is not None:
+        return settings
+    key = SecretStr(secrets.token_hex(32))
+    return settings.model_copy(update={"webchat_visitor_key": key})
 
 
 async def visitor_ids_ctx(app: web.Application) -> AsyncIterator[None]:
