@@ -53,6 +53,7 @@ from gateway.keys import (
 from gateway.memory.llm_compactor import llm_compactor_factory
 from gateway.memory.queue import CompactionQueue, InProcessQueue
 from gateway.memory.recall import RecallCache
+from gateway.memory.retention import RetentionSweeper
 from gateway.memory.worker import MemoryWorker
 from gateway.providers import ModelProvider, make_provider
 from gateway.providers.limits import CallLimits, ModelGate
@@ -260,6 +261,15 @@ async def flow_ctx(app: web.Application) -> AsyncIterator[None]:
     scheduler.start()
     if settings.run_compaction and settings.run_background:
         memory.start()
+    # Retention runs where the rest of the background work does (not in gateway processes
+    # that only acknowledge); two such processes running it at once delete each row once.
+    sweeper = (
+        RetentionSweeper(sessions, interval_s=settings.retention_interval_s, metrics=app[METRICS])
+        if settings.run_background
+        else None
+    )
+    if sweeper is not None:
+        sweeper.start()
     # Events go out from the processes that run background work; the others only record them
     # and, with Redis, wake the senders after each commit.
     sender = sender_for(settings, sessions, http, app[METRICS])
@@ -275,6 +285,8 @@ async def flow_ctx(app: web.Application) -> AsyncIterator[None]:
     elif event_wakeups is not None:
         app[EVENTS].wake = event_wakeups.publish
     yield
+    if sweeper is not None:
+        await sweeper.close()
     if event_wakeups is not None:
         await event_wakeups.close()
     if sender is not None:

@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 
 from aiohttp.test_utils import TestClient
 from sqlalchemy import func, select
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from gateway.console.auth import create_operator
 from gateway.console.throttle import FIRST_WAIT, MAX_WAIT, WINDOW, wait_for
@@ -23,6 +23,11 @@ from tests.support.stack import Stack
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 WRONG = "not the password at all"
+
+
+def _sessions(stack: Stack) -> async_sessionmaker[AsyncSession]:
+    sessions: async_sessionmaker[AsyncSession] = stack.client.app[SESSIONS]
+    return sessions
 
 
 async def _attempt(
@@ -40,13 +45,13 @@ async def _attempt(
 
 
 async def _failures(stack_or_app: Stack) -> int:
-    async with stack_or_app.sessions()() as session:
+    async with _sessions(stack_or_app)() as session:
         return int(await session.scalar(select(func.count()).select_from(LoginFailure)) or 0)
 
 
 async def _age_failures(stack: Stack, by: timedelta) -> None:
     """As if the failures had happened `by` earlier."""
-    async with stack.sessions().begin() as session:
+    async with _sessions(stack).begin() as session:
         for row in await session.scalars(select(LoginFailure)):
             row.failed_at = row.failed_at - by
 
@@ -94,7 +99,7 @@ async def test_five_wrong_passwords_lock_the_account_out_then_it_may_retry(stack
     assert "Too many failed logins" in page and "seconds" in page
     assert await _failures(stack) == 5  # the refused attempt is not counted
 
-    async with stack.sessions()() as session:
+    async with _sessions(stack)() as session:
         audited = list(
             await session.scalars(
                 select(AuditEntry).where(AuditEntry.action == "console_login_failed")
