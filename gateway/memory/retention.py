@@ -1,7 +1,8 @@
 """Retention: raw messages (phone transcripts included: a call's turns are messages on the
-`phone` channel) older than the tenant's `retention_days` are deleted, every
-`RELAYDESK_RETENTION_INTERVAL_S`, in batches of `BATCH` messages, each batch its own short
-transaction (what a batch removes besides: `gateway.storage.repositories.retention`).
+`phone` channel) older than the tenant's `retention_days` are deleted every
+`RELAYDESK_RETENTION_INTERVAL_S` (the first time a minute after start), in batches of `BATCH`
+messages, each batch its own short transaction (what a batch removes besides:
+`gateway.storage.repositories.retention`).
 
 Which settings apply: a message records no tenant (no host, no assistant), so the default
 domain's settings, with their per-channel overrides (`channels: {"phone": {"retention_days":
@@ -32,6 +33,9 @@ from gateway.storage.repositories import retention, tenants
 log = logging.getLogger("relaydesk.retention")
 
 BATCH: Final = 500
+# The first run waits this long after start (or the interval, if shorter): a process that
+# restarts more often than the interval still runs retention, just not while it is starting.
+FIRST_RUN_AFTER_S: Final = 60.0
 CHANNELS: Final = ("whatsapp", "telegram", "webchat", "phone")
 
 
@@ -121,6 +125,7 @@ class RetentionSweeper:
             await cancel_and_wait([self._task])
 
     async def _run(self) -> None:
+        await asyncio.sleep(min(self._interval_s, FIRST_RUN_AFTER_S))
         while True:
             try:
                 removed = await run_retention(

@@ -58,6 +58,9 @@ async def expired_message_ids(
         .where(MESSAGES.c.channel == channel, MESSAGES.c.created_at < before, not_(_ERASED))
         .order_by(MESSAGES.c.id)
         .limit(limit)
+        # Two background processes running retention at once take different rows (PostgreSQL;
+        # SQLite has one writer at a time anyway), so no episode loses a message's tokens twice.
+        .with_for_update(skip_locked=True)
     )
     return list(rows)
 

@@ -250,3 +250,16 @@ async def test_the_background_work_runs_retention_every_interval(tmp_path: Path)
         assert set(await _message_texts(stack, seeded)) == set(seeded.recent)
         text = await (await stack.client.get("/metrics")).text()
         assert 'relaydesk_retention_deleted_total{kind="messages"} 8.0' in text
+
+
+async def test_two_processes_running_retention_at_once_remove_each_row_once(stack: Stack) -> None:
+    seeded = await _seed(stack)
+    await _retain(stack, 30, covers_memory=True)
+    first, second = await asyncio.gather(
+        run_retention(_sessions(stack), now=NOW, batch=2),
+        run_retention(_sessions(stack), now=NOW, batch=2),
+    )
+    assert first["messages"] + second["messages"] == 8, (first, second)
+    assert set(await _message_texts(stack, seeded)) == set(seeded.recent)
+    [episode] = await _rows(stack, Episode, Episode.id == seeded.episode_id)
+    assert episode.token_total == seeded.tokens_recent
