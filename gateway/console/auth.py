@@ -149,7 +149,7 @@ async def attempt_login(
     try:
         async with sessions.begin() as session:
             opened = await log_in(session, account, password)
-            await throttle.record_success(session, account)
+            await throttle.record_success(session, account, utcnow())
             return opened
     except Unauthorized:
         async with sessions.begin() as session:

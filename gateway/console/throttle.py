@@ -5,7 +5,8 @@ further failure (`FIRST_WAIT`, doubling, at most `MAX_WAIT`), counted from the l
 The failures live in the `login_failures` table, so every gateway process counts the same
 ones. A refused attempt is not checked (no password hashing for a locked-out caller) and not
 counted; a success clears the account's failures (not the address's: a stranger guessing from
-that address keeps waiting). `wait_for` is the pure rule; the rest reads and writes storage.
+that address keeps waiting). Failures older than the window are pruned on every login, failed
+or not. `wait_for` is the pure rule; the rest reads and writes storage.
 """
 
 from __future__ import annotations
@@ -61,5 +62,7 @@ async def record_failure(session: AsyncSession, account: str, client: str, now: 
     await login_failures.prune(session, now - WINDOW)
 
 
-async def record_success(session: AsyncSession, account: str) -> None:
+async def record_success(session: AsyncSession, account: str, now: datetime) -> None:
+    """Clear the account's failures (and drop everyone's too old to count)."""
     await login_failures.clear_account(session, account)
+    await login_failures.prune(session, now - WINDOW)

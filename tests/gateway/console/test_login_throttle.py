@@ -142,6 +142,15 @@ async def test_failures_older_than_the_window_no_longer_count(stack: Stack) -> N
     assert await _failures(stack) == 1  # the old ones were pruned with this failure
 
 
+async def test_a_success_prunes_failures_too_old_to_count(stack: Stack) -> None:
+    status, _, _ = await _attempt(stack.client, "someone-else", WRONG)
+    assert status == 401
+    await _age_failures(stack, WINDOW + timedelta(seconds=1))
+    status, _, _ = await _attempt(stack.client, USERNAME, PASSWORD)
+    assert status == 303
+    assert await _failures(stack) == 0
+
+
 async def test_every_process_counts_the_same_failures() -> None:
     async with shared_gateways([{}, {}]) as (first, second):
         async with first.app[SESSIONS].begin() as session:
