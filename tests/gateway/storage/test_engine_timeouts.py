@@ -11,13 +11,18 @@ from aiohttp import web
 from pytest_aiohttp import AiohttpClient
 from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+from sqlalchemy.pool import NullPool
 
 from gateway.config import Settings
 from gateway.http.middleware import error_middleware
+from gateway.keys import SETTINGS
 from gateway.runtime.outages import is_database_timeout, is_storage_down
 from gateway.storage.engine import engine_for, make_engine
 from tests.support.databases import POSTGRES_URL, postgres_reachable, unavailable
+from tests.support.stack import API_KEY, running_stack
+
+AUTH = {"Authorization": f"Bearer {API_KEY}"}
 
 
 @pytest.fixture
@@ -101,3 +106,28 @@ async def test_sqlite_engines_take_no_server_settings(tmp_path: Path) -> None:
 
 def test_other_database_errors_are_not_timeouts() -> None:
     assert not is_database_timeout(ValueError("x"))
+
+
+async def test_a_gateway_route_held_past_the_timeout_answers_503(tmp_path: Path) -> None:
+    """The real gateway on PostgreSQL (migrated at start, without the timeouts): a table locked
+    by another session holds the route's INSERT until the statement timeout cuts it."""
+    async with running_stack(
+        "production", tmp_path, RELAYDESK_DB_STATEMENT_TIMEOUT_MS=300
+    ) as stack:
+        admin = create_async_engine(stack.app[SETTINGS].database_url, poolclass=NullPool)
+        try:
+            async with admin.connect() as holder:
+                await holder.execute(text("BEGIN"))
+                await holder.execute(text("LOCK TABLE campaigns IN ACCESS EXCLUSIVE MODE"))
+                response = await stack.client.post(
+                    "/v1/campaigns", json={"name": "natal", "messages": ["Oi"]}, headers=AUTH
+                )
+                assert response.status == 503
+                assert (await response.json())["error"] == "database_timeout"
+                await holder.execute(text("ROLLBACK"))
+            again = await stack.client.post(
+                "/v1/campaigns", json={"name": "natal", "messages": ["Oi"]}, headers=AUTH
+            )
+            assert again.status == 201
+        finally:
+            await admin.dispose()
