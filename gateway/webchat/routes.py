@@ -219,7 +219,8 @@ document(
 document(
     "GET",
     "/webchat/messages",
-    "Messages of a visitor's thread after a cursor",
+    "Messages of a visitor's thread after a cursor; a thread a signed-in account wrote in also "
+    "needs that account's `Authorization: Bearer <identity token>`",
     secured=False,
     parameters=[
         {
