@@ -334,6 +334,51 @@ async def test_a_signed_in_thread_is_not_shown_without_its_token(
     await context.close()
 
 
+async def test_another_accounts_token_starts_a_thread_of_its_own(
+    browser: Browser, stack: Stack
+) -> None:
+    """The host page signs another account in (its token posted to the widget): the widget
+    may not reopen the first account's thread, so it clears the page and starts a new one."""
+    first, second = "acct-" + uuid.uuid4().hex[:10], "acct-" + uuid.uuid4().hex[:10]
+    html = f"""<!doctype html><title>Shop</title>
+<iframe id="chat" src="{_url(stack, f"/chat?token={_token(first)}")}" width="400" height="600">
+</iframe>
+<script>
+window.switchAccount = () => document.getElementById("chat").contentWindow.postMessage(
+  {{type: "relaydesk:identity", token: {json.dumps(_token(second))}}}, "*");
+</script>"""
+
+    async def shop(request: web.Request) -> web.Response:
+        return web.Response(text=html, content_type="text/html")
+
+    site = web.Application()
+    site.router.add_get("/", shop)
+    server = TestServer(site)
+    await server.start_server()
+    context = await browser.new_context()
+    page = await context.new_page()
+    await page.goto(str(server.make_url("/")))
+    widget = page.frame_locator("#chat")
+    status = widget.locator("#chat-status")
+    await expect(status).to_have_attribute("data-state", "connected", timeout=WAIT_MS)
+    await widget.get_by_label("Your message").fill("My card ends in 4471")
+    await widget.get_by_role("button", name="Send").click()
+    await stack.idle()
+    await expect(widget.locator(".msg--assistant")).to_have_count(1, timeout=WAIT_MS)
+    handle = await page.locator("#chat").element_handle()
+    frame = await handle.content_frame() if handle is not None else None
+    assert frame is not None
+    visitor_key = f"localStorage.getItem({json.dumps(VISITOR_KEY)})"
+    first_visitor = await frame.evaluate(visitor_key)
+
+    await page.evaluate("window.switchAccount()")
+    await expect(widget.locator(".msg")).to_have_count(0, timeout=WAIT_MS)
+    await expect(status).to_have_attribute("data-state", "connected", timeout=WAIT_MS)
+    assert await frame.evaluate(visitor_key) not in (first_visitor, "", None)
+    await context.close()
+    await server.close()
+
+
 async def _assert_verified(stack: Stack, visitor: str, account: str) -> None:
     [row] = await _user_rows(stack, visitor)
     assert row.extra is not None and row.extra["link_level"] == "verified"

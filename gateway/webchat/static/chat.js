@@ -137,6 +137,19 @@
     state.visitorId = null;
     state.cursor = null;
     storage.set(KEYS.visitor, "");
+    // A new thread starts: nothing of the refused one stays on the page (it may be another
+    // account's); messages still waiting in the outbox are sent on the new thread.
+    const waiting = new Set(outbox.load().map((m) => m.client_message_id));
+    for (const [clientId, item] of byClientId) {
+      if (!waiting.has(clientId)) {
+        item.remove();
+        byClientId.delete(clientId);
+      }
+    }
+    for (const item of byMessageId.values()) item.remove();
+    byMessageId.clear();
+    answered.clear();
+    dropPartials();
   }
 
   function initialToken() {
