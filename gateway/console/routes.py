@@ -24,7 +24,7 @@ from gateway.console.html import Html
 from gateway.console.rebuild import rebuild_memory
 from gateway.customers import operator_actions as operator_store
 from gateway.http.bodies import path_id
-from gateway.http.errors import BadRequest, GatewayError, NotFound
+from gateway.http.errors import BadRequest, GatewayError, NotFound, TooManyRequests
 from gateway.http.ids import storage_id
 from gateway.keys import COUNTER, INBOX_READY, MEMORY, SESSIONS, SETTINGS
 from gateway.storage.errors import RecordNotFound
@@ -137,18 +137,29 @@ async def login_submit(request: web.Request) -> web.StreamResponse:
     if not expected or not secrets.compare_digest(expected.encode(), presented.encode()):
         return html_response(views.error_page(None, 403, "The login form expired; reload it."), 403)
     try:
-        async with request.app[SESSIONS].begin() as session:
-            token, _ = await auth.log_in(session, _text(form, "username"), _text(form, "password"))
-    except GatewayError:
-        fresh = secrets.token_urlsafe(32)
-        response = html_response(
-            views.login_page(fresh, "Unknown operator or wrong password."), 401
+        token, _ = await auth.attempt_login(
+            request.app[SESSIONS],
+            _text(form, "username"),
+            _text(form, "password"),
+            client=request.remote or "unknown",
         )
-        auth.set_cookie(response, request, auth.LOGIN_CSRF_COOKIE, fresh)
+    except TooManyRequests as exc:
+        notice = f"Too many failed logins. Try again in {exc.retry_after_s} seconds."
+        response = _login_again(request, notice, 429)
+        response.headers["Retry-After"] = str(exc.retry_after_s)
         return response
+    except GatewayError:
+        return _login_again(request, "Unknown operator or wrong password.", 401)
     response = redirect("/console")
     auth.set_cookie(response, request, auth.COOKIE, token)
     response.del_cookie(auth.LOGIN_CSRF_COOKIE, path="/")
+    return response
+
+
+def _login_again(request: web.Request, notice: str, status: int) -> web.Response:
+    fresh = secrets.token_urlsafe(32)
+    response = html_response(views.login_page(fresh, notice), status)
+    auth.set_cookie(response, request, auth.LOGIN_CSRF_COOKIE, fresh)
     return response
 
 

@@ -5,7 +5,6 @@ as final. The model is a local OpenAI-compatible server streaming server-sent ev
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -19,6 +18,7 @@ from gateway.storage.models import Message, TurnRow
 from tests.support.openai_server import FakeOpenAI, model_settings
 from tests.support.shared_gateways import next_frame
 from tests.support.stack import Stack, running_stack
+from tests.support.webchat import signed_visitor
 
 
 @dataclass
@@ -41,7 +41,7 @@ async def _exchange(model: FakeOpenAI, tmp_path: Path, text: str) -> AsyncIterat
         model.serving() as model_url,
         running_stack("embedded", tmp_path, **model_settings(model_url)) as stack,
     ):
-        visitor = "v" + uuid.uuid4().hex
+        visitor = await signed_visitor(stack.client)
         socket = await stack.client.ws_connect("/webchat/ws")
         await socket.send_json({"type": "hello", "visitor_id": visitor, "after": None})
         assert (await next_frame(socket))["type"] == "ready"
