@@ -36,7 +36,9 @@ BATCH: Final = 500
 # The first run waits this long after start (or the interval, if shorter): a process that
 # restarts more often than the interval still runs retention, just not while it is starting.
 FIRST_RUN_AFTER_S: Final = 60.0
-CHANNELS: Final = ("whatsapp", "telegram", "webchat", "phone")
+# Every registered channel (`gateway.registry.NAMES`, which this layer does not import; a test
+# keeps the two equal).
+CHANNELS: Final = ("whatsapp", "whatsapp_cloud", "telegram", "webchat", "phone")
 
 
 @dataclass(frozen=True, slots=True)

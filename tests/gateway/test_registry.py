@@ -8,6 +8,7 @@ import pytest
 from gateway import registry
 from gateway.config import Settings
 from gateway.customers.evidence import SenderClaim, observe_claim
+from gateway.memory.retention import CHANNELS as RETAINED_CHANNELS
 from gateway.webchat.hub import WebChatHub
 from identity import DEFAULT_BLOCKED, InvalidIdentifier
 
@@ -53,3 +54,7 @@ async def test_adapters_are_built_from_settings_under_their_names() -> None:
 def test_a_telegram_id_that_is_not_a_number_is_refused(sender: str) -> None:
     with pytest.raises(InvalidIdentifier):
         registry.entry("telegram").evidence(SenderClaim("telegram", sender), None)
+
+
+def test_retention_covers_every_registered_channel() -> None:
+    assert set(RETAINED_CHANNELS) == set(registry.NAMES)

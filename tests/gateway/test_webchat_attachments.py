@@ -4,7 +4,6 @@ any has no `media` key, as before."""
 
 from __future__ import annotations
 
-import uuid
 from pathlib import Path
 
 import pytest
@@ -12,6 +11,7 @@ import pytest
 from tests.support.openai_server import FakeOpenAI, model_settings
 from tests.support.shared_gateways import next_frame
 from tests.support.stack import running_stack
+from tests.support.webchat import signed_visitor
 
 CATALOGUE = "https://cdn.example.org/catalogo/verao-2026.pdf"
 
@@ -31,7 +31,7 @@ async def test_a_reply_frame_carries_the_attachment_its_marker_named(
         model.serving() as model_url,
         running_stack(backend, tmp_path, **model_settings(model_url)) as stack,
     ):
-        visitor = "v" + uuid.uuid4().hex
+        visitor = await signed_visitor(stack.client)
         socket = await stack.client.ws_connect("/webchat/ws")
         await socket.send_json(
             {"type": "hello", "visitor_id": visitor, "identity_token": None, "after": None}

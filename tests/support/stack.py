@@ -99,6 +99,9 @@ async def running_stack(
         values["RELAYDESK_REDIS_URL"] = REDIS_URL
     values.update(settings)
 
+    # A context manager, not a bare generator: a test failing inside still closes the client
+    # (and its sockets) at once, not whenever the generator is collected.
+    @asynccontextmanager
     async def start(url: str) -> AsyncIterator[Stack]:
         values["RELAYDESK_DATABASE_URL"] = url
         app = create_app(Settings(**values))  # type: ignore[arg-type]
@@ -110,12 +113,11 @@ async def running_stack(
             await client.close()
 
     if database is not None:
-        async for stack in start(database):
+        async with start(database) as stack:
             yield stack
         return
-    async with database_url(backend, tmp_path) as url:
-        async for stack in start(url):
-            yield stack
+    async with database_url(backend, tmp_path) as url, start(url) as stack:
+        yield stack
 
 
 async def inbound_rows(stack: Stack) -> int:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import uuid
 from pathlib import Path
 
 import pytest
@@ -18,6 +17,7 @@ from gateway.storage.models import AuditEntry, Message, PendingLink, TurnRow
 from tests.gateway.console.conftest import AUTH, log_in, seed
 from tests.support.context_api import post_context
 from tests.support.stack import Stack
+from tests.support.webchat import signed_visitor
 
 WRONG = {"Authorization": "Bearer not-the-key"}
 DECISION = {"reason": "data subject request", "actor": "dpo"}
@@ -136,7 +136,7 @@ async def test_erasing_a_message_through_the_api(stack: Stack) -> None:
 
 
 async def test_erasing_a_message_takes_its_turn_and_reply_along(stack: Stack) -> None:
-    visitor = "v" + uuid.uuid4().hex
+    visitor = await signed_visitor(stack.client)
     posted = await stack.client.post(
         "/webchat/messages",
         json={"visitor_id": visitor, "text": "meu pedido PED-9090", "client_message_id": "m1"},

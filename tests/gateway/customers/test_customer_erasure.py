@@ -25,6 +25,7 @@ from tests.support.databases import REDIS_URL
 from tests.support.signed_twilio import post_signed
 from tests.support.stack import API_KEY, WEBCHAT_SECRET, Stack, database_url, running_stack
 from tests.support.telegram_server import FakeBotApi
+from tests.support.webchat import signed_visitor
 from tools.twilio_webhook import inbound_text
 
 pytestmark = pytest.mark.usefixtures("timedelta_periods")
@@ -124,7 +125,7 @@ async def _seed(one: Stack, two: Stack, telegram_user: int) -> str:
     response = await two.client.post(
         "/webchat/messages",
         json={
-            "visitor_id": "v" + uuid.uuid4().hex,
+            "visitor_id": await signed_visitor(two.client),
             "text": f"Meu CPF é {CPF}, sobre o pedido {ORDER}",
             "client_message_id": uuid.uuid4().hex,
         },

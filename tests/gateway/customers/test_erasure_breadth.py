@@ -154,3 +154,6 @@ async def test_erasure_reaches_links_campaigns_events_idempotency_and_audit(
     assert exported is not None and exported.details == {"erased": True}
     assert left == {kept.customer_id} and ivo == 1
     assert identities == {"whatsapp:+5511900002222"}
+    # The campaign meant for everyone is not this test's to leave behind in the shared database.
+    async with sessions.begin() as session:
+        await campaigns.delete_campaign(session, shared.id)
