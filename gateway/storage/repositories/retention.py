@@ -7,7 +7,8 @@ What a batch does with its messages (`delete_expired`):
   reply is deleted forgets the reply; a newer version whose older version is deleted forgets it;
 - with `memory_too` (the tenant's `retention_covers_memory`): facts sourced from them go, and with
   each fact the facts it superseded (its history); episode summaries whose last message or any
-  sentence comes from them go (the next compaction rebuilds them from the messages kept);
+  sentence comes from them go, with their episodes' compaction traces (which copy them; the
+  next compaction rebuilds them from the messages kept);
 - a message that memory kept still points at (a fact's source or confirmation, a summary's last
   message) cannot go without its fact or summary (the references are required columns): its
   content is erased instead (empty text; words, media and extra cleared; `redacted` set), so the
@@ -30,7 +31,7 @@ from sqlalchemy import and_, case, delete, func, not_, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql.elements import ColumnElement
 
-from gateway.storage.models import EpisodeSummary, Fact, OutboundMessage, TurnRow
+from gateway.storage.models import CompactionTrace, EpisodeSummary, Fact, OutboundMessage, TurnRow
 from gateway.storage.repositories.tables import EPISODES, MESSAGES
 
 # What a message erased for memory looks like; such rows are not picked again.
@@ -147,6 +148,9 @@ async def _delete_summaries_of(session: AsyncSession, ids: list[int]) -> int:
     ]
     if not doomed:
         return 0
+    # A compaction trace copies the summary and facts it wrote: it goes with the summary.
+    rebuilt = select(EpisodeSummary.episode_id).where(EpisodeSummary.id.in_(doomed))
+    await session.execute(delete(CompactionTrace).where(CompactionTrace.episode_id.in_(rebuilt)))
     result = await session.execute(delete(EpisodeSummary).where(EpisodeSummary.id.in_(doomed)))
     return _rowcount(result)
 

@@ -19,7 +19,15 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from gateway.keys import METRICS, SESSIONS
 from gateway.memory.retention import run_retention
 from gateway.runtime.clock import utcnow
-from gateway.storage.models import Episode, EpisodeSummary, Fact, Message, OutboundMessage, TurnRow
+from gateway.storage.models import (
+    CompactionTrace,
+    Episode,
+    EpisodeSummary,
+    Fact,
+    Message,
+    OutboundMessage,
+    TurnRow,
+)
 from gateway.storage.records import NewFact, NewMessage
 from gateway.storage.repositories import facts, messages, outbound, summaries, tenants, turns
 from tests.support.stack import Stack, running_stack
@@ -119,6 +127,13 @@ async def _seed(stack: Stack, channel: str = "whatsapp") -> Seeded:
             token_count=6,
             sentences=[{"text": "Ana perguntou do pedido.", "source_message_id": old[6]}],
         )
+        await summaries.add_trace(
+            session,
+            customer_id=episode.customer_id,
+            compactor="offline",
+            episode_id=episode.episode_id,
+            summary_after="Ana perguntou do pedido.",
+        )
     return Seeded(
         episode.customer_id,
         episode.episode_id,
@@ -191,6 +206,10 @@ async def test_old_messages_go_in_batches_and_memory_outlives_them(stack: Stack)
     assert fact_ids == {seeded.fact_old_source, seeded.fact_recent_source, seeded.fact_superseded}
     [summary] = await _rows(stack, EpisodeSummary, EpisodeSummary.episode_id == seeded.episode_id)
     assert summary.summary == "Ana perguntou do pedido."
+    assert (
+        len(await _rows(stack, CompactionTrace, CompactionTrace.episode_id == seeded.episode_id))
+        == 1
+    )
     # The old turn and its delivery went; the recent turn stays; the new version forgot the old.
     assert [t.id for t in await _rows(stack, TurnRow)] == [seeded.recent_turn]
     assert await _rows(stack, OutboundMessage) == []
@@ -212,6 +231,10 @@ async def test_memory_goes_too_when_the_tenant_says_so(stack: Stack) -> None:
     remaining = await _rows(stack, Fact, Fact.customer_id == seeded.customer_id)
     assert [f.id for f in remaining] == [seeded.fact_recent_source]
     assert await _rows(stack, EpisodeSummary, EpisodeSummary.episode_id == seeded.episode_id) == []
+    # The trace that copied the summary goes with it.
+    assert (
+        await _rows(stack, CompactionTrace, CompactionTrace.episode_id == seeded.episode_id) == []
+    )
     # The episode row stays (its recent messages still belong to it).
     assert len(await _rows(stack, Episode, Episode.id == seeded.episode_id)) == 1
 
