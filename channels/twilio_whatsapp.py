@@ -11,6 +11,7 @@ marks the customer's message read.
 from __future__ import annotations
 
 import asyncio
+import json
 import random
 import re
 from collections.abc import Callable, Sequence
@@ -41,6 +42,7 @@ from channels.base import (
     SendFailed,
     SendResult,
     SignatureInvalid,
+    Template,
 )
 from channels.splitting import split_message
 
@@ -99,6 +101,18 @@ def _text(params: MultiDict[str], kind: MessageKind, media: Sequence[Media]) -> 
     elif media and not body:
         body = "[" + ", ".join(m.content_type or "attachment" for m in media) + "]"
     return body
+
+
+def _content(template: Template) -> dict[str, str]:
+    """The Content API fields of an approved template."""
+    if not template.content_sid:
+        raise SendFailed(
+            f"WhatsApp template {template.name!r} has no content_sid for Twilio", retryable=False
+        )
+    return {
+        "content_sid": template.content_sid,
+        "content_variables": json.dumps(dict(template.variables), ensure_ascii=False),
+    }
 
 
 class TwilioWhatsAppChannel:
@@ -222,26 +236,36 @@ class TwilioWhatsAppChannel:
         recipient = message.recipient
         if not recipient.startswith("whatsapp:"):
             recipient = f"whatsapp:{recipient}"
+        if message.template is not None:
+            # A template (Content API) is one message: its content stays at Twilio.
+            content = _content(message.template)
+            return SendResult(
+                provider_message_ids=(await self._create(client, recipient, content),)
+            )
         sids = []
         for part in split_message(message.text, MAX_BODY_CHARS):
-            sids.append(await self._create(client, recipient, part))
+            sids.append(await self._create(client, recipient, {"body": part}))
         return SendResult(provider_message_ids=tuple(sids))
 
-    async def _create(self, client: Client, to: str, body: str) -> str:
+    async def _create(self, client: Client, to: str, content: dict[str, str]) -> str:
+        """Create one message: `content` is its `body`, or its `content_sid` and
+        `content_variables`."""
         for attempt in range(1, self._attempts + 1):
             try:
                 created = await client.messages.create_async(
                     to=to,
                     from_=self._sender,
-                    body=body,
                     status_callback=self._status_callback or values.unset,
+                    **content,
                 )
                 return str(created.sid)
             except TwilioRestException as exc:
                 retryable = exc.status == 429 or exc.status >= 500
                 if not retryable or attempt == self._attempts:
                     raise SendFailed(
-                        f"Twilio answered {exc.status}: {exc.msg}", retryable=retryable
+                        f"Twilio answered {exc.status}: {exc.msg}",
+                        retryable=retryable,
+                        code=str(exc.code) if exc.code is not None else None,
                     ) from exc
             except (OSError, TimeoutError) as exc:
                 if attempt == self._attempts:

@@ -13,6 +13,7 @@ customer message, as when the message was written.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Awaitable, Callable, Mapping
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -42,10 +43,13 @@ async def send_operator_message(
     conversation_id: str,
     text: str,
     actor: str,
+    extra: Mapping[str, object] | None = None,
+    stored: Callable[[AsyncSession, MessageRecord], Awaitable[None]] | None = None,
 ) -> MessageRecord:
-    """Store the message (only by the operator holding the conversation) and hand it to the
-    deliver step; returns it once stored. Raises `ConversationNotFound`, `NotHeld`,
-    `NoRecipient`."""
+    """Store the message (only by the operator holding the conversation; `extra` stored with
+    it, e.g. the template it goes as; `stored` called in the same transaction, e.g. to audit
+    it) and hand it to the deliver step; returns it once stored. Raises
+    `ConversationNotFound`, `NotHeld`, `NoRecipient`."""
     async with sessions.begin() as session:
         conversation = await conversations.lock(session, conversation_id)
         if conversation is None:
@@ -56,7 +60,7 @@ async def send_operator_message(
         latest = await conversations.latest_customer_message(session, conversation)
         if latest is None or latest.sender is None:
             raise NoRecipient("the customer has not written on this conversation yet")
-        message = await _store(session, counter, conversation, latest, text, actor)
+        message = await _store(session, counter, conversation, latest, text, actor, extra or {})
         turn = await turns.create_operator_turn(
             session, message, conversation.conversation_key, DELIVERY_LEASE
         )
@@ -74,6 +78,8 @@ async def send_operator_message(
             ],
         )
         await message_created(session, events, noted[conversation.conversation_key], message)
+        if stored is not None:
+            await stored(session, message)
     deliverer.send_in_order(conversation.conversation_key, turn, message, message)
     return message
 
@@ -85,6 +91,7 @@ async def _store(
     latest: MessageRecord,
     text: str,
     actor: str,
+    extra: Mapping[str, object],
 ) -> MessageRecord:
     """On the conversation's open episode (a new one when none is open)."""
     episode = await episodes.latest_open_episode(
@@ -110,7 +117,7 @@ async def _store(
             identity_id=latest.identity_id,
             provider_message_id=f"operator:{uuid.uuid4().hex}",
             thread_key=latest.thread_key,
-            extra={"author": OPERATOR_AUTHOR, "actor": actor, RECIPIENT: recipient},
+            extra={**extra, "author": OPERATOR_AUTHOR, "actor": actor, RECIPIENT: recipient},
         ),
         add_to_episode=False,
     )
