@@ -154,4 +154,5 @@ def _why_closed(by_provider: bool, open_until: datetime | None) -> str:
         return "outside WhatsApp's 24-hour window (the provider said it is closed)"
     if open_until is None:
         return "outside WhatsApp's 24-hour window (the customer never wrote)"
-    return f"outside WhatsApp's 24-hour window (closed at {open_until.isoformat()})"
+    closed_at = open_until.isoformat(timespec="seconds")
+    return f"outside WhatsApp's 24-hour window (closed at {closed_at})"
