@@ -239,6 +239,17 @@ class StatusCallbacks(Protocol):
 
 
 @runtime_checkable
+class StatusBatches(Protocol):
+    """An adapter whose provider reports several delivery statuses in one callback (the Cloud
+    API batches `statuses[]`), each applied like a `StatusCallbacks` one."""
+
+    def parse_statuses(self, request: RawRequest) -> tuple[tuple[str, str, str | None], ...]:
+        """(provider message id, status, error code) of each status in a verified request, in
+        order; raise `PayloadInvalid`."""
+        ...
+
+
+@runtime_checkable
 class TypingSignals(Protocol):
     """An adapter that can show the customer that a reply is being written.
 

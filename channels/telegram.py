@@ -5,7 +5,8 @@ constant time (Telegram signs nothing; that shared secret is the only proof). `p
 `channels.telegram_updates.read_update`: a customer's message in a private chat, or nothing
 for every other update (acknowledged so that Telegram does not deliver it again, never
 stored). `send` goes through `telegram.Bot`, split at Telegram's length limit
-(`channels.splitting`), waiting out flood control when Telegram asks for it; `typing` is the
+(`channels.splitting`), then each attachment by its URL (`sendPhoto`, `sendDocument`), waiting
+out flood control when Telegram asks for it; `typing` is the
 chat's "typing…" action.
 """
 
@@ -13,11 +14,14 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+import mimetypes
 import random
 import re
 import warnings
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
+from functools import partial
+from urllib.parse import urlsplit
 
 from telegram import Bot, Message
 from telegram.constants import ChatAction
@@ -76,6 +80,10 @@ ALLOWED_UPDATES = ("message", "edited_message", "callback_query")
 SECRET_TOKEN = re.compile(r"^[A-Za-z0-9_-]{1,256}$")
 # sendMessage takes at most 4096 characters, counted in UTF-16 code units.
 MAX_TEXT_UNITS = 4096
+# A file's caption holds at most 1024 characters.
+MAX_CAPTION_CHARS = 1024
+# What `sendPhoto` takes; any other file goes as a document.
+PHOTO_TYPES = frozenset({"image/jpeg", "image/png", "image/webp"})
 # A chat action shows for 5 s at most (less when a message arrives): renewed before that.
 TYPING_REPEAT_S = 4.0
 
@@ -182,19 +190,23 @@ class TelegramChannel:
         return bytes(data), media.content_type or "audio/ogg"
 
     async def send(self, message: OutboundMessage) -> SendResult:
-        """Send the text in order, one `sendMessage` per part; the ids are `chat:message`.
+        """Send the text in order, one `sendMessage` per part, then one `sendPhoto` or
+        `sendDocument` per attachment; the ids are `chat:message`.
 
         A part that timed out may still have reached the chat: a retry can repeat it once
         (delivery is at least once, like Telegram's own webhooks).
         """
         chat_id = _chat_id(message.recipient)
         parts = split_message(message.text, MAX_TEXT_UNITS, utf16_units)
-        if not parts:
+        if not parts and not message.media:
             return SendResult(provider_message_ids=())
         bot = await self._ready()
         ids = []
         for part in parts:
-            sent = await self._send_part(bot, chat_id, part)
+            sent = await self._retrying(partial(bot.send_message, chat_id=chat_id, text=part))
+            ids.append(f"{sent.chat.id}:{sent.message_id}")
+        for item in message.media:
+            sent = await self._retrying(_attachment_send(bot, chat_id, item))
             ids.append(f"{sent.chat.id}:{sent.message_id}")
         return SendResult(provider_message_ids=tuple(ids))
 
@@ -208,10 +220,10 @@ class TelegramChannel:
         except TelegramError as exc:
             raise self._failed(exc, "the typing action") from exc
 
-    async def _send_part(self, bot: Bot, chat_id: int, text: str) -> Message:
+    async def _retrying(self, call: Callable[[], Awaitable[Message]]) -> Message:
         for attempt in range(1, self._attempts + 1):
             try:
-                return await bot.send_message(chat_id=chat_id, text=text)
+                return await call()
             except RetryAfter as exc:
                 wait = retry_after_s(exc)
                 if wait > self._max_retry_after_s or attempt == self._attempts:
@@ -245,6 +257,16 @@ class TelegramChannel:
         bot, self._bot = self._bot, None
         if bot is not None:
             await bot.shutdown()
+
+
+def _attachment_send(bot: Bot, chat_id: int, media: Media) -> Callable[[], Awaitable[Message]]:
+    """The Bot API call sending `media` by its URL (Telegram fetches it): a photo for a
+    JPEG, PNG or WebP image, a document for anything else."""
+    content_type = media.content_type or mimetypes.guess_type(urlsplit(media.url).path)[0] or ""
+    caption = media.caption[:MAX_CAPTION_CHARS] if media.caption else None
+    if content_type.split(";")[0].strip().lower() in PHOTO_TYPES:
+        return partial(bot.send_photo, chat_id=chat_id, photo=media.url, caption=caption)
+    return partial(bot.send_document, chat_id=chat_id, document=media.url, caption=caption)
 
 
 def _chat_id(recipient: str) -> int:

@@ -14,7 +14,7 @@ import asyncio
 import json
 import random
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from urllib.parse import parse_qsl, urlsplit
 
@@ -35,7 +35,6 @@ from twilio.rest import Client
 from channels.base import (
     InboundMessage,
     Media,
-    MessageKind,
     OutboundMessage,
     PayloadInvalid,
     RawRequest,
@@ -45,6 +44,9 @@ from channels.base import (
     Template,
 )
 from channels.splitting import split_message
+from channels.twilio_inbound import AUDIO_PLACEHOLDER, kind_of, media_of, text_of
+
+__all__ = ["AUDIO_PLACEHOLDER", "MAX_BODY_CHARS", "TwilioWhatsAppChannel", "form_params"]
 
 # Twilio accepts up to 1600 characters per WhatsApp message body.
 MAX_BODY_CHARS = 1600
@@ -54,7 +56,6 @@ TYPING_REPEAT_S = 20.0
 TYPING_TIMEOUT_S = 10.0
 # The indicator names the customer's message: a Message (SM) or Media (MM) sid.
 TYPING_MESSAGE_SID = re.compile(r"^(?:SM|MM)[0-9a-fA-F]{32}$")
-AUDIO_PLACEHOLDER = "[voice note, not transcribed]"
 
 
 def form_params(body: bytes) -> MultiDict[str]:
@@ -69,41 +70,7 @@ def form_params(body: bytes) -> MultiDict[str]:
     return MultiDict(pairs)
 
 
-def _kind(params: MultiDict[str], media: Sequence[Media]) -> MessageKind:
-    declared = params.get("MessageType", "")
-    if params.get("Latitude") and params.get("Longitude") or declared == "location":
-        return "location"
-    if any((m.content_type or "").startswith("audio/") for m in media) or declared == "audio":
-        return "voice"
-    if (
-        params.get("ButtonText")
-        or params.get("ButtonPayload")
-        or declared
-        in {
-            "button",
-            "interactive",
-        }
-    ):
-        return "button"
-    return "media" if media else "text"
-
-
-def _text(params: MultiDict[str], kind: MessageKind, media: Sequence[Media]) -> str:
-    body = params.get("Body", "")
-    if kind == "location":
-        place = ", ".join(p for p in (params.get("Label"), params.get("Address")) if p)
-        where = f"{params.get('Latitude')}, {params.get('Longitude')}"
-        body = body or f"[location] {place} ({where})".replace(" ()", "").strip()
-    elif kind == "button":
-        body = body or params.get("ButtonText") or params.get("ButtonPayload") or ""
-    elif kind == "voice":
-        body = body or AUDIO_PLACEHOLDER
-    elif media and not body:
-        body = "[" + ", ".join(m.content_type or "attachment" for m in media) + "]"
-    return body
-
-
-def _content(template: Template) -> dict[str, str]:
+def _content(template: Template) -> dict[str, object]:
     """The Content API fields of an approved template."""
     if not template.content_sid:
         raise SendFailed(
@@ -113,6 +80,11 @@ def _content(template: Template) -> dict[str, str]:
         "content_sid": template.content_sid,
         "content_variables": json.dumps(dict(template.variables), ensure_ascii=False),
     }
+
+
+def _body(body: str, media_url: list[str]) -> dict[str, object]:
+    """The fields of a free-form message: its text and attachments (either may be empty)."""
+    return {"body": body or values.unset, "media_url": media_url or values.unset}
 
 
 class TwilioWhatsAppChannel:
@@ -191,26 +163,19 @@ class TwilioWhatsAppChannel:
             raise PayloadInvalid("MessageSid is missing")
         if not sender:
             raise PayloadInvalid("From is missing")
-        try:
-            count = int(params.get("NumMedia", "0") or "0")
-        except ValueError as exc:
-            raise PayloadInvalid("NumMedia is not a number") from exc
-        media = tuple(
-            Media(params[f"MediaUrl{i}"], params.get(f"MediaContentType{i}"))
-            for i in range(max(0, min(count, 10)))
-            if params.get(f"MediaUrl{i}")
-        )
-        kind = _kind(params, media)
+        media = media_of(params)
+        kind = kind_of(params, media)
         return (
             InboundMessage(
                 channel="whatsapp",
                 provider_message_id=sid,
                 sender=sender,
-                text=_text(params, kind, media),
+                text=text_of(params, kind, media),
                 received_at=self._clock(),
                 kind=kind,
                 sender_name=params.get("ProfileName") or None,
                 media=media,
+                reply_to_provider_id=params.get("OriginalRepliedMessageSid") or None,
                 # Every parameter is kept (new ones included), the last value of a repeat —
                 # but the body only once, as the message text (which is redacted on storing).
                 extra={key: params.getall(key)[-1] for key in params if key != "Body"},
@@ -243,13 +208,25 @@ class TwilioWhatsAppChannel:
                 provider_message_ids=(await self._create(client, recipient, content),)
             )
         sids = []
-        for part in split_message(message.text, MAX_BODY_CHARS):
-            sids.append(await self._create(client, recipient, {"body": part}))
+        parts = split_message(message.text, MAX_BODY_CHARS)
+        # WhatsApp takes one attachment per message: the first goes with the first part of
+        # the text (or its caption when there is no text), each further one as a message of
+        # its own with its caption.
+        media = message.media
+        if media and not parts:
+            parts = [media[0].caption or ""]
+        for index, part in enumerate(parts):
+            urls = [media[0].url] if media and index == 0 else []
+            sids.append(await self._create(client, recipient, _body(part, urls)))
+        for item in media[1:]:
+            sids.append(
+                await self._create(client, recipient, _body(item.caption or "", [item.url]))
+            )
         return SendResult(provider_message_ids=tuple(sids))
 
-    async def _create(self, client: Client, to: str, content: dict[str, str]) -> str:
-        """Create one message: `content` is its `body`, or its `content_sid` and
-        `content_variables`."""
+    async def _create(self, client: Client, to: str, content: Mapping[str, object]) -> str:
+        """Create one message: `content` is its `body` and `media_url`, or a template's
+        `content_sid` and `content_variables`."""
         for attempt in range(1, self._attempts + 1):
             try:
                 created = await client.messages.create_async(

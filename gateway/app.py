@@ -19,6 +19,7 @@ from gateway.coordination.dedupe import SeenKeys
 from gateway.coordination.locks import InProcessLocks, RedisLocks
 from gateway.coordination.redis_client import compaction_queue, make_redis
 from gateway.coordination.wakeups import Wakeups
+from gateway.customers.forgetting import Forgetting
 from gateway.events.outbox import EventOutbox
 from gateway.events.sender import EVENT_SENDER, sender_for
 from gateway.events.wakeups import EventWakeups
@@ -36,6 +37,7 @@ from gateway.keys import (
     DELIVER,
     ENGINE,
     EVENTS,
+    FORGETTING,
     HTTP,
     HUB,
     INBOX,
@@ -53,6 +55,7 @@ from gateway.keys import (
 from gateway.memory.llm_compactor import llm_compactor_factory
 from gateway.memory.queue import CompactionQueue, InProcessQueue
 from gateway.memory.recall import RecallCache
+from gateway.memory.retention import RetentionSweeper
 from gateway.memory.worker import MemoryWorker
 from gateway.providers import ModelProvider, make_provider
 from gateway.providers.limits import CallLimits, ModelGate
@@ -66,7 +69,7 @@ from gateway.registry import (
     close_adapters,
 )
 from gateway.runtime.metrics import Metrics
-from gateway.storage.engine import make_engine, make_sessionmaker
+from gateway.storage.engine import engine_for, make_sessionmaker
 from gateway.storage.migrate import upgrade
 from gateway.storage.repositories.tenants import SettingsCache
 from gateway.turns.accept import Accepted, Acceptor
@@ -86,7 +89,7 @@ OTHER_CONNECTIONS = 32
 
 async def database_ctx(app: web.Application) -> AsyncIterator[None]:
     settings = app[SETTINGS]
-    engine = make_engine(settings.database_url)
+    engine = engine_for(settings)
     if settings.should_auto_migrate:
         await upgrade(engine)
     app[ENGINE] = engine
@@ -179,6 +182,8 @@ async def flow_ctx(app: web.Application) -> AsyncIterator[None]:
     backpressure = Backpressure()
     tenant_cache = SettingsCache()
     recall = RecallCache()
+    forgetting = Forgetting(recall, redis)
+    forgetting.listen()
     accept = Acceptor(
         settings=settings,
         sessions=sessions,
@@ -251,6 +256,7 @@ async def flow_ctx(app: web.Application) -> AsyncIterator[None]:
     app[ADAPTERS] = adapters
     app[BACKPRESSURE] = backpressure
     app[RECALL] = recall
+    app[FORGETTING] = forgetting
     app[ACCEPT] = accept
     app[ANSWER] = answer
     app[DELIVER] = deliver
@@ -265,6 +271,15 @@ async def flow_ctx(app: web.Application) -> AsyncIterator[None]:
     scheduler.start()
     if settings.run_compaction and settings.run_background:
         memory.start()
+    # Retention runs where the rest of the background work does (not in gateway processes
+    # that only acknowledge); two such processes running it at once delete each row once.
+    sweeper = (
+        RetentionSweeper(sessions, interval_s=settings.retention_interval_s, metrics=app[METRICS])
+        if settings.run_background
+        else None
+    )
+    if sweeper is not None:
+        sweeper.start()
     # Events go out from the processes that run background work; the others only record them
     # and, with Redis, wake the senders after each commit.
     sender = sender_for(settings, sessions, http, app[METRICS])
@@ -280,6 +295,8 @@ async def flow_ctx(app: web.Application) -> AsyncIterator[None]:
     elif event_wakeups is not None:
         app[EVENTS].wake = event_wakeups.publish
     yield
+    if sweeper is not None:
+        await sweeper.close()
     if event_wakeups is not None:
         await event_wakeups.close()
     if sender is not None:
@@ -291,6 +308,7 @@ async def flow_ctx(app: web.Application) -> AsyncIterator[None]:
     await scheduler.close()
     await deliver.close()
     await memory.close()
+    await forgetting.close()
     if fanout is not None:
         await fanout.close()
     await hub.close_all()

@@ -335,6 +335,21 @@ def _rebuild(settings: Settings, args: argparse.Namespace) -> int:
     return asyncio.run(rebuild(settings, args.customer))
 
 
+def _customer_export(settings: Settings, args: argparse.Namespace) -> int:
+    from gateway.customers.cli import export
+
+    return asyncio.run(export(settings, args.customer_id, actor=args.actor))
+
+
+def _customer_erase(settings: Settings, args: argparse.Namespace) -> int:
+    from gateway.customers.cli import erase
+
+    if not args.reason.strip():
+        print("relaydesk: --reason must not be blank", file=sys.stderr)
+        return 2
+    return asyncio.run(erase(settings, args.customer_id, reason=args.reason, actor=args.actor))
+
+
 def _operator_add(settings: Settings, args: argparse.Namespace) -> int:
     import getpass
 
@@ -463,6 +478,22 @@ def build_parser() -> argparse.ArgumentParser:
     )
     rebuild.add_argument("--customer", required=True, help="customer id")
     rebuild.set_defaults(run=_rebuild)
+
+    customer = commands.add_parser("customer", help="customer data: export and erasure")
+    customer_commands = customer.add_subparsers(dest="customer_command", required=True)
+    customer_export = customer_commands.add_parser(
+        "export", help="print everything held about a customer as one JSON document"
+    )
+    customer_export.add_argument("customer_id")
+    customer_export.add_argument("--actor", default="cli", help="who asks (audited)")
+    customer_export.set_defaults(run=_customer_export)
+    customer_erase = customer_commands.add_parser(
+        "erase", help="erase a customer everywhere (an audit tombstone remains)"
+    )
+    customer_erase.add_argument("customer_id")
+    customer_erase.add_argument("--reason", required=True, help="why (audited)")
+    customer_erase.add_argument("--actor", required=True, help="who erases (audited)")
+    customer_erase.set_defaults(run=_customer_erase)
 
     operator = commands.add_parser("operator", help="operator console accounts")
     operator_commands = operator.add_subparsers(dest="operator_command", required=True)

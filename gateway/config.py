@@ -45,6 +45,9 @@ class Settings(BaseSettings):
     public_url: str | None = Field(None, alias="RELAYDESK_PUBLIC_URL")
     api_key: SecretStr | None = Field(None, alias="RELAYDESK_API_KEY")
     webchat_secret: SecretStr | None = Field(None, alias="RELAYDESK_WEBCHAT_SECRET")
+    # Signs web chat visitor ids (gateway/webchat/visitors.py); unset: derived from the web chat
+    # secret, else kept in a file beside a SQLite database, else made at start.
+    webchat_visitor_key: SecretStr | None = Field(None, alias="RELAYDESK_WEBCHAT_VISITOR_KEY")
     # Where conversation and message events are posted (unset: none are kept), and the key
     # that signs their bodies (HMAC-SHA256).
     events_url: str | None = Field(None, alias="RELAYDESK_EVENTS_URL")
@@ -127,7 +130,7 @@ class Settings(BaseSettings):
             raise ValueError("must start with redis://, rediss:// or unix://")
         return value
 
-    @field_validator("webchat_secret")
+    @field_validator("webchat_secret", "webchat_visitor_key")
     @classmethod
     def _secret_length(cls, value: SecretStr | None) -> SecretStr | None:
         # HS256 keys shorter than the hash output are refused (RFC 7518 §3.2).

@@ -13,6 +13,7 @@ from channels.base import Channel
 from context import TokenCounter
 from gateway.config import Settings
 from gateway.coordination.wakeups import Wakeups
+from gateway.customers.forgetting import Forgetting
 from gateway.events.outbox import EventOutbox
 from gateway.inbox.processor import InboxProcessor
 from gateway.inbox.writer import InboxWriter
@@ -39,6 +40,8 @@ ANSWER = web.AppKey("answer", Answerer)
 DELIVER = web.AppKey("deliver", Deliverer)
 BACKPRESSURE = web.AppKey("backpressure", Backpressure)
 RECALL = web.AppKey("recall", RecallCache)
+# Erasures make every process forget the erased customers' recall entries.
+FORGETTING = web.AppKey("forgetting", Forgetting)
 # The adapters of the registered channels, by channel name (`gateway.registry`).
 ADAPTERS: web.AppKey[Mapping[str, Channel]] = web.AppKey("adapters")
 SCHEDULER = web.AppKey("scheduler", TurnScheduler)

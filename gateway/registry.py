@@ -22,6 +22,7 @@ from channels.base import Channel
 from channels.telegram import TelegramChannel
 from channels.twilio_whatsapp import TwilioWhatsAppChannel
 from channels.webchat import WebChatChannel
+from channels.whatsapp_cloud import WhatsAppCloudChannel
 from gateway.api import transcripts
 from gateway.config import Settings
 from gateway.customers.evidence import (
@@ -73,6 +74,19 @@ def _twilio_whatsapp(deps: AdapterDeps) -> Channel:
     )
 
 
+def _whatsapp_cloud(deps: AdapterDeps) -> Channel:
+    settings = deps.settings
+    return WhatsAppCloudChannel(
+        api_base=settings.whatsapp_cloud_api_base,
+        verify_token=_secret(settings.whatsapp_cloud_verify_token),
+        app_secret=_secret(settings.whatsapp_cloud_app_secret),
+        access_token=_secret(settings.whatsapp_cloud_access_token),
+        phone_number_id=settings.whatsapp_cloud_phone_number_id,
+        http=deps.http,
+        clock=utcnow,
+    )
+
+
 def _telegram(deps: AdapterDeps) -> Channel:
     settings = deps.settings
     return TelegramChannel(
@@ -94,6 +108,15 @@ def _webchat_routes(app: web.Application) -> None:
 
 CHANNELS: Final[tuple[ChannelEntry, ...]] = (
     ChannelEntry("whatsapp", whatsapp_sender, "", _twilio_whatsapp, webhooks.add_twilio_routes),
+    # The Cloud API's sender is `whatsapp:+E164` too: the same identity as through Twilio, on a
+    # channel of its own so that replies go back through the provider the customer wrote to.
+    ChannelEntry(
+        "whatsapp_cloud",
+        whatsapp_sender,
+        "",
+        _whatsapp_cloud,
+        webhooks.add_whatsapp_cloud_routes,
+    ),
     ChannelEntry("telegram", telegram_sender, "telegram:", _telegram, webhooks.add_telegram_routes),
     ChannelEntry("webchat", webchat_visitor, "web:anon:", _webchat, _webchat_routes),
     ChannelEntry("phone", phone_caller, "phone:", None, transcripts.add_routes),

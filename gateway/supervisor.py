@@ -214,6 +214,10 @@ def serve_workers(
         signum: signal.signal(signum, on_signal) for signum in (signal.SIGTERM, signal.SIGINT)
     }
     children: list[BaseProcess] = []
+    from gateway.webchat.visitors import with_visitor_key
+
+    # Every process must accept the web chat visitor ids any of them issued.
+    settings = with_visitor_key(settings)
     acknowledging = settings.model_copy(update={"run_background": False})
     try:
         for index in range(background):

@@ -90,7 +90,7 @@ async def _story(
     auth = {"Authorization": f"Bearer {API_KEY}"}
     say = _printer(out)
     say("1. Web chat: Ana opens the widget on the store's site, logged in (identity token).")
-    visitor = "demo" + uuid.uuid4().hex
+    visitor = (await http.post("/webchat/visitors")).json()["visitor_id"]
     posted = await http.post(
         "/webchat/messages",
         json={
@@ -102,7 +102,13 @@ async def _story(
     )
     posted.raise_for_status()
     await app[SCHEDULER].idle()
-    thread = (await http.get("/webchat/messages", params={"visitor_id": visitor})).json()
+    thread = (
+        await http.get(
+            "/webchat/messages",
+            params={"visitor_id": visitor},
+            headers={"Authorization": f"Bearer {_identity_token('acct-ana')}"},
+        )
+    ).json()
     for message in thread["messages"]:
         say(f"   {message['role']:>9}: {message['text']}")
 

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from gateway import registry
 from gateway.api.context import ChannelIdentityIn, claim_for_identity
-from gateway.api.operator_bodies import Decision
+from gateway.api.operator_bodies import AttachmentIn, Decision
 from gateway.console.auth import operator_actor
 from gateway.customers.resolve import identify
 from gateway.http.bodies import path_id, query_text, read_json
@@ -51,10 +51,13 @@ class HandoffIn(Decision, ChannelIdentityIn):
 
 
 class OperatorMessageIn(BaseModel):
+    """`text` may be empty when the message carries `media`."""
+
     model_config = ConfigDict(extra="forbid")
 
-    text: str = Field(max_length=8000)
+    text: str = Field("", max_length=8000)
     actor: str = Field("api", min_length=1, max_length=200)
+    media: list[AttachmentIn] = Field(default_factory=list, max_length=10)
 
 
 async def _waiting_alert(request: web.Request) -> timedelta:
@@ -87,6 +90,15 @@ def _message_json(message: ConversationMessage) -> dict[str, Any]:
         "channel": message.channel,
         "created_at": message.created_at.isoformat(),
         "transcript_confidence": message.transcript_confidence,
+        "media": [
+            {
+                "url": m.url,
+                "content_type": m.content_type,
+                "caption": m.caption,
+                "filename": m.filename,
+            }
+            for m in message.media
+        ],
         "delivery": (
             None
             if message.delivery_status is None
@@ -209,8 +221,8 @@ async def handback(request: web.Request) -> web.Response:
 async def write(request: web.Request) -> web.Response:
     who = await operator_actor(request)
     body = await read_json(request, OperatorMessageIn)
-    if not body.text.strip():
-        raise BadRequest("text must not be empty", code="empty_text")
+    if not body.text.strip() and not body.media:
+        raise BadRequest("text must not be empty without media", code="empty_text")
     try:
         message = await send_operator_message(
             sessions=request.app[SESSIONS],
@@ -220,6 +232,7 @@ async def write(request: web.Request) -> web.Response:
             conversation_id=path_id(request, "conversation_id"),
             text=body.text,
             actor=who or body.actor,
+            media=[item.media() for item in body.media],
         )
     except ConversationNotFound as exc:
         raise NotFound("no such conversation") from exc
@@ -289,7 +302,7 @@ document(
     parameters=_path(),
     responses={
         202: "stored; being sent",
-        400: "empty text",
+        400: "empty text and no media, or a media URL that is not http(s)",
         404: "no such conversation",
         409: "the actor does not hold it, or the customer never wrote",
     },

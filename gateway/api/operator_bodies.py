@@ -1,12 +1,13 @@
 """What every `/v1/operator` action shares: the decision body (a reason, and who acts when the
-caller uses the API key) and the audit entry it answers with."""
+caller uses the API key), the audit entry it answers with, and an attachment by URL."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, HttpUrl, UrlConstraints
 
+from channels.base import Media
 from gateway.storage.records import AuditRecord
 
 
@@ -15,6 +16,29 @@ class Decision(BaseModel):
 
     reason: str = Field(min_length=1, max_length=2000)
     actor: str = Field("api", min_length=1, max_length=200)
+
+
+# An attachment is sent by its URL, which the provider fetches: http or https only.
+AttachmentUrl = Annotated[HttpUrl, UrlConstraints(max_length=2048)]
+
+
+class AttachmentIn(BaseModel):
+    """A file an operator's message carries, by URL (`content_type` helps channels that send
+    photos and documents differently; `caption` shows under it where the channel has one)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    url: AttachmentUrl
+    content_type: str | None = Field(
+        None, max_length=200, pattern=r"^[A-Za-z0-9][\w.+-]*/[A-Za-z0-9][\w.+-]*$"
+    )
+    caption: str | None = Field(None, max_length=1024)
+    filename: str | None = Field(None, min_length=1, max_length=255)
+
+    def media(self) -> Media:
+        return Media(
+            str(self.url), self.content_type, caption=self.caption or None, filename=self.filename
+        )
 
 
 class TemplateIn(BaseModel):

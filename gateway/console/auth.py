@@ -7,7 +7,8 @@ A login is a random 256-bit token in the `relaydesk_console` cookie (HttpOnly, S
 Secure when the gateway is reached over https); the `operator_sessions` table keeps only the
 token's SHA-256, the operator, the expiry and the login's CSRF token. Every state-changing
 console form carries that CSRF token in a hidden field; JSON calls made with the cookie send it
-in `X-CSRF-Token`. The login form itself is protected by a double-submit cookie.
+in `X-CSRF-Token`. The login form itself is protected by a double-submit cookie, and repeated
+failures are throttled per account and per client address (`gateway.console.throttle`).
 
 The cookie's path is `/`, not `/console`: the operator JSON API under `/v1/operator` accepts the
 same login (with the CSRF header), so a browser must send the cookie there too.
@@ -18,15 +19,17 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import hmac
+import math
 import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from aiohttp import web
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from gateway.console import throttle
 from gateway.http.auth import require_api_key
-from gateway.http.errors import Conflict, Forbidden, Unauthorized
+from gateway.http.errors import Conflict, Forbidden, TooManyRequests, Unauthorized
 from gateway.keys import SESSIONS, SETTINGS
 from gateway.runtime.clock import utcnow
 from gateway.storage.repositories import operators
@@ -125,6 +128,33 @@ async def log_in(session: AsyncSession, username: str, password: str) -> tuple[s
     # Expired logins of anyone are dropped whenever someone logs in.
     await operators.drop_expired_logins(session, now)
     return token, OperatorLogin(account.id, account.username, csrf_token, expires_at)
+
+
+async def attempt_login(
+    sessions: async_sessionmaker[AsyncSession], username: str, password: str, client: str
+) -> tuple[str, OperatorLogin]:
+    """`log_in` behind the throttle: raises `TooManyRequests` (nothing checked) while the
+    account or the address must wait, `Unauthorized` (the failure counted and audited) on a
+    wrong password; a success clears the account's failures."""
+    account = username.strip()
+    async with sessions() as session:
+        wait = await throttle.retry_after(session, account, client, utcnow())
+    if wait is not None:
+        seconds = max(1, math.ceil(wait.total_seconds()))
+        raise TooManyRequests(
+            f"too many failed logins; try again in {seconds} s",
+            retry_after_s=seconds,
+            code="login_throttled",
+        )
+    try:
+        async with sessions.begin() as session:
+            opened = await log_in(session, account, password)
+            await throttle.record_success(session, account, utcnow())
+            return opened
+    except Unauthorized:
+        async with sessions.begin() as session:
+            await throttle.record_failure(session, account, client, utcnow())
+        raise
 
 
 async def find_login(session: AsyncSession, token: str) -> OperatorLogin | None:

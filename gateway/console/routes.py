@@ -18,13 +18,13 @@ from urllib.parse import quote
 from aiohttp import web
 from multidict import MultiDictProxy
 
-from gateway.console import auth, conversations_stream, service, views
+from gateway.console import auth, conversations_stream, customer_data, service, views
 from gateway.console.errors import Invalid
 from gateway.console.html import Html
 from gateway.console.rebuild import rebuild_memory
 from gateway.customers import operator_actions as operator_store
 from gateway.http.bodies import path_id
-from gateway.http.errors import BadRequest, GatewayError, NotFound
+from gateway.http.errors import BadRequest, GatewayError, NotFound, TooManyRequests
 from gateway.http.ids import storage_id
 from gateway.keys import COUNTER, INBOX_READY, MEMORY, SESSIONS, SETTINGS
 from gateway.storage.errors import RecordNotFound
@@ -137,18 +137,29 @@ async def login_submit(request: web.Request) -> web.StreamResponse:
     if not expected or not secrets.compare_digest(expected.encode(), presented.encode()):
         return html_response(views.error_page(None, 403, "The login form expired; reload it."), 403)
     try:
-        async with request.app[SESSIONS].begin() as session:
-            token, _ = await auth.log_in(session, _text(form, "username"), _text(form, "password"))
-    except GatewayError:
-        fresh = secrets.token_urlsafe(32)
-        response = html_response(
-            views.login_page(fresh, "Unknown operator or wrong password."), 401
+        token, _ = await auth.attempt_login(
+            request.app[SESSIONS],
+            _text(form, "username"),
+            _text(form, "password"),
+            client=request.remote or "unknown",
         )
-        auth.set_cookie(response, request, auth.LOGIN_CSRF_COOKIE, fresh)
+    except TooManyRequests as exc:
+        notice = f"Too many failed logins. Try again in {exc.retry_after_s} seconds."
+        response = _login_again(request, notice, 429)
+        response.headers["Retry-After"] = str(exc.retry_after_s)
         return response
+    except GatewayError:
+        return _login_again(request, "Unknown operator or wrong password.", 401)
     response = redirect("/console")
     auth.set_cookie(response, request, auth.COOKIE, token)
     response.del_cookie(auth.LOGIN_CSRF_COOKIE, path="/")
+    return response
+
+
+def _login_again(request: web.Request, notice: str, status: int) -> web.Response:
+    fresh = secrets.token_urlsafe(32)
+    response = html_response(views.login_page(fresh, notice), status)
+    auth.set_cookie(response, request, auth.LOGIN_CSRF_COOKIE, fresh)
     return response
 
 
@@ -326,6 +337,36 @@ async def rebuild(request: web.Request, login: auth.OperatorLogin) -> web.Stream
 
 
 @console
+async def export_data(request: web.Request, login: auth.OperatorLogin) -> web.StreamResponse:
+    return await customer_data.console_export(request, login)
+
+
+@console
+async def erase_data(request: web.Request, login: auth.OperatorLogin) -> web.StreamResponse:
+    form = await _form(request)
+    erased = await customer_data.console_erase(
+        request, login, reason=_text(form, "reason"), confirm=_text(form, "confirm")
+    )
+    # The profile is gone; its audit log shows the tombstone.
+    return redirect(f"/console/audit?subject={quote(erased.audit.subject_id)}")
+
+
+@console
+async def erase_message(request: web.Request, login: auth.OperatorLogin) -> web.StreamResponse:
+    form = await _form(request)
+    customer_id = request.match_info["customer_id"]
+    message_id = storage_id(request.match_info["message_id"])
+    if message_id is None:
+        raise RecordNotFound("no such message")
+    async with request.app[SESSIONS]() as session:
+        await messages.get_message(session, customer_id, message_id)  # this customer's
+    erased = await customer_data.console_erase_message(
+        request, login, message_id, reason=_text(form, "reason")
+    )
+    return _back(customer_id, f"message erased; {sum(erased.counts.values())} rows removed")
+
+
+@console
 async def preview(request: web.Request, login: auth.OperatorLogin) -> web.StreamResponse:
     customer_id = request.match_info["customer_id"]
     text = request.query.get("message", "").strip()
@@ -438,3 +479,6 @@ def add_routes(app: web.Application) -> None:
     router.add_post(base + "/facts/{fact_id}/correct", correct_fact)
     router.add_post(base + "/facts/{fact_id}/{change:pin|unpin|retract}", change_fact)
     router.add_post(base + "/rebuild", rebuild)
+    router.add_get(base + "/export", export_data, allow_head=False)
+    router.add_post(base + "/erase", erase_data)
+    router.add_post(base + "/messages/{message_id}/erase", erase_message)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from collections.abc import Sequence
+from urllib.parse import urlsplit
 
 from channels.transcripts import DEFAULT_THRESHOLD
 from context.render import summary_tag
@@ -14,6 +15,7 @@ from gateway.console.profile import Profile
 from gateway.console.views_layout import action_form, page, table
 from gateway.console.views_traces import traces_section
 from gateway.memory.summaries import summary_item
+from gateway.storage.attachments import media_of
 from gateway.storage.records import (
     FactRecord,
     MessageRecord,
@@ -54,6 +56,21 @@ def message_text(message: MessageRecord) -> Html:
             el("mark", {"class_": "low", "title": "low confidence"}, piece) if doubtful else piece
         )
     return el("span", {"class_": "text"}, parts)
+
+
+def attachment_links(message: MessageRecord) -> Html | None:
+    """A message's attachments as links (http and https only), labelled with their caption,
+    file name or type; None for a message without any."""
+    links = [
+        el(
+            "a",
+            {"href": m.url, "class_": "attachment", "rel": "noopener noreferrer"},
+            f"📎 {m.caption or m.filename or m.content_type or 'attachment'}",
+        )
+        for m in media_of(message.media)
+        if urlsplit(m.url).scheme in ("http", "https")
+    ]
+    return el("span", {"class_": "attachments"}, links) if links else None
 
 
 def _fact_row(
@@ -270,6 +287,7 @@ def _episodes_section(profile: Profile) -> Html:
                             ),
                             el("span", {"class_": "role"}, m.role),
                             message_text(m),
+                            attachment_links(m),
                         )
                         for m in msgs
                     ],
@@ -300,6 +318,24 @@ def _summaries_section(profile: Profile) -> Html:
             for s in profile.summaries
         ]
         or el("p", None, "None."),
+    )
+
+
+def _data_section(login: OperatorLogin, cid: str) -> Html:
+    """The customer's data rights: an export download, and an erasure that asks for the
+    customer id typed again (nothing of it can be undone)."""
+    confirm = el(
+        "label",
+        None,
+        "Type the customer id to confirm",
+        el("input", {"name": "confirm", "required": True, "autocomplete": "off"}),
+    )
+    return el(
+        "section",
+        None,
+        el("h2", None, "Customer data"),
+        el("p", None, el("a", {"href": f"/console/customers/{cid}/export"}, "Export (JSON)")),
+        action_form(login, f"/console/customers/{cid}/erase", "Erase this customer", confirm),
     )
 
 
@@ -341,6 +377,7 @@ def profile_page(login: OperatorLogin, profile: Profile, notice: str | None) -> 
             {"class_": "tools"},
             el("section", None, el("h2", None, "Context preview"), preview),
             el("section", None, el("h2", None, "Memory"), rebuild),
+            _data_section(login, cid),
             el(
                 "p",
                 None,
@@ -391,5 +428,21 @@ def message_page(login: OperatorLogin, message: MessageRecord) -> Html:
             "blockquote",
             {"class_": "message", "id": f"message-{message.id}"},
             message_text(message),
+        ),
+        el(
+            "section",
+            None,
+            el("h2", None, "Erase"),
+            el(
+                "p",
+                {"class_": "muted"},
+                "Removes this message with every version of it and what was learned from it;"
+                " the episode's summary is rebuilt.",
+            ),
+            action_form(
+                login,
+                f"/console/customers/{message.customer_id}/messages/{message.id}/erase",
+                "Erase this message",
+            ),
         ),
     )

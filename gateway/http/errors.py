@@ -8,6 +8,7 @@ GatewayError                      (code, status)
 ├── Conflict                      409
 ├── PayloadTooLarge               413
 ├── Unprocessable                 422 well-formed but unusable (e.g. a fixed context too big)
+├── TooManyRequests               429 try again after `retry_after_s` (Retry-After)
 └── ServiceUnavailable            503 a dependency is down; providers should retry
 """
 
@@ -58,6 +59,15 @@ class PayloadTooLarge(GatewayError):
 class Unprocessable(GatewayError):
     status = 422
     code = "unprocessable"
+
+
+class TooManyRequests(GatewayError):
+    status = 429
+    code = "too_many_requests"
+
+    def __init__(self, detail: str, *, retry_after_s: int, code: str | None = None) -> None:
+        super().__init__(detail, code=code)
+        self.retry_after_s = retry_after_s
 
 
 class ServiceUnavailable(GatewayError):

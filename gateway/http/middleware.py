@@ -12,9 +12,9 @@ from aiohttp.typedefs import Handler
 from channels.base import PayloadInvalid, SignatureInvalid
 from context import BudgetError
 from gateway.console.errors import Invalid
-from gateway.http.errors import GatewayError, PayloadTooLarge
+from gateway.http.errors import GatewayError, PayloadTooLarge, TooManyRequests
 from gateway.keys import METRICS, SETTINGS
-from gateway.runtime.outages import is_storage_down
+from gateway.runtime.outages import is_database_timeout, is_storage_down
 from gateway.storage.errors import (
     CustomerScopeRequired,
     DuplicateMessage,
@@ -47,6 +47,10 @@ def error_response(status: int, code: str, detail: str) -> web.Response:
 async def error_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
     try:
         return await handler(request)
+    except TooManyRequests as exc:
+        response = error_response(exc.status, exc.code, exc.detail)
+        response.headers["Retry-After"] = str(exc.retry_after_s)
+        return response
     except GatewayError as exc:
         return error_response(exc.status, exc.code, exc.detail)
     except SignatureInvalid as exc:
@@ -77,6 +81,11 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
     except asyncio.CancelledError:
         raise
     except Exception as exc:
+        if is_database_timeout(exc):
+            log.warning("database timeout", extra={"fields": {"path": request.path}})
+            return error_response(
+                503, "database_timeout", "the database did not answer in time; retry later"
+            )
         if is_storage_down(exc):
             log.warning("storage unavailable", extra={"fields": {"error": type(exc).__name__}})
             return error_response(503, "storage_unavailable", "storage is unavailable; retry later")

@@ -11,8 +11,15 @@ from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
-from channels.base import PayloadInvalid, RawRequest, StatusCallbacks, unstorable_field
+from channels.base import (
+    PayloadInvalid,
+    RawRequest,
+    StatusBatches,
+    StatusCallbacks,
+    unstorable_field,
+)
 from channels.telegram import ignored_update
+from channels.whatsapp_cloud import WhatsAppCloudChannel
 from gateway.http.openapi import document
 from gateway.keys import ADAPTERS, BACKPRESSURE, INBOX_WRITER, SESSIONS
 from gateway.turns import delivery
@@ -22,6 +29,8 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 EMPTY_TWIML = '<?xml version="1.0" encoding="UTF-8"?><Response></Response>'
 
 TELEGRAM_PATH = "/webhooks/telegram"
+CLOUD_PATH = "/webhooks/whatsapp/cloud"
+CLOUD = "whatsapp_cloud"
 
 log = logging.getLogger("relaydesk.webhooks")
 
@@ -115,6 +124,79 @@ document(
         413: "body too large",
     },
 )
+
+
+def _cloud(request: web.Request) -> WhatsAppCloudChannel:
+    channel = request.app[ADAPTERS].get(CLOUD)
+    if not isinstance(channel, WhatsAppCloudChannel):
+        raise web.HTTPNotFound()
+    return channel
+
+
+async def whatsapp_cloud_subscription(request: web.Request) -> web.Response:
+    """Meta's check of the callback URL: the challenge back, as text, for our verify token."""
+    challenge = _cloud(request).subscription_challenge(request.query)
+    return web.Response(text=challenge, content_type="text/plain")
+
+
+async def whatsapp_cloud(request: web.Request) -> web.Response:
+    """Messages held like every webhook's (`receive`: verified, parsed whole, then stored);
+    the statuses of the same body applied after them; the rest acknowledged and logged."""
+    channel = _cloud(request)
+    await receive(request, CLOUD)
+    raw = RawRequest(request.method, str(request.url), dict(request.headers), await request.read())
+    await apply_statuses(request, CLOUD, channel, raw)
+    for ignored in channel.read(raw).ignored:  # the kind and the reason, never content
+        log.info(
+            "whatsapp cloud notification ignored",
+            extra={"fields": {"what": ignored.what, "reason": ignored.reason}},
+        )
+    return web.json_response({"ok": True})
+
+
+async def apply_statuses(
+    request: web.Request, channel_name: str, channel: StatusBatches, raw: RawRequest
+) -> None:
+    """Every delivery status of a verified request, in one transaction, each only forward."""
+    statuses = channel.parse_statuses(raw)
+    if not statuses:
+        return
+    async with request.app[SESSIONS].begin() as session:
+        for provider_id, status, error_code in statuses:
+            await delivery.apply_status(
+                session,
+                channel=channel_name,
+                provider_id=provider_id,
+                status=status,
+                error_code=error_code,
+            )
+
+
+document(
+    "GET",
+    CLOUD_PATH,
+    "WhatsApp Cloud API subscription check (hub.mode, hub.verify_token, hub.challenge)",
+    secured=False,
+    responses={200: "hub.challenge as text/plain", 403: "wrong or missing verify token"},
+)
+document(
+    "POST",
+    CLOUD_PATH,
+    "WhatsApp Cloud API webhook (JSON, X-Hub-Signature-256): messages and delivery statuses",
+    secured=False,
+    responses={
+        200: "messages committed to the inbox and statuses applied, or acknowledged without "
+        "a message (fields, message types and other business numbers not handled)",
+        400: "malformed",
+        403: "missing or wrong signature",
+        413: "body too large",
+    },
+)
+
+
+def add_whatsapp_cloud_routes(app: web.Application) -> None:
+    app.router.add_get(CLOUD_PATH, whatsapp_cloud_subscription)
+    app.router.add_post(CLOUD_PATH, whatsapp_cloud)
 
 
 def add_twilio_routes(app: web.Application) -> None:

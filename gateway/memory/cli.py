@@ -18,7 +18,7 @@ from gateway.memory.llm_compactor import CompactorFactory, llm_compactor_factory
 from gateway.memory.queue import CompactionQueue, InProcessQueue
 from gateway.memory.rebuild import rebuild_customer
 from gateway.memory.worker import MemoryWorker
-from gateway.storage.engine import make_engine, make_sessionmaker
+from gateway.storage.engine import engine_for, make_sessionmaker
 
 
 @contextlib.asynccontextmanager
@@ -43,7 +43,7 @@ async def _worker(
 
 @contextlib.asynccontextmanager
 async def _sessions(settings: Settings) -> AsyncIterator[async_sessionmaker[AsyncSession]]:
-    engine = make_engine(settings.database_url)
+    engine = engine_for(settings)
     try:
         yield make_sessionmaker(engine)
     finally:

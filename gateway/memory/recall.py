@@ -157,6 +157,18 @@ class RecallCache:
         self._entries.move_to_end(key)
         return entry[1]
 
+    def holds(self, customer_id: str) -> bool:
+        """Whether any entry of the customer is kept."""
+        return any(key and key[0] == customer_id for key in self._entries)
+
+    def forget(self, customer_ids: Collection[str]) -> int:
+        """Drop every entry of these customers (erased, or some of their messages were);
+        returns how many entries went."""
+        gone = [key for key in self._entries if key and key[0] in customer_ids]
+        for key in gone:
+            del self._entries[key]
+        return len(gone)
+
     def put(self, key: tuple[object, ...], fingerprint: object, index: RecallIndex) -> None:
         self._entries[key] = (fingerprint, index)
         self._entries.move_to_end(key)

@@ -31,7 +31,7 @@ from gateway.memory.llm_compactor import CompactionFailed, LLMCompactor, describ
 from gateway.memory.queue import CompactionJob
 from gateway.providers import ProviderError
 from gateway.storage.records import CANNED, FactRecord, MessageRecord, NewFact
-from gateway.storage.repositories import episodes, facts, messages, summaries
+from gateway.storage.repositories import customers, episodes, facts, messages, summaries
 from gateway.tenants import TenantSettings
 from gateway.turns.calls import current_turn, speech
 
@@ -160,17 +160,25 @@ async def compact_episode(
         return batch
     run = await _with_model(compactor, batch, counter)
     async with sessions.begin() as session:
-        # Compactions of one episode run one at a time (`lock_episode`).
+        # The customer first, as an erasure takes it (`customers.hold_customer`); then
+        # compactions of one episode run one at a time (`lock_episode`).
+        if not await customers.hold_customer(session, job.customer_id):
+            return CompactionOutcome(0, 0, None)
         episode = await episodes.lock_episode(session, job.episode_id)
         pointer = await summaries.summary_pointer(session, job.episode_id)
         if episode is None or episode.version != batch.version or pointer != batch.pointer:
             return CompactionOutcome(0, 0, pointer)
+        if await messages.existing_ids(session, batch.compact_ids) != set(batch.compact_ids):
+            return CompactionOutcome(0, 0, pointer)  # a message was erased meanwhile
         return await _apply(session, job, batch, run, counter, started)
 
 
 async def _load(
     session: AsyncSession, job: CompactionJob, settings: TenantSettings
 ) -> _Batch | CompactionOutcome:
+    # Held until the commit: an erasure of the customer waits, or already removed it.
+    if not await customers.hold_customer(session, job.customer_id):
+        return CompactionOutcome(0, 0, None)
     episode = await episodes.lock_episode(session, job.episode_id)
     if episode is None or episode.customer_id != job.customer_id:
         return CompactionOutcome(0, 0, None)

@@ -26,6 +26,8 @@ class Metrics:
     # Conversations waiting for an operator longer than the tenant's `handoff_waiting_alert_s`
     # (read when scraped, like the inbox's).
     conversations_waiting_too_long: Gauge
+    # Rows the retention job removed (`gateway.memory.retention`), by kind.
+    retention_deleted: Counter
 
     @classmethod
     def create(cls) -> Metrics:
@@ -89,6 +91,13 @@ class Metrics:
             conversations_waiting_too_long=Gauge(
                 "relaydesk_conversations_waiting_too_long",
                 "Conversations waiting for an operator longer than handoff_waiting_alert_s",
+                registry=registry,
+            ),
+            retention_deleted=Counter(
+                "relaydesk_retention_deleted",
+                "Rows retention removed, by kind (messages, messages_erased, turns, outbound, "
+                "facts, summaries)",
+                ["kind"],
                 registry=registry,
             ),
         )

@@ -25,13 +25,26 @@ UNAVAILABLE_SQLSTATE_CLASSES = ("08", "57P")
 UNAVAILABLE_SQLSTATES = frozenset({"53300"})
 
 
+# 57014: PostgreSQL cancelled the statement (its `statement_timeout`); 25P03: it ended a session
+# left idle inside a transaction (`idle_in_transaction_session_timeout`).
+TIMEOUT_SQLSTATES = frozenset({"57014", "25P03"})
+
+
+def is_database_timeout(exc: BaseException) -> bool:
+    """The database cut a statement or transaction that ran past its configured timeout."""
+    if not isinstance(exc, DBAPIError):
+        return False
+    return getattr(exc.orig, "sqlstate", None) in TIMEOUT_SQLSTATES
+
+
 def is_storage_down(exc: BaseException) -> bool:
-    """The database or Redis cannot be reached right now: the request may succeed later."""
+    """The database or Redis cannot be reached right now, or cut a statement that ran too
+    long: the request may succeed later."""
     if isinstance(exc, STORAGE_DOWN):
         return True
     if not isinstance(exc, DBAPIError):
         return False
-    if exc.connection_invalidated:
+    if exc.connection_invalidated or is_database_timeout(exc):
         return True
     sqlstate = getattr(exc.orig, "sqlstate", None)
     return isinstance(sqlstate, str) and (

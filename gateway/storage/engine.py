@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine
@@ -15,6 +15,9 @@ from sqlalchemy.ext.asyncio import (
     create_async_engine,
 )
 
+if TYPE_CHECKING:
+    from gateway.config import Settings
+
 # A PostgreSQL server that does not answer must fail a request quickly (503, the provider
 # retries), not hold it for asyncpg's default 60 s; the pool wait is bounded the same way.
 CONNECT_TIMEOUT_S = 5.0
@@ -24,8 +27,20 @@ PING_IDLE_S = 1.0
 _RETURNED_AT = "relaydesk_returned_at"
 
 
-def make_engine(url: str, *, echo: bool = False, ping_idle_s: float = PING_IDLE_S) -> AsyncEngine:
-    """Build an engine; SQLite gets WAL, foreign keys and a busy timeout for concurrent writers."""
+def make_engine(
+    url: str,
+    *,
+    echo: bool = False,
+    ping_idle_s: float = PING_IDLE_S,
+    statement_timeout_ms: int = 0,
+    idle_in_transaction_timeout_ms: int = 0,
+) -> AsyncEngine:
+    """Build an engine; SQLite gets WAL, foreign keys and a busy timeout for concurrent writers.
+
+    On PostgreSQL every connection is opened with `statement_timeout` and
+    `idle_in_transaction_session_timeout` set (0: no limit, PostgreSQL's default), so one stuck
+    query or a transaction left open never holds a pooled connection and its locks for long.
+    SQLite has neither setting; its writers wait under the busy timeout instead."""
     if url.startswith("sqlite"):
         engine = create_async_engine(url, echo=echo, connect_args={"timeout": 30})
         event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
@@ -37,10 +52,33 @@ def make_engine(url: str, *, echo: bool = False, ping_idle_s: float = PING_IDLE_
         pool_size=10,
         max_overflow=10,
         pool_timeout=POOL_TIMEOUT_S,
-        connect_args={"timeout": CONNECT_TIMEOUT_S},
+        connect_args={
+            "timeout": CONNECT_TIMEOUT_S,
+            "server_settings": postgres_timeouts(
+                statement_timeout_ms, idle_in_transaction_timeout_ms
+            ),
+        },
     )
     _ping_idle_connections(engine.sync_engine, ping_idle_s)
     return engine
+
+
+def postgres_timeouts(statement_timeout_ms: int, idle_in_transaction_ms: int) -> dict[str, str]:
+    """The asyncpg `server_settings` of the two timeouts (milliseconds, as PostgreSQL reads a
+    bare number)."""
+    return {
+        "statement_timeout": str(statement_timeout_ms),
+        "idle_in_transaction_session_timeout": str(idle_in_transaction_ms),
+    }
+
+
+def engine_for(settings: Settings) -> AsyncEngine:
+    """The engine a serving process uses: the configured database with its timeouts."""
+    return make_engine(
+        settings.database_url,
+        statement_timeout_ms=settings.db_statement_timeout_ms,
+        idle_in_transaction_timeout_ms=settings.db_idle_in_transaction_timeout_ms,
+    )
 
 
 def _ping_idle_connections(engine: Engine, idle_s: float) -> None:

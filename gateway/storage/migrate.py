@@ -8,8 +8,9 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
+from sqlalchemy import text
 from sqlalchemy.engine import Connection
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 MIGRATIONS_DIR = Path(__file__).with_name("migrations")
 
@@ -31,7 +32,16 @@ async def upgrade(engine: AsyncEngine, revision: str = "head") -> None:
         command.upgrade(config, revision)
 
     async with engine.begin() as connection:
+        await _without_timeouts(connection)
         await connection.run_sync(_upgrade)
+
+
+async def _without_timeouts(connection: AsyncConnection) -> None:
+    """A migration may rewrite a large table: the serving engine's statement timeout must not
+    cut it half-way. `SET LOCAL` ends with the migration's transaction."""
+    if connection.dialect.name == "postgresql":
+        await connection.execute(text("SET LOCAL statement_timeout = 0"))
+        await connection.execute(text("SET LOCAL idle_in_transaction_session_timeout = 0"))
 
 
 async def downgrade(engine: AsyncEngine, revision: str) -> None:
@@ -42,6 +52,7 @@ async def downgrade(engine: AsyncEngine, revision: str) -> None:
         command.downgrade(config, revision)
 
     async with engine.begin() as connection:
+        await _without_timeouts(connection)
         await connection.run_sync(_downgrade)
 
 

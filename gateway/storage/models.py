@@ -513,10 +513,57 @@ class TenantConfig(Base):
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
 
 
+# The references that erasure and retention delete through: without an index, each deleted
+# parent row makes the database scan the referencing table. Partial (only rows that refer), so
+# the common rows that refer to nothing cost no index entry.
+REFERENCE_INDEXES: tuple[tuple[str, str, bool], ...] = (
+    # (table, column, partial)
+    ("messages", "supersedes_id", True),
+    ("messages", "identity_id", True),
+    ("facts", "source_message_id", False),
+    ("facts", "confirmed_by_message_id", True),
+    ("facts", "superseded_by", True),
+    ("facts", "source_identity_id", True),
+    ("turns", "reply_message_id", True),
+    ("outbound_messages", "reply_message_id", True),
+    ("episode_summaries", "last_message_id", False),
+    ("compaction_traces", "episode_id", True),
+    ("episodes", "identity_id", True),
+    ("episodes", "campaign_id", True),
+    ("conversations", "identity_id", True),
+    ("customer_identifiers", "source_identity_id", True),
+)
+
+
+def reference_index_name(table: str, column: str) -> str:
+    return f"ix_{table}_{column}_ref"
+
+
+for _table, _column, _partial in REFERENCE_INDEXES:
+    _where = sql_text(f"{_column} IS NOT NULL") if _partial else None
+    Index(
+        reference_index_name(_table, _column),
+        Base.metadata.tables[_table].c[_column],
+        postgresql_where=_where,
+        sqlite_where=_where,
+    )
+
+
 class ImmutableRowError(Exception):
-    """Raised when code tries to update a raw message in place."""
+    """Raised when code tries to update a raw message in place, or to delete one outside an
+    erasure."""
 
 
 @event.listens_for(Message, "before_update")
 def _refuse_message_update(mapper: Mapper[Any], connection: Any, target: Message) -> None:
     raise ImmutableRowError(f"message {target.id} is immutable; write a new version instead")
+
+
+@event.listens_for(Message, "before_delete")
+def _refuse_message_delete(mapper: Mapper[Any], connection: Any, target: Message) -> None:
+    # Raw messages are kept; only an erasure (a data subject's request, an operator removing
+    # a mistake, retention) deletes them, by set-based statements that this guard does not
+    # see: `repositories.erasure` and `repositories.message_erasure`.
+    raise ImmutableRowError(
+        f"message {target.id} is kept; erase it with repositories.message_erasure instead"
+    )

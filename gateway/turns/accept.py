@@ -25,7 +25,7 @@ from datetime import datetime, timedelta
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from channels.base import InboundMessage, Media, PayloadInvalid
+from channels.base import InboundMessage, PayloadInvalid
 from channels.redaction import redact
 from context import TokenCounter
 from gateway.config import Settings
@@ -42,6 +42,7 @@ from gateway.events.outbox import EventOutbox
 from gateway.memory.queue import CompactionJob, CompactionQueue
 from gateway.runtime.metrics import Metrics
 from gateway.runtime.outages import is_storage_down
+from gateway.storage.attachments import stored_media
 from gateway.storage.errors import DuplicateMessage, IdentityRace
 from gateway.storage.records import (
     EpisodeRecord,
@@ -435,10 +436,15 @@ class Acceptor:
             identity_id=identity.identity_id,
             provider_message_id=inbound.provider_message_id,
             transcript_confidence=inbound.transcript_confidence,
-            media={"items": [_media_item(m) for m in inbound.media]} if inbound.media else None,
+            media=stored_media(inbound.media),
             extra={
                 **dict(inbound.extra),
                 "kind": inbound.kind,
+                **(
+                    {"reply_to_provider_id": inbound.reply_to_provider_id}
+                    if inbound.reply_to_provider_id
+                    else {}
+                ),
                 **({"redactions": cleaned.redacted_count} if cleaned.redacted_count else {}),
             },
             created_at=inbound.received_at,
@@ -502,10 +508,6 @@ def _seen(key: str, message: MessageRecord, identity: ResolvedIdentity) -> Messa
         at=message.created_at,
         inbound=True,
     )
-
-
-def _media_item(media: Media) -> dict[str, str | None]:
-    return {"url": media.url, "content_type": media.content_type}
 
 
 async def _latest_version(session: AsyncSession, thread: str, message_key: str) -> int | None:

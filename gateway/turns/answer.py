@@ -36,8 +36,9 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from channels.base import Channel
+from channels.base import Channel, Media
 from context import ChatMessage, TokenCounter
+from context.reply_attachments import split_attachments
 from gateway.coordination.locks import ConversationLocks, Held
 from gateway.customers.resolve import ResolvedIdentity
 from gateway.events.outbox import EventOutbox
@@ -52,6 +53,7 @@ from gateway.providers.limits import CallLimits, ModelGate
 from gateway.providers.pool import ProviderPool
 from gateway.providers.transcriber import Transcriber
 from gateway.runtime.clock import utcnow
+from gateway.storage.attachments import stored_media
 from gateway.storage.errors import RecordNotFound
 from gateway.storage.records import (
     CANNED,
@@ -73,6 +75,7 @@ from gateway.storage.repositories import (
 )
 from gateway.tenants import TenantSettings
 from gateway.turns.backpressure import Backpressure
+from gateway.turns.contact_cards import is_contact_card, read_contact_card
 from gateway.turns.deliver import DELIVERY_LEASE, Deliverer
 from gateway.turns.handoff import OwnerChange, change_owner, message_created
 from gateway.turns.preview import Preview
@@ -271,7 +274,11 @@ class Answerer:
 
     def _waits(self, pending: PendingTurn) -> bool:
         needs_transcript = self.transcriber is not None and is_voice_note(pending.inbound)
-        return needs_transcript or self.model_facts.running(pending.turn.conversation_key)
+        return (
+            needs_transcript
+            or is_contact_card(pending.inbound)
+            or self.model_facts.running(pending.turn.conversation_key)
+        )
 
     async def _prepare_after_waiting(self, pending: PendingTurn) -> _Prepared:
         heard = await self._heard(pending.inbound)
@@ -354,12 +361,17 @@ class Answerer:
                 handoff = MODEL_MARKER
                 if not text:
                     text, canned = tenant.handoff_message, CANNED_HANDOFF
+        attachments: tuple[Media, ...] = ()
+        if canned is None:
+            # The model's media markers become attachments (`context.reply_attachments`).
+            text, found = split_attachments(text)
+            attachments = tuple(Media(a.url, a.content_type, caption=a.caption) for a in found)
         # The reply is stored with its delivery lease taken, so sending needs no claim of its own.
         fields.update(delivery_status="sending", delivery_lease_until=utcnow() + DELIVERY_LEASE)
         try:
             async with self.work:
                 reply = await self._store_reply(
-                    turn, held, inbound, text, canned, fields, handoff=handoff
+                    turn, held, inbound, text, canned, fields, handoff=handoff, media=attachments
                 )
         except _TakenMeanwhile:
             typing.stop()
@@ -418,6 +430,14 @@ class Answerer:
             await self.memory.enqueue(CompactionJob(turn.customer_id, turn.episode_id))
 
     async def _heard(self, inbound: MessageRecord) -> MessageRecord:
+        """A voice note's transcript, a shared contact's card read; any other message."""
+        if is_contact_card(inbound):
+            return await read_contact_card(
+                inbound,
+                sessions=self.sessions,
+                channel=self.adapters.get(inbound.channel),
+                counter=self.counter,
+            )
         if self.transcriber is None:
             return inbound
         return await heard_message(
@@ -438,6 +458,7 @@ class Answerer:
         fields: dict[str, Any],
         *,
         handoff: str | None = None,
+        media: tuple[Media, ...] = (),
     ) -> MessageRecord:
         """Store the reply and its turn's fields; `handoff` (a reason) also moves the
         conversation to waiting. Raises `_TakenMeanwhile` (nothing stored) when the
@@ -459,6 +480,7 @@ class Answerer:
                     identity_id=inbound.identity_id,
                     provider_message_id=f"reply:{inbound.id}",
                     thread_key=inbound.thread_key,
+                    media=stored_media(media),
                     extra={"in_reply_to": inbound.id, **({CANNED: canned} if canned else {})},
                 ),
                 add_to_episode=False,

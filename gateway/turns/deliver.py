@@ -34,6 +34,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from channels.base import Channel, OutboundMessage, SendFailed
 from gateway.runtime.clock import utcnow
 from gateway.runtime.tasks import cancel_and_wait
+from gateway.storage.attachments import media_of
 from gateway.storage.records import MessageRecord, TurnRecord
 from gateway.storage.repositories import messages, turns
 from gateway.storage.repositories.outbound import SentPart
@@ -172,6 +173,7 @@ class Deliverer:
             text=reply.text,
             reply_to=reply_to,
             message_id=str(reply.id),
+            media=media_of(reply.media),
         )
         for _ in range(2):  # free text the provider refuses as outside the window: once more
             if self.windows is not None:

@@ -13,12 +13,14 @@ customer message, as when the message was written.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from channels.base import Media
 from context import TokenCounter
 from gateway.events.outbox import EventOutbox
+from gateway.storage.attachments import stored_media
 from gateway.storage.records import OPERATOR_AUTHOR, ConversationRecord, MessageRecord, NewMessage
 from gateway.storage.repositories import conversations, episodes, messages, turns
 from gateway.storage.repositories.conversations import MessageSeen
@@ -43,13 +45,14 @@ async def send_operator_message(
     conversation_id: str,
     text: str,
     actor: str,
+    media: Sequence[Media] = (),
     extra: Mapping[str, object] | None = None,
     stored: Callable[[AsyncSession, MessageRecord], Awaitable[None]] | None = None,
 ) -> MessageRecord:
-    """Store the message (only by the operator holding the conversation; `extra` stored with
-    it, e.g. the template it goes as; `stored` called in the same transaction, e.g. to audit
-    it) and hand it to the deliver step; returns it once stored. Raises
-    `ConversationNotFound`, `NotHeld`, `NoRecipient`."""
+    """Store the message and its attachments (by URL; only by the operator holding the
+    conversation; `extra` stored with it, e.g. the template it goes as; `stored` called in the
+    same transaction, e.g. to audit it) and hand it to the deliver step; returns it once
+    stored. Raises `ConversationNotFound`, `NotHeld`, `NoRecipient`."""
     async with sessions.begin() as session:
         conversation = await conversations.lock(session, conversation_id)
         if conversation is None:
@@ -60,7 +63,9 @@ async def send_operator_message(
         latest = await conversations.latest_customer_message(session, conversation)
         if latest is None or latest.sender is None:
             raise NoRecipient("the customer has not written on this conversation yet")
-        message = await _store(session, counter, conversation, latest, text, actor, extra or {})
+        message = await _store(
+            session, counter, conversation, latest, text, actor, media, extra or {}
+        )
         turn = await turns.create_operator_turn(
             session, message, conversation.conversation_key, DELIVERY_LEASE
         )
@@ -91,6 +96,7 @@ async def _store(
     latest: MessageRecord,
     text: str,
     actor: str,
+    media: Sequence[Media],
     extra: Mapping[str, object],
 ) -> MessageRecord:
     """On the conversation's open episode (a new one when none is open)."""
@@ -117,6 +123,7 @@ async def _store(
             identity_id=latest.identity_id,
             provider_message_id=f"operator:{uuid.uuid4().hex}",
             thread_key=latest.thread_key,
+            media=stored_media(media),
             extra={**extra, "author": OPERATOR_AUTHOR, "actor": actor, RECIPIENT: recipient},
         ),
         add_to_episode=False,

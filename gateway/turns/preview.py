@@ -15,6 +15,7 @@ import logging
 from collections.abc import Callable
 
 from channels.base import Channel, ReplyPreviews
+from context.reply_attachments import shown_while_written
 
 log = logging.getLogger("relaydesk.preview")
 
@@ -59,7 +60,7 @@ class Preview:
         if self._on_first_text is not None:
             self._on_first_text()
             self._on_first_text = None
-        self._latest = text
+        self._latest = shown_while_written(text)  # no media marker is shown
         if self._pump is None or self._pump.done():
             self._pump = asyncio.create_task(self._show(), name="preview")
 

@@ -121,6 +121,8 @@ def _turn(message: WindowLine, counter: TokenCounter) -> Turn | None:
     if message.role not in ("user", "assistant"):
         return None
     text, tokens = message.text, message.token_count
+    if message.role == "assistant" and not text and message.human_agent is None:
+        return None  # a reply of attachments only (`context.reply_attachments`): no words
     if message.human_agent is not None:
         # An operator's message: tagged as a person's (only the tag is counted here; the text
         # keeps its count from ingest).

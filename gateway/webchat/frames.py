@@ -1,5 +1,6 @@
 """Reading web chat input that is not the channel's own message body: websocket frames, the
-hello's fields and the `after` cursor (the protocol is in `gateway/webchat/routes.py`).
+hello's fields and the `after` cursor (the protocol is in `gateway/webchat/routes.py`); and
+the attachments a message frame carries out (`media_items`).
 
 Every malformed input raises `PayloadInvalid`, `json.JSONDecodeError` or `BadRequest`, the
 errors the socket answers with an error frame and keeps going.
@@ -8,10 +9,11 @@ errors the socket answers with an error frame and keeps going.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from channels.base import PayloadInvalid, unstorable
+from channels.base import Media, PayloadInvalid, unstorable
 from channels.webchat import visitor_id_of
 from gateway.http.errors import BadRequest
 from identity import decimal_id
@@ -69,3 +71,17 @@ def check_storable(text: str) -> None:
     why = unstorable(text)
     if why:
         raise PayloadInvalid(f"text {why}")
+
+
+def media_items(media: Sequence[Media]) -> list[dict[str, str | None]]:
+    """A message frame's `media`: each attachment's URL, type, caption and file name (the
+    widget shows them as links)."""
+    return [
+        {
+            "url": m.url,
+            "content_type": m.content_type,
+            "caption": m.caption,
+            "filename": m.filename,
+        }
+        for m in media
+    ]

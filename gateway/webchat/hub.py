@@ -14,13 +14,14 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections import defaultdict
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from aiohttp import web
 
-from channels.base import OutboundMessage
+from channels.base import Media, OutboundMessage
 from channels.webchat import client_message_id_of
+from gateway.webchat.frames import media_items
 
 log = logging.getLogger("relaydesk.webchat")
 
@@ -28,9 +29,15 @@ Publish = Callable[[str, dict[str, Any]], Awaitable[None]]
 
 
 def message_frame(
-    message_id: int | str, role: str, text: str, created_at: str, client_message_id: str | None
+    message_id: int | str,
+    role: str,
+    text: str,
+    created_at: str,
+    client_message_id: str | None,
+    media: Sequence[Media] = (),
 ) -> dict[str, Any]:
-    return {
+    """A stored message as a `message` frame; `media` only when it carries attachments."""
+    frame: dict[str, Any] = {
         "type": "message",
         "message_id": str(message_id),
         "role": role,
@@ -38,13 +45,18 @@ def message_frame(
         "created_at": created_at,
         "client_message_id": client_message_id,
     }
+    if media:
+        frame["media"] = media_items(media)
+    return frame
 
 
 def reply_frame(message: OutboundMessage, created_at: str) -> dict[str, Any]:
     """A stored reply as it goes out live: a `message` frame with the `reply_to` its partial
     frames carried (the visitor's `client_message_id` answered), so the widget replaces the
-    growing bubble with it."""
-    frame = message_frame(message.message_id or "", "assistant", message.text, created_at, None)
+    growing bubble with it, and its attachments (`media`, when it has any)."""
+    frame = message_frame(
+        message.message_id or "", "assistant", message.text, created_at, None, message.media
+    )
     frame["reply_to"] = client_message_id_of(message.reply_to)
     return frame
 

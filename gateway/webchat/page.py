@@ -2,7 +2,8 @@
 
 The page is plain HTML, CSS and JavaScript shipped inside the package (`webchat/static/`), with
 no build step and no third-party resources. It speaks the websocket protocol described in
-`gateway.webchat.routes`.
+`gateway.webchat.routes`, with a visitor id it asks of `POST /webchat/visitors` (same origin,
+allowed by `connect-src 'self'`) and keeps in localStorage.
 
 Headers: the page is revalidated on every load (`Cache-Control: no-cache`; the file response
 answers conditional requests with 304), and a Content-Security-Policy allows scripts, styles

@@ -1,9 +1,15 @@
-"""Web chat: REST `/webchat/messages` and the websocket `/webchat/ws`.
+"""Web chat: `POST /webchat/visitors`, REST `/webchat/messages` and the websocket `/webchat/ws`.
+
+A visitor id is issued by the server (`POST /webchat/visitors` → `{"visitor_id": str}`, signed,
+see `gateway.webchat.visitors`); who may read a thread is in `gateway.webchat.access`.
 
 Websocket protocol (JSON text frames):
 
     → {"type": "hello", "visitor_id": str, "identity_token": str | null, "after": str | null}
     ← {"type": "ready", "visitor_id": str}
+    ← or {"type": "error", "error": "invalid_visitor_id" | "identity_required" |
+      "identity_mismatch", "detail": str}, then the socket is closed (code 1008): the visitor id
+      was not issued here, or the thread needs its account's identity token
     ← {"type": "message", ...} for every stored message of the thread after `after`
     → {"type": "message", "text": str, "client_message_id": str}
     ← {"type": "ack", "client_message_id": str, "message_id": str, "duplicate": bool}
@@ -24,7 +30,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from aiohttp import WSMsgType, web
+from aiohttp import WSCloseCode, WSMsgType, web
 from pydantic import BaseModel, ConfigDict, Field
 
 from channels.base import PayloadInvalid, RawRequest
@@ -36,13 +42,16 @@ from channels.webchat import (
     message_from,
     visitor_id_of,
 )
-from gateway.http.errors import BadRequest
+from gateway.http.errors import BadRequest, GatewayError
 from gateway.http.openapi import document
 from gateway.keys import ACCEPT, ADAPTERS, HUB, SCHEDULER, SESSIONS
 from gateway.runtime.clock import utcnow
+from gateway.storage.attachments import media_of
 from gateway.storage.records import MessageRecord
 from gateway.storage.repositories import messages
+from gateway.webchat.access import require_reader, require_signed, thread_key
 from gateway.webchat.frames import (
+    Hello,
     check_storable,
     check_token,
     read_cursor,
@@ -50,6 +59,7 @@ from gateway.webchat.frames import (
     read_hello,
 )
 from gateway.webchat.hub import message_frame
+from gateway.webchat.visitors import VISITORS, visitor_ids_ctx
 
 MAX_FRAME_BYTES = 64 * 1024
 
@@ -62,6 +72,7 @@ def frame_of(record: MessageRecord) -> dict[str, Any]:
         record.text,
         record.created_at.isoformat(),
         extra.get("client_message_id") if record.role == "user" else None,
+        media_of(record.media),
     )
 
 
@@ -76,6 +87,7 @@ async def post_message(request: web.Request) -> web.Response:
     except (ValueError, RecursionError) as exc:  # a 5000-digit number; "[[[[…" nested deep
         raise PayloadInvalid(f"body is not usable JSON: {exc}") from exc
     check_storable(inbound.text)
+    require_signed(request.app, inbound.sender)
     accepted = await request.app[ACCEPT].accept(inbound, host=request.host)
     if not accepted.duplicate:
         request.app[SCHEDULER].kick(accepted.conversation_key)
@@ -90,9 +102,16 @@ async def get_messages(request: web.Request) -> web.Response:
     except PayloadInvalid as exc:
         raise BadRequest(str(exc), code="invalid_query") from exc
     after = read_cursor(request.query.get("after"))
+    token = bearer_token(dict(request.headers))
+    check_token(token)
+    await require_reader(request.app, visitor, token)
     async with request.app[SESSIONS]() as session:
-        found = await messages.thread_messages(session, f"webchat:{visitor}", after_id=after)
+        found = await messages.thread_messages(session, thread_key(visitor), after_id=after)
     return web.json_response({"messages": [frame_of(m) for m in found]})
+
+
+async def post_visitor(request: web.Request) -> web.Response:
+    return web.json_response({"visitor_id": request.app[VISITORS].issue()}, status=201)
 
 
 async def websocket(request: web.Request) -> web.WebSocketResponse:
@@ -108,7 +127,13 @@ async def websocket(request: web.Request) -> web.WebSocketResponse:
             try:
                 data = read_frame(frame.data)
                 if visitor is None:
-                    visitor, token, cursor = await _hello(socket, data)
+                    hello = read_hello(data)
+                    try:
+                        await require_reader(request.app, hello.visitor_id, hello.identity_token)
+                    except GatewayError as refused:
+                        await _refuse(socket, refused)
+                        break
+                    visitor, token, cursor = await _hello(socket, hello)
                     # Join the hub before reading the backlog, so a reply stored meanwhile
                     # arrives live (the widget dedupes by message id) rather than never.
                     hub.add(visitor, socket)
@@ -125,10 +150,12 @@ async def websocket(request: web.Request) -> web.WebSocketResponse:
     return socket
 
 
-async def _hello(
-    socket: web.WebSocketResponse, data: dict[str, Any]
-) -> tuple[str, str | None, int | None]:
-    hello = read_hello(data)
+async def _refuse(socket: web.WebSocketResponse, refused: GatewayError) -> None:
+    await socket.send_json({"type": "error", "error": refused.code, "detail": refused.detail})
+    await socket.close(code=WSCloseCode.POLICY_VIOLATION, message=refused.code.encode())
+
+
+async def _hello(socket: web.WebSocketResponse, hello: Hello) -> tuple[str, str | None, int | None]:
     await socket.send_json({"type": "ready", "visitor_id": hello.visitor_id})
     return hello.visitor_id, hello.identity_token, hello.after
 
@@ -138,7 +165,7 @@ async def _backlog(
 ) -> None:
     async with request.app[SESSIONS]() as session:
         backlog = await messages.thread_messages(
-            session, f"webchat:{visitor}", after_id=cursor, limit=500
+            session, thread_key(visitor), after_id=cursor, limit=500
         )
     for record in backlog:
         await socket.send_json(frame_of(record))
@@ -185,12 +212,17 @@ document(
     "`Authorization: Bearer <identity token>` says who the visitor is",
     secured=False,
     body=WebChatMessageIn,
-    responses={202: "stored; the reply arrives on the websocket or by polling", 400: "malformed"},
+    responses={
+        202: "stored; the reply arrives on the websocket or by polling",
+        400: "malformed",
+        403: "visitor_id not issued by this server",
+    },
 )
 document(
     "GET",
     "/webchat/messages",
-    "Messages of a visitor's thread after a cursor",
+    "Messages of a visitor's thread after a cursor; a thread a signed-in account wrote in also "
+    "needs that account's `Authorization: Bearer <identity token>`",
     secured=False,
     parameters=[
         {
@@ -206,11 +238,28 @@ document(
             "schema": {"type": "string", "pattern": "^([0-9]{1,18}|null)?$"},
         },
     ],
-    responses={200: "messages", 400: "malformed query"},
+    responses={
+        200: "messages",
+        400: "malformed query",
+        401: "the thread was written by a signed-in account: its identity token is needed",
+        403: "visitor_id not issued by this server, or another account's identity token",
+    },
+)
+
+
+document(
+    "POST",
+    "/webchat/visitors",
+    "A new, server-signed visitor id: the widget keeps it and sends it with every message, "
+    "poll and websocket hello (an id not issued here is refused with 403)",
+    secured=False,
+    responses={201: "the visitor id"},
 )
 
 
 def add_routes(app: web.Application) -> None:
+    app.cleanup_ctx.append(visitor_ids_ctx)
+    app.router.add_post("/webchat/visitors", post_visitor)
     app.router.add_post("/webchat/messages", post_message)
     app.router.add_get("/webchat/messages", get_messages)
     app.router.add_get("/webchat/ws", websocket)

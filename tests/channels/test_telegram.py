@@ -12,7 +12,14 @@ from typing import Any
 import pytest
 from telegram.warnings import PTBDeprecationWarning
 
-from channels.base import OutboundMessage, RawRequest, SendFailed, SignatureInvalid, TypingSignals
+from channels.base import (
+    Media,
+    OutboundMessage,
+    RawRequest,
+    SendFailed,
+    SignatureInvalid,
+    TypingSignals,
+)
 from channels.splitting import utf16_units
 from channels.telegram import MAX_TEXT_UNITS, SECRET_HEADER, TelegramChannel
 from tests.support.telegram_server import FakeBotApi
@@ -89,6 +96,53 @@ async def test_a_send_goes_to_the_chat_in_order(bot_api: tuple[FakeBotApi, str])
     assert [params["chat_id"] for params in sent] == ["555001"] * 3
     assert [params["text"][:6] for params in sent] == ["Part 0", "Part 1", "Part 2"]
     assert ids == ["555001:101", "555001:102", "555001:103"]
+
+
+async def test_attachments_go_by_url_as_a_photo_or_a_document(
+    bot_api: tuple[FakeBotApi, str],
+) -> None:
+    api, base = bot_api
+    photo = "https://cdn.example.org/tenis-azul.jpg"
+    manual = "https://cdn.example.org/garantia.pdf"
+    sender = channel(api_base=base)
+    media = (
+        Media(photo, caption="O tênis azul"),  # its type from the URL
+        Media(manual, "application/pdf", caption="x" * 1500),
+    )
+    try:
+        result = await sender.send(OutboundMessage("telegram", "555001", "Seguem:", media=media))
+    finally:
+        await sender.close()
+    assert [call.method for call in api.calls] == [
+        "getMe",
+        "sendMessage",
+        "sendPhoto",
+        "sendDocument",
+    ]
+    [sent_photo] = api.sent("sendPhoto")
+    assert (sent_photo["chat_id"], sent_photo["photo"], sent_photo["caption"]) == (
+        "555001",
+        photo,
+        "O tênis azul",
+    )
+    [sent_document] = api.sent("sendDocument")
+    assert sent_document["document"] == manual
+    assert len(sent_document["caption"]) == 1024  # Telegram's caption limit
+    assert list(result.provider_message_ids) == ["555001:101", "555001:102", "555001:103"]
+
+
+async def test_an_attachment_alone_and_its_flood_wait(bot_api: tuple[FakeBotApi, str]) -> None:
+    api, base = bot_api
+    api.fail_next("sendDocument", 429, "Too Many Requests: retry after 0", retry_after=0)
+    sender = channel(api_base=base)
+    media = (Media("https://cdn.example.org/lista.csv", "text/csv"),)
+    try:
+        result = await sender.send(OutboundMessage("telegram", "555001", "", media=media))
+    finally:
+        await sender.close()
+    assert [call.method for call in api.calls] == ["getMe", "sendDocument", "sendDocument"]
+    assert "caption" not in api.sent("sendDocument")[-1]
+    assert len(result.provider_message_ids) == 1
 
 
 async def test_a_5000_character_reply_arrives_in_ordered_parts(

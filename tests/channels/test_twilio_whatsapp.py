@@ -13,6 +13,7 @@ import pytest
 from twilio.request_validator import RequestValidator
 
 from channels.base import (
+    Media,
     OutboundMessage,
     PayloadInvalid,
     RawRequest,
@@ -119,11 +120,13 @@ def test_inbound_text() -> None:
 
 def test_inbound_image() -> None:
     [message] = channel().parse(fixture_request("inbound_image.form.txt"))
-    assert message.kind == "media"
+    assert message.kind == "image"  # no MessageType in this older capture: from its type
     assert len(message.media) == 1
     assert message.media[0].content_type == "image/jpeg"
     assert message.media[0].url.startswith("https://api.twilio.com/")
-    assert message.text == "[image/jpeg]"
+    assert message.media[0].caption is None
+    assert message.text == "[image]"
+    assert message.reply_to_provider_id is None
 
 
 def test_inbound_location() -> None:
@@ -296,3 +299,73 @@ async def test_typing_to_an_unreachable_or_unconfigured_twilio_fails(unused_tcp_
     with pytest.raises(SendFailed) as failed:
         await unconfigured.typing(CUSTOMER, INBOUND_SID)
     assert not failed.value.retryable
+
+
+PHOTO = "https://cdn.example.org/catalogo/tenis-azul.jpg"
+MANUAL = "https://cdn.example.org/manuais/garantia.pdf"
+
+
+async def test_an_attachment_goes_with_the_text_as_media_url(
+    twilio: tuple[FakeTwilio, str],
+) -> None:
+    fake, base = twilio
+    channel = sender(base)
+    message = OutboundMessage(
+        "whatsapp", CUSTOMER, "Segue a foto do tênis.", media=(Media(PHOTO, "image/jpeg"),)
+    )
+    try:
+        result = await channel.send(message)
+    finally:
+        await channel.close()
+    [created] = fake.created
+    assert (created["Body"], created["MediaUrl"], created["To"]) == (
+        "Segue a foto do tênis.",
+        PHOTO,
+        CUSTOMER,
+    )
+    assert len(result.provider_message_ids) == 1
+
+
+async def test_further_attachments_and_a_long_text_go_in_order(
+    twilio: tuple[FakeTwilio, str],
+) -> None:
+    fake, base = twilio
+    channel = sender(base)
+    text = " ".join(f"Frase número {i:03d} da resposta longa." for i in range(60))
+    media = (Media(PHOTO, "image/jpeg"), Media(MANUAL, "application/pdf"))
+    try:
+        result = await channel.send(OutboundMessage("whatsapp", CUSTOMER, text, media=media))
+    finally:
+        await channel.close()
+    assert len(fake.created) == 3 == len(result.provider_message_ids)
+    first, second, last = fake.created
+    assert first["MediaUrl"] == PHOTO and first["Body"].startswith("Frase número 000")
+    assert "MediaUrl" not in second and second["Body"].endswith("longa.")
+    assert last["MediaUrl"] == MANUAL and "Body" not in last  # an attachment of its own
+    assert " ".join([first["Body"], second["Body"]]) == text
+
+
+async def test_an_attachment_without_text_is_sent_alone(twilio: tuple[FakeTwilio, str]) -> None:
+    fake, base = twilio
+    channel = sender(base)
+    try:
+        await channel.send(OutboundMessage("whatsapp", CUSTOMER, "", media=(Media(MANUAL),)))
+    finally:
+        await channel.close()
+    assert [(f.get("Body"), f["MediaUrl"]) for f in fake.created] == [(None, MANUAL)]
+
+
+async def test_without_text_each_attachment_carries_its_caption(
+    twilio: tuple[FakeTwilio, str],
+) -> None:
+    fake, base = twilio
+    channel = sender(base)
+    media = (Media(PHOTO, caption="Tênis azul"), Media(MANUAL, caption="Garantia"))
+    try:
+        await channel.send(OutboundMessage("whatsapp", CUSTOMER, "", media=media))
+    finally:
+        await channel.close()
+    assert [(f["Body"], f["MediaUrl"]) for f in fake.created] == [
+        ("Tênis azul", PHOTO),
+        ("Garantia", MANUAL),
+    ]

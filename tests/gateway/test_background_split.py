@@ -21,6 +21,7 @@ from tests.support.databases import REDIS_URL, require_postgres_and_redis
 from tests.support.shared_gateways import next_frame, shared_gateways
 from tests.support.signed_twilio import post_orders
 from tests.support.twilio_server import FakeTwilio
+from tests.support.webchat import signed_visitor
 
 TOKEN = "twilio-auth-token-for-tests"
 ACCOUNT = "AC" + "d" * 32
@@ -96,7 +97,7 @@ def _stored_here(client: TestClient) -> float:  # type: ignore[type-arg]
 
 async def test_a_web_chat_message_is_answered_by_the_background_on_the_gateways_socket() -> None:
     async with split("http://127.0.0.1:9") as (gateway, background):
-        visitor = "v" + uuid.uuid4().hex
+        visitor = await signed_visitor(gateway)
         socket = await gateway.ws_connect("/webchat/ws")
         await socket.send_json(
             {"type": "hello", "visitor_id": visitor, "identity_token": None, "after": None}

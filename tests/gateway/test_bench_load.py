@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+import uuid
 
 import httpx
 import pytest
@@ -196,8 +197,12 @@ def _streaming_chat(model_url: str) -> web.Application:
                 await ws.send_json({"type": "message", "role": "assistant", "text": so_far})
         return ws
 
+    async def visitors(request: web.Request) -> web.Response:
+        return web.json_response({"visitor_id": uuid.uuid4().hex}, status=201)
+
     app = web.Application()
     app.router.add_get("/webchat/ws", socket)
+    app.router.add_post("/webchat/visitors", visitors)
     return app
 
 

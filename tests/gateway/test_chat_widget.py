@@ -20,7 +20,7 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 from sqlalchemy import select
 
-from channels.base import OutboundMessage
+from channels.base import Media, OutboundMessage
 from gateway.keys import ADAPTERS, HUB, SESSIONS
 from gateway.storage.models import Message
 from tests.support.browser import screenshot
@@ -293,6 +293,92 @@ async def test_reload_keeps_the_visitor_history_and_outbox(browser: Browser, sta
     await context.close()
 
 
+async def test_a_visitor_id_the_server_did_not_issue_is_replaced(
+    browser: Browser, stack: Stack
+) -> None:
+    forged = "0" * 32 + "_" + "0" * 64  # the shape of a signed id, not signed here
+    context = await browser.new_context()
+    await context.add_init_script(
+        f"localStorage.setItem({json.dumps(VISITOR_KEY)}, {json.dumps(forged)})"
+    )
+    page = await _open(context, _url(stack))
+    visitor = await _visitor(page)
+    assert visitor != forged
+    await _send(page, "Hello")
+    await _settled(stack, page, users=1, assistants=1)
+    assert [role for role, _ in await _stored(stack, visitor)] == ["user", "assistant"]
+    assert await _user_rows(stack, forged) == []
+    await context.close()
+
+
+async def test_a_signed_in_thread_is_not_shown_without_its_token(
+    browser: Browser, stack: Stack
+) -> None:
+    """A shared computer: the next person opens the chat without the account's token and
+    starts a thread of their own instead of reading the signed-in one."""
+    account = "acct-" + uuid.uuid4().hex[:10]
+    context = await browser.new_context()
+    page = await _open(context, _url(stack, f"/chat?token={_token(account)}"))
+    signed_in = await _visitor(page)
+    await _send(page, "My address is Rua A, 10")
+    await _settled(stack, page, users=1, assistants=1)
+    await page.close()
+
+    page = await _open(context, _url(stack))
+    assert await _visitor(page) != signed_in
+    await asyncio.sleep(0.3)
+    assert await page.locator(".msg").count() == 0
+    await _send(page, "Hi")
+    await _settled(stack, page, users=1, assistants=1)
+    assert "Rua A" not in " ".join(await _bubbles(page, "user"))
+    await context.close()
+
+
+async def test_another_accounts_token_starts_a_thread_of_its_own(
+    browser: Browser, stack: Stack
+) -> None:
+    """The host page signs another account in (its token posted to the widget): the widget
+    may not reopen the first account's thread, so it clears the page and starts a new one."""
+    first, second = "acct-" + uuid.uuid4().hex[:10], "acct-" + uuid.uuid4().hex[:10]
+    html = f"""<!doctype html><title>Shop</title>
+<iframe id="chat" src="{_url(stack, f"/chat?token={_token(first)}")}" width="400" height="600">
+</iframe>
+<script>
+window.switchAccount = () => document.getElementById("chat").contentWindow.postMessage(
+  {{type: "relaydesk:identity", token: {json.dumps(_token(second))}}}, "*");
+</script>"""
+
+    async def shop(request: web.Request) -> web.Response:
+        return web.Response(text=html, content_type="text/html")
+
+    site = web.Application()
+    site.router.add_get("/", shop)
+    server = TestServer(site)
+    await server.start_server()
+    context = await browser.new_context()
+    page = await context.new_page()
+    await page.goto(str(server.make_url("/")))
+    widget = page.frame_locator("#chat")
+    status = widget.locator("#chat-status")
+    await expect(status).to_have_attribute("data-state", "connected", timeout=WAIT_MS)
+    await widget.get_by_label("Your message").fill("My card ends in 4471")
+    await widget.get_by_role("button", name="Send").click()
+    await stack.idle()
+    await expect(widget.locator(".msg--assistant")).to_have_count(1, timeout=WAIT_MS)
+    handle = await page.locator("#chat").element_handle()
+    frame = await handle.content_frame() if handle is not None else None
+    assert frame is not None
+    visitor_key = f"localStorage.getItem({json.dumps(VISITOR_KEY)})"
+    first_visitor = await frame.evaluate(visitor_key)
+
+    await page.evaluate("window.switchAccount()")
+    await expect(widget.locator(".msg")).to_have_count(0, timeout=WAIT_MS)
+    await expect(status).to_have_attribute("data-state", "connected", timeout=WAIT_MS)
+    assert await frame.evaluate(visitor_key) not in (first_visitor, "", None)
+    await context.close()
+    await server.close()
+
+
 async def _assert_verified(stack: Stack, visitor: str, account: str) -> None:
     [row] = await _user_rows(stack, visitor)
     assert row.extra is not None and row.extra["link_level"] == "verified"
@@ -443,4 +529,31 @@ async def test_typing_and_a_growing_reply_become_the_stored_reply(
     assert await _stored(stack, visitor) == stored
     assert [role for role, _ in stored] == ["user", "assistant"]
     assert errors == []
+    await context.close()
+
+
+async def test_a_reply_shows_its_attachments_as_links(browser: Browser, stack: Stack) -> None:
+    context = await browser.new_context()
+    page = await _open(context, _url(stack))
+    visitor = await _visitor(page)
+    webchat = stack.app[ADAPTERS]["webchat"]
+    media = (
+        Media("https://cdn.example.org/catalogo.pdf", "application/pdf", caption="Catálogo"),
+        Media("https://cdn.example.org/fotos/tenis-azul.jpg"),
+        Media("javascript:alert(1)", caption="<b>not a link</b>"),
+    )
+    await webchat.send(
+        OutboundMessage("webchat", visitor, "Seguem os arquivos.", None, "900", media)
+    )
+    bubble = page.locator(".msg--assistant").last
+    await expect(bubble.locator(".msg__text")).to_have_text("Seguem os arquivos.", timeout=WAIT_MS)
+    links = bubble.locator("a.msg__attachment")
+    await expect(links).to_have_count(2)
+    assert await links.all_text_contents() == ["Catálogo", "tenis-azul.jpg"]
+    assert [await link.get_attribute("href") for link in await links.all()] == [
+        "https://cdn.example.org/catalogo.pdf",
+        "https://cdn.example.org/fotos/tenis-azul.jpg",
+    ]
+    assert await links.first.get_attribute("rel") == "noopener noreferrer"
+    await screenshot(page, "chat-widget-attachments.png")
     await context.close()

@@ -12,6 +12,7 @@ from sqlalchemy import func, select
 
 from gateway.storage.models import TurnRow
 from tests.support.stack import Stack, running_stack
+from tests.support.webchat import signed_visitor
 
 
 async def _post(stack: Stack, visitor: str, text: str) -> None:
@@ -35,7 +36,7 @@ async def test_answers_yield_to_a_burst_and_still_come(tmp_path: Path) -> None:
     async with running_stack("embedded", tmp_path) as stack:
         backpressure = stack.backpressure
         backpressure.max_wait_s = 2.0
-        visitor = "v" + uuid.uuid4().hex
+        visitor = await signed_visitor(stack.client)
         await _post(stack, visitor, "Oi")  # a first answer: the conversation exists
         await stack.idle()
         # Stand-ins for webhooks this process is acknowledging right now.
@@ -62,7 +63,7 @@ async def test_answers_keep_pace_with_a_steady_trickle_of_requests(tmp_path: Pat
     """Requests one at a time (never two acknowledgements at once) do not hold answers back:
     only a pile-up does."""
     async with running_stack("embedded", tmp_path) as stack:
-        visitor = "v" + uuid.uuid4().hex
+        visitor = await signed_visitor(stack.client)
         started = time.monotonic()
         for i in range(10):
             await _post(stack, visitor, f"mensagem {i}")

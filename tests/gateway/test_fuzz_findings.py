@@ -12,6 +12,7 @@ import pytest
 from aiohttp.test_utils import TestClient
 
 from tests.support.stack import API_KEY, running_stack
+from tests.support.webchat import signed_visitor
 
 AUTH = {"Authorization": f"Bearer {API_KEY}"}
 JSON = {"Content-Type": "application/json"}
@@ -116,14 +117,15 @@ async def test_deeply_nested_bodies_are_400(client: TestClient) -> None:  # type
 
 
 async def test_the_socket_answers_hostile_frames_and_stays_open(client: TestClient) -> None:  # type: ignore[type-arg]
+    visitor = await signed_visitor(client)
     async with client.ws_connect("/webchat/ws") as socket:
         for frame in ("[" * 30_000, '{"n": ' + "1" * 5000 + "}"):
             await socket.send_str(frame)
             error = await socket.receive_json(timeout=10)
             assert (error["type"], error["error"]) == ("error", "bad_frame")
-        hello = {"type": "hello", "visitor_id": VISITOR, "identity_token": "\ud800"}
+        hello = {"type": "hello", "visitor_id": visitor, "identity_token": "\ud800"}
         await socket.send_str(
-            '{"type": "hello", "visitor_id": "' + VISITOR + '", "identity_token": "\\ud800"}'
+            '{"type": "hello", "visitor_id": "' + visitor + '", "identity_token": "\\ud800"}'
         )
         error = await socket.receive_json(timeout=10)
         assert error["error"] == "bad_frame" and "identity_token" in error["detail"]

@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-import uuid
 from pathlib import Path
 
 import pytest
@@ -17,6 +16,7 @@ from sqlalchemy import func, select
 from gateway.storage.models import Message, TurnRow
 from tests.support.openai_server import FakeOpenAI
 from tests.support.stack import Stack, database_url, running_stack
+from tests.support.webchat import signed_visitor
 
 BACKENDS = ["embedded", "production"]
 
@@ -33,10 +33,6 @@ async def model_url(model: FakeOpenAI):  # type: ignore[no-untyped-def]
     yield str(server.make_url("/v1"))
     model.release()
     await server.close()
-
-
-def _visitor() -> str:
-    return "v" + uuid.uuid4().hex
 
 
 def _model_settings(url: str) -> dict[str, object]:
@@ -63,7 +59,7 @@ async def test_round_trip_stores_reply_and_usage(
     backend: str, tmp_path: Path, model: FakeOpenAI, model_url: str
 ) -> None:
     async with running_stack(backend, tmp_path, **_model_settings(model_url)) as stack:
-        visitor = _visitor()
+        visitor = await signed_visitor(stack.client)
         status, body = await _post(stack, visitor, "Onde está meu pedido?", "c1")
         assert status == 202 and body["duplicate"] is False
         await stack.idle()
@@ -89,7 +85,7 @@ async def test_ack_is_fast_while_the_model_is_slow(
 ) -> None:
     model.delay_s = 30.0
     async with running_stack(backend, tmp_path, **_model_settings(model_url)) as stack:
-        visitor = _visitor()
+        visitor = await signed_visitor(stack.client)
         timings = []
         for index in range(3):
             started = time.monotonic()
@@ -110,7 +106,7 @@ async def test_50_concurrent_replays_store_one_row_one_call_one_reply(
     backend: str, tmp_path: Path, model: FakeOpenAI, model_url: str
 ) -> None:
     async with running_stack(backend, tmp_path, **_model_settings(model_url)) as stack:
-        visitor = _visitor()
+        visitor = await signed_visitor(stack.client)
         results = await asyncio.gather(
             *(_post(stack, visitor, "mesma mensagem", "same-id") for _ in range(50))
         )
@@ -130,7 +126,7 @@ async def test_one_conversation_in_order_while_another_runs_in_parallel(
     model.delay_s = 0.05
     rng = random.Random(7)
     async with running_stack(backend, tmp_path, **_model_settings(model_url)) as stack:
-        first, second = _visitor(), _visitor()
+        first, second = await signed_visitor(stack.client), await signed_visitor(stack.client)
         accepted: list[tuple[int, str]] = []
 
         async def send(visitor: str, index: int) -> None:
@@ -163,7 +159,7 @@ async def test_model_failure_sends_the_fallback_and_keeps_the_message(
 ) -> None:
     model.status = 400  # not retryable: fails at once
     async with running_stack(backend, tmp_path, **_model_settings(model_url)) as stack:
-        visitor = _visitor()
+        visitor = await signed_visitor(stack.client)
         await _post(stack, visitor, "oi", "c1")
         await stack.idle()
         listed = await (
@@ -182,10 +178,10 @@ async def test_an_accepted_message_survives_a_restart(
 ) -> None:
     model.delay_s = 30.0
     async with database_url(backend, tmp_path) as url:
-        visitor = _visitor()
         async with running_stack(
             backend, tmp_path, database=url, **_model_settings(model_url)
         ) as stack:
+            visitor = await signed_visitor(stack.client)
             status, _ = await _post(stack, visitor, "antes da queda", "c1")
             assert status == 202
             await asyncio.sleep(0.1)
@@ -209,7 +205,8 @@ async def test_malformed_and_oversized_web_chat_bodies(tmp_path: Path) -> None:
     async with running_stack("embedded", tmp_path, RELAYDESK_MAX_BODY_BYTES=4096) as stack:
         bad = await stack.client.post("/webchat/messages", data=b"{nope")
         assert bad.status == 400 and (await bad.json())["error"] == "invalid_payload"
-        missing = await stack.client.post("/webchat/messages", json={"visitor_id": _visitor()})
+        visitor = await signed_visitor(stack.client)
+        missing = await stack.client.post("/webchat/messages", json={"visitor_id": visitor})
         assert missing.status == 400
         short_visitor = await stack.client.post(
             "/webchat/messages", json={"visitor_id": "x", "text": "oi", "client_message_id": "1"}
@@ -217,7 +214,7 @@ async def test_malformed_and_oversized_web_chat_bodies(tmp_path: Path) -> None:
         assert short_visitor.status == 400
         huge = await stack.client.post(
             "/webchat/messages",
-            json={"visitor_id": _visitor(), "text": "x" * 10_000, "client_message_id": "1"},
+            json={"visitor_id": visitor, "text": "x" * 10_000, "client_message_id": "1"},
         )
         assert huge.status == 413
         assert await _count(stack, Message) == 0

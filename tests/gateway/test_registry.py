@@ -13,6 +13,7 @@ from identity import DEFAULT_BLOCKED, InvalidIdentifier
 
 SENDERS = {
     "whatsapp": "whatsapp:+5511998765432",
+    "whatsapp_cloud": "whatsapp:+5511998765432",
     "telegram": "123456789",
     "webchat": "v-3f1c",
     "phone": "+5511998765432",
@@ -20,7 +21,7 @@ SENDERS = {
 
 
 def test_every_channel_has_one_entry_and_a_sender_rule() -> None:
-    assert registry.NAMES == ("whatsapp", "telegram", "webchat", "phone")
+    assert registry.NAMES == ("whatsapp", "whatsapp_cloud", "telegram", "webchat", "phone")
     assert set(SENDERS) == set(registry.NAMES)
     for name in registry.NAMES:
         observation = observe_claim(
@@ -31,15 +32,17 @@ def test_every_channel_has_one_entry_and_a_sender_rule() -> None:
             region="BR",
             blocked=DEFAULT_BLOCKED,
         )
-        # The evidence names an identity of the same channel.
-        assert observation.key.channel == name
+        # The evidence names an identity of the same channel; WhatsApp's, through either
+        # provider.
+        assert observation.key.channel == name.removesuffix("_cloud")
 
 
 async def test_adapters_are_built_from_settings_under_their_names() -> None:
     async with httpx.AsyncClient() as http:
         adapters = registry.build_adapters(registry.AdapterDeps(Settings(), http, WebChatHub(None)))
         try:
-            assert set(adapters) == {"whatsapp", "telegram", "webchat"}  # phone is never sent to
+            # Phone is never sent to.
+            assert set(adapters) == {"whatsapp", "whatsapp_cloud", "telegram", "webchat"}
             for name, adapter in adapters.items():
                 assert adapter.name == name
         finally:

@@ -5,7 +5,6 @@ as final. The model is a local OpenAI-compatible server streaming server-sent ev
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -19,6 +18,7 @@ from gateway.storage.models import Message, TurnRow
 from tests.support.openai_server import FakeOpenAI, model_settings
 from tests.support.shared_gateways import next_frame
 from tests.support.stack import Stack, running_stack
+from tests.support.webchat import signed_visitor
 
 
 @dataclass
@@ -41,7 +41,7 @@ async def _exchange(model: FakeOpenAI, tmp_path: Path, text: str) -> AsyncIterat
         model.serving() as model_url,
         running_stack("embedded", tmp_path, **model_settings(model_url)) as stack,
     ):
-        visitor = "v" + uuid.uuid4().hex
+        visitor = await signed_visitor(stack.client)
         socket = await stack.client.ws_connect("/webchat/ws")
         await socket.send_json({"type": "hello", "visitor_id": visitor, "after": None})
         assert (await next_frame(socket))["type"] == "ready"
@@ -104,3 +104,19 @@ async def test_a_stream_broken_on_every_attempt_ends_with_the_fallback_not_half_
     [turn] = exchange.turns
     assert turn.status == "failed" and "stream_broken" in (turn.error or "")
     assert len(model.calls) > 1  # retried before giving up
+
+
+async def test_a_media_marker_never_shows_while_the_reply_is_written(tmp_path: Path) -> None:
+    catalogue = "https://cdn.example.org/catalogo.pdf"
+    model = FakeOpenAI(
+        streaming=True,
+        tokens_per_s=200,
+        reply=f"Segue o catálogo [[media: {catalogue} | Catálogo]] de verão.",
+    )
+    async with _exchange(model, tmp_path, "tem catálogo?") as exchange:
+        *shown, final = exchange.frames
+        partials = [frame["text"] for frame in shown if frame["type"] == "partial"]
+        assert len(partials) >= 2, shown
+        assert not any("[[" in text or "media" in text for text in partials)
+        assert final["text"] == "Segue o catálogo de verão."
+        assert final["media"][0]["url"] == catalogue

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -13,6 +12,7 @@ from channels.base import OutboundMessage
 from gateway.keys import HUB, SCHEDULER
 from gateway.webchat.hub import WebChatHub
 from tests.support.shared_gateways import next_frame, shared_gateways
+from tests.support.webchat import signed_visitor
 
 
 @asynccontextmanager
@@ -23,7 +23,7 @@ async def two_gateways() -> AsyncIterator[tuple[TestClient, TestClient]]:  # typ
 
 async def test_reply_produced_by_one_process_reaches_the_socket_held_by_another() -> None:
     async with two_gateways() as (a, b):
-        visitor = "v" + uuid.uuid4().hex
+        visitor = await signed_visitor(b)  # any process accepts an id another one issued
         socket = await a.ws_connect("/webchat/ws")
         await socket.send_json(
             {"type": "hello", "visitor_id": visitor, "identity_token": None, "after": None}

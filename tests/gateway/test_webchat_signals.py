@@ -3,7 +3,6 @@ real app: in one process, and across two processes through the Redis fan-out."""
 
 from __future__ import annotations
 
-import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -15,13 +14,10 @@ from channels.webchat import WebChatChannel
 from gateway.keys import ADAPTERS, SCHEDULER
 from tests.support.shared_gateways import next_frame, shared_gateways
 from tests.support.stack import running_stack
+from tests.support.webchat import signed_visitor
 
 NOW = datetime(2026, 11, 29, tzinfo=UTC)
 MESSAGE_FIELDS = {"type", "message_id", "role", "text", "created_at", "client_message_id"}
-
-
-def _visitor() -> str:
-    return "v" + uuid.uuid4().hex
 
 
 async def _joined(client: TestClient, visitor: str) -> Any:  # type: ignore[type-arg]
@@ -50,7 +46,7 @@ def _webchat(client: TestClient) -> WebChatChannel:  # type: ignore[type-arg]
 
 async def test_typing_partials_and_the_reply_reach_the_visitors_socket(tmp_path: Path) -> None:
     async with running_stack("embedded", tmp_path) as stack:
-        visitor, stranger = _visitor(), _visitor()
+        visitor, stranger = await signed_visitor(stack.client), await signed_visitor(stack.client)
         socket = await _joined(stack.client, visitor)
         other = await _joined(stack.client, stranger)
         webchat = _webchat(stack.client)
@@ -133,7 +129,7 @@ async def test_typing_without_a_known_message_names_none() -> None:
 
 async def test_typing_and_partials_from_one_process_reach_a_socket_held_by_another() -> None:
     async with shared_gateways([{}, {}]) as (a, b):
-        visitor = _visitor()
+        visitor = await signed_visitor(a)
         socket = await _joined(a, visitor)
         webchat = _webchat(b)
         reply_to = f"{visitor}:c1"

@@ -1,7 +1,8 @@
 """WhatsApp's 24-hour window through a real gateway and the real twilio client: a reply due
 outside it goes as the tenant's template (Twilio receives ContentSid and ContentVariables, not
 Body) or is held for operators; Twilio's 63016 — answered at once or in a status callback —
-turns free text into the template once and closes the window; operators see the window."""
+turns free text into the template once and closes the window; operators see the window. The
+Cloud API's 131047 likewise, through httpx to a local Graph API."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from gateway.runtime.clock import utcnow
 from gateway.storage.models import Conversation, Message, OutboundMessage, TurnRow
 from gateway.storage.records import NewFact
 from gateway.storage.repositories import facts, tenants
+from tests.gateway import test_whatsapp_cloud_webhook as cloud
 from tests.gateway.conftest import AUTH
 from tests.support.openai_server import FakeOpenAI, model_settings
 from tests.support.signed_twilio import post_signed
@@ -370,3 +372,94 @@ async def test_templates_are_only_for_whatsapp_conversations(tmp_path: Path, bac
         listed = await (await stack.client.get(BASE, headers=AUTH)).json()
         (telegram,) = listed["conversations"]
         assert telegram["window"] is None
+
+
+# The Cloud API: the same rules, the template sent as Graph's `template` message.
+
+CLOUD_REENGAGE: dict[str, Any] = {
+    "name": "reengage_pt",
+    "language": "pt_BR",
+    "variables": {"1": "name", "2": "=Loja Azul"},
+}
+
+
+def _cloud_template(body: dict[str, Any]) -> bool:
+    return body.get("type") == "template" and body["template"] == {
+        "name": "reengage_pt",
+        "language": {"code": "pt_BR"},
+        "components": [
+            {
+                "type": "body",
+                "parameters": [
+                    {"type": "text", "text": "Ana"},
+                    {"type": "text", "text": "Loja Azul"},
+                ],
+            }
+        ],
+    }
+
+
+async def _cloud_tenant(stack: Stack) -> None:
+    settings = {
+        "whatsapp_templates": {"reengage": CLOUD_REENGAGE},
+        "outside_window_template": "reengage",
+    }
+    async with _sessions(stack).begin() as session:
+        await tenants.save_tenant_settings(session, domain="default", settings=settings)
+
+
+@BACKENDS
+async def test_on_the_cloud_api_a_131047_answer_goes_once_as_the_template(
+    tmp_path: Path, backend: str
+) -> None:
+    thinking = asyncio.Event()
+    model = FakeOpenAI(hold_for=lambda call: thinking)
+    async with (
+        model.serving() as model_url,
+        cloud._gateway(tmp_path, backend, **model_settings(model_url)) as (stack, graph),
+    ):
+        await _cloud_tenant(stack)
+        await cloud._post(stack, cloud._text("Oi, sou a Ana"))
+        await until(lambda: len(model.calls) == 1)
+        await _fact(stack, "name", "Ana")  # learnt while the model writes
+        # Our clock says the window is open; Meta says it is not.
+        graph.fail_next(131047, "Re-engagement message", subcode=2494010)
+        thinking.set()
+        await stack.idle()
+        texts = [r for r in graph.requests if r.json and r.json.get("type") == "text"]
+        assert len(texts) == 1  # the refused free text, once
+        (sent,) = graph.sent()
+        assert _cloud_template(sent)
+        assert await _deliveries(stack) == ["template"]
+        assert await _window_closed_at(stack) is not None
+
+
+@BACKENDS
+async def test_on_the_cloud_api_a_131047_status_turns_the_reply_into_the_template_once(
+    tmp_path: Path, backend: str
+) -> None:
+    async with cloud._gateway(tmp_path, backend) as (stack, graph):
+        await _cloud_tenant(stack)
+        await cloud._post(stack, cloud._text("Oi, sou a Ana"))
+        await stack.idle()
+        await _fact(stack, "name", "Ana")
+        (wamid,) = graph.message_ids
+        failed = {
+            "id": wamid,
+            "status": "failed",
+            "timestamp": "1700000000",
+            "recipient_id": cloud.WA_ID,
+            "errors": [{"code": 131047, "title": "Re-engagement message"}],
+        }
+        assert (await cloud._post(stack, cloud._statuses(failed))).status == 200
+        await stack.app[DELIVER].retry_deliveries()
+        await stack.idle()
+        sent = graph.sent()
+        assert [body["type"] for body in sent] == ["text", "template"]
+        assert _cloud_template(sent[-1])
+        # The template refused too: nothing more goes.
+        again = {**failed, "id": graph.message_ids[-1]}
+        assert (await cloud._post(stack, cloud._statuses(again))).status == 200
+        await stack.app[DELIVER].retry_deliveries()
+        assert len(graph.sent()) == 2
+        assert await _deliveries(stack) == ["template"]

@@ -2,8 +2,9 @@
 drive python-telegram-bot's real client code.
 
 It records every call with its parameters as sent (PTB posts a form: scalars as text, lists
-and objects as JSON text) and answers like Telegram: `getMe`, `sendMessage`, `setWebhook`. A
-test can queue error answers (a 429 with `retry_after`, a 403) for the next calls of a method.
+and objects as JSON text) and answers like Telegram: `getMe`, `sendMessage`, `sendPhoto` and
+`sendDocument` (a file by URL), `setWebhook`. A test can queue error answers (a 429 with
+`retry_after`, a 403) for the next calls of a method.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from typing import Any
 
 from aiohttp import web
 
+# The methods that answer with the Message they sent (a file sent by URL, or text).
+SENT_MESSAGES = frozenset({"sendMessage", "sendPhoto", "sendDocument"})
 BOT_USER = {"id": 4242, "is_bot": True, "first_name": "Relaydesk", "username": "relaydesk_bot"}
 
 
@@ -60,14 +63,18 @@ class FakeBotApi:
     def _result(self, method: str, params: dict[str, str]) -> Any:
         if method == "getMe":
             return BOT_USER
-        if method == "sendMessage":
+        if method in SENT_MESSAGES:
             self._next_message_id += 1
             chat_id = int(params["chat_id"])
-            return {
+            sent: dict[str, Any] = {
                 "message_id": self._next_message_id,
                 "date": int(time.time()),
                 "chat": {"id": chat_id, "type": "private" if chat_id > 0 else "group"},
                 "from": BOT_USER,
-                "text": params["text"],
             }
+            if method == "sendMessage":
+                sent["text"] = params["text"]
+            elif "caption" in params:
+                sent["caption"] = params["caption"]
+            return sent
         return True

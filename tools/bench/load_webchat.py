@@ -104,8 +104,12 @@ async def visit_twice(
     return WebchatRounds(first, measured)
 
 
-def visitor_id(run: str, index: int) -> str:
-    return f"bench-{run}-v{index}"
+async def issued_visitor(http: aiohttp.ClientSession, gateway_url: str) -> str:
+    """A visitor id from the gateway, as the widget gets one (made-up ids are refused)."""
+    async with http.post(gateway_url + "/webchat/visitors") as response:
+        response.raise_for_status()
+        visitor: str = (await response.json())["visitor_id"]
+        return visitor
 
 
 async def visit(gateway_url: str, count: int, run: str, timeout_s: float) -> list[Visit]:
@@ -115,8 +119,8 @@ async def visit(gateway_url: str, count: int, run: str, timeout_s: float) -> lis
     async with aiohttp.ClientSession(timeout=timeout) as http:
         sockets = [await http.ws_connect(ws_url) for _ in range(count)]
         try:
-            for index, socket in enumerate(sockets):
-                await _hello(socket, visitor_id(run, index))
+            for socket in sockets:
+                await _hello(socket, await issued_visitor(http, gateway_url))
             return list(
                 await asyncio.gather(
                     *(
@@ -191,5 +195,6 @@ def summarize(visits: list[Visit], model: SlowModel) -> WebchatResult:
 
 async def forget_visitors(redis: Redis, run: str) -> int:
     """Delete the replay-detection keys the visitors' messages left; how many there were."""
-    keys = [key async for key in redis.scan_iter(match=f"relaydesk:seen:webchat:bench-{run}-*")]
+    # `<visitor id>:<client message id>`, and every client message id of a run starts with it.
+    keys = [key async for key in redis.scan_iter(match=f"relaydesk:seen:webchat:*:{run}*")]
     return int(await redis.delete(*keys)) if keys else 0

@@ -105,7 +105,17 @@
     if (delivery && delivery.error) tags.push(make("span", { class: "tag bad" }, delivery.error));
     return make("li", { class: `message ${m.author === "operator" ? "operator" : m.role}`, "data-message": m.id },
       make("div", { class: "meta" }, ...tags, make("time", { datetime: m.created_at }, when(m.created_at))),
-      make("div", { class: "text" }, m.text));
+      make("div", { class: "text" }, m.text),
+      ...attachments(m.media));
+  }
+
+  // Attachments as links (http(s) only) labelled with their caption, file name or type.
+  function attachments(media) {
+    const links = (Array.isArray(media) ? media : [])
+      .filter((a) => a && typeof a.url === "string" && /^https?:\/\//i.test(a.url))
+      .map((a) => make("a", { class: "attachment", href: a.url, target: "_blank", rel: "noopener noreferrer" },
+        `📎 ${a.caption || a.filename || a.content_type || "attachment"}`));
+    return links.length ? [make("div", { class: "attachments" }, ...links)] : [];
   }
 
   function showControls(c) {

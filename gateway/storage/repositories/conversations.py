@@ -17,7 +17,9 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from channels.base import Media
 from gateway.runtime.clock import utcnow
+from gateway.storage.attachments import media_of
 from gateway.storage.models import Conversation, new_id
 from gateway.storage.records import ConversationRecord, MessageRecord
 from gateway.storage.repositories.messages import message_record
@@ -61,6 +63,7 @@ class ConversationMessage:
     delivery_status: str | None
     delivery_error: str | None
     transcript_confidence: float | None = None
+    media: tuple[Media, ...] = ()  # attachments, by reference
 
 
 def conversation_record(row: Conversation | AnyRow) -> ConversationRecord:
@@ -243,6 +246,7 @@ async def recent_messages(
                 MESSAGES.c.channel,
                 MESSAGES.c.created_at,
                 MESSAGES.c.transcript_confidence,
+                MESSAGES.c.media,
                 MESSAGES.c.episode_id,
                 TURNS.c.delivery_status,
                 TURNS.c.error,
@@ -282,6 +286,7 @@ async def recent_messages(
                     row.error if row.delivery_status in ("retry", "failed", "held") else None
                 ),
                 transcript_confidence=row.transcript_confidence,
+                media=media_of(row.media),
             )
         )
     return out

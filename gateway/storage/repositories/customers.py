@@ -104,6 +104,18 @@ async def get_customer(session: AsyncSession, customer_id: str) -> CustomerRecor
     return customer_record(row)
 
 
+async def hold_customer(session: AsyncSession, customer_id: str) -> bool:
+    """Whether the customer still exists, holding its row against an erasure until the commit
+    (PostgreSQL `FOR KEY SHARE`, which the erasure's `FOR UPDATE` waits for and which waits
+    for it, while a merge's update of the row goes on; SQLite transactions are exclusive
+    already). Work that writes a customer's derived data (compaction) calls this first, so it
+    never writes for an erased customer."""
+    query = select(Customer.id).where(Customer.id == require_customer(customer_id))
+    if session.bind is not None and session.bind.dialect.name == "postgresql":
+        query = query.with_for_update(read=True, key_share=True)
+    return await session.scalar(query) is not None
+
+
 async def rename_customer(session: AsyncSession, customer_id: str, display_name: str) -> None:
     row = await session.get(Customer, require_customer(customer_id))
     if row is None:

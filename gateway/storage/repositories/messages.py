@@ -13,7 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from gateway.runtime.clock import utcnow
 from gateway.storage.errors import DuplicateMessage, RecordNotFound, require_customer
-from gateway.storage.models import Episode, Message
+from gateway.storage.models import ChannelIdentity, Episode, Message
 from gateway.storage.records import (
     CANNED,
     OPERATOR_AUTHOR,
@@ -282,6 +282,14 @@ async def get_message(session: AsyncSession, customer_id: str, message_id: int) 
     return message_record(row)
 
 
+async def existing_ids(session: AsyncSession, message_ids: Collection[int]) -> set[int]:
+    """Those of `message_ids` still stored (an erasure may have removed some meanwhile)."""
+    if not message_ids:
+        return set()
+    rows = await session.scalars(select(Message.id).where(Message.id.in_(sorted(message_ids))))
+    return set(rows)
+
+
 async def recent_messages(
     session: AsyncSession,
     customer_id: str,
@@ -389,6 +397,18 @@ async def thread_messages(
         query = query.where(Message.id > after_id)
     rows = await session.scalars(query.order_by(Message.id).limit(limit))
     return [message_record(row) for row in rows]
+
+
+async def thread_identities(session: AsyncSession, thread_key: str) -> set[str]:
+    """The external ids of the channel identities that wrote in a chat thread (who may read it
+    is decided from them: a verified account's thread needs that account's token)."""
+    rows = await session.scalars(
+        select(ChannelIdentity.external_id)
+        .join(Message, Message.identity_id == ChannelIdentity.id)
+        .where(Message.thread_key == thread_key, Message.role == "user")
+        .distinct()
+    )
+    return set(rows)
 
 
 async def latest_in_episode(session: AsyncSession, episode_id: str) -> MessageRecord | None:

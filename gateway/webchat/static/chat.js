@@ -16,6 +16,10 @@
  * that bubble. Partial bubbles are dropped on every new connection: the backlog brings the stored
  * reply, or the next partial brings the text again.
  *
+ * The visitor id is issued by the server (`POST /webchat/visitors`, a signed value) and kept in
+ * localStorage; a hello refused for it (not issued here, or a signed-in account's thread opened
+ * without that account's token) makes the widget forget it and ask for a new one.
+ *
  * Messages the server has not acknowledged stay in an outbox in localStorage and are resent with
  * the same `client_message_id` after every reconnect (the server stores them once).
  *
@@ -29,7 +33,10 @@
   "use strict";
 
   const KEYS = { visitor: "relaydesk.visitor_id", outbox: "relaydesk.outbox" };
-  const VISITOR_ID = /^[A-Za-z0-9_-]{16,128}$/;
+  // Issued and signed by the server (POST /webchat/visitors); never made up here.
+  const VISITOR_ID = /^[0-9a-f]{32}_[0-9a-f]{64}$/;
+  // Hello refusals that mean "this visitor id will not do": forget it and ask for a new one.
+  const VISITOR_REFUSED = new Set(["invalid_visitor_id", "identity_required", "identity_mismatch"]);
   const CLIENT_ID = /^[A-Za-z0-9_.:-]{1,128}$/;
   const MESSAGE_ID = /^[0-9]{1,30}$/;
   const MAX_TEXT_CHARS = 8000;
@@ -48,9 +55,10 @@
     ? window.RelaydeskChat : {};
 
   const state = {
-    visitorId: loadVisitorId(),
+    visitorId: loadVisitorId(), // null until the server issued one
     token: initialToken(),
     socket: null,
+    issuing: false, // a visitor id is being asked for
     ready: false,
     cursor: null, // highest message_id seen in a `message` frame
     inflight: [], // client ids sent on this socket, awaiting ack or error, in order
@@ -108,12 +116,40 @@
   }
 
   function loadVisitorId() {
-    let id = storage.get(KEYS.visitor);
-    if (!id || !VISITOR_ID.test(id)) {
-      id = randomId("v");
-      storage.set(KEYS.visitor, id);
+    const id = storage.get(KEYS.visitor);
+    return id && VISITOR_ID.test(id) ? id : null;
+  }
+
+  // A visitor id from the server, kept for the next visits. Rejects when none could be had
+  // (the caller retries with its back-off).
+  async function issueVisitorId() {
+    const response = await window.fetch("/webchat/visitors", { method: "POST", credentials: "omit" });
+    if (response.status !== 201) throw new Error(`visitor id refused: ${response.status}`);
+    const body = await response.json();
+    if (!body || typeof body.visitor_id !== "string" || !VISITOR_ID.test(body.visitor_id)) {
+      throw new Error("visitor id malformed");
     }
-    return id;
+    storage.set(KEYS.visitor, body.visitor_id);
+    return body.visitor_id;
+  }
+
+  function forgetVisitorId() {
+    state.visitorId = null;
+    state.cursor = null;
+    storage.set(KEYS.visitor, "");
+    // A new thread starts: nothing of the refused one stays on the page (it may be another
+    // account's); messages still waiting in the outbox are sent on the new thread.
+    const waiting = new Set(outbox.load().map((m) => m.client_message_id));
+    for (const [clientId, item] of byClientId) {
+      if (!waiting.has(clientId)) {
+        item.remove();
+        byClientId.delete(clientId);
+      }
+    }
+    for (const item of byMessageId.values()) item.remove();
+    byMessageId.clear();
+    answered.clear();
+    dropPartials();
   }
 
   function initialToken() {
@@ -177,6 +213,29 @@
       item.append(meta);
     }
     return item;
+  }
+
+  // A reply's attachments (frame.media: [{url, content_type, caption, filename}]) as links
+  // under its text; only http(s) URLs, opened in a new tab without the page as opener.
+  function addAttachments(item, media) {
+    if (!Array.isArray(media)) return;
+    const links = [];
+    for (const m of media) {
+      if (!m || typeof m.url !== "string" || !/^https?:\/\//i.test(m.url)) continue;
+      const link = document.createElement("a");
+      link.className = "msg__attachment";
+      link.href = m.url;
+      link.target = "_blank";
+      link.rel = "noopener noreferrer";
+      const name = (typeof m.caption === "string" && m.caption) || (typeof m.filename === "string" && m.filename);
+      link.textContent = name || m.url.split("/").pop() || m.url; // text only, never markup
+      links.push(link);
+    }
+    if (!links.length) return;
+    const list = document.createElement("p");
+    list.className = "msg__attachments";
+    list.append(...links);
+    item.append(list);
   }
 
   function setBubbleStatus(item, value) {
@@ -292,6 +351,7 @@
       // The stored message takes the growing bubble's place, not a second one. A new node, so
       // that screen readers announce the finished reply (the growing one is hidden from them).
       const item = bubble("assistant", frame.text, frame.created_at);
+      addAttachments(item, frame.media);
       const stick = nearBottom();
       growing.replaceWith(item);
       stored(item, id);
@@ -305,6 +365,7 @@
       if (item.dataset.messageId) return; // the same message under an ack we already applied
     } else {
       item = bubble(frame.role, frame.text, frame.created_at);
+      addAttachments(item, frame.media);
       if (typeof clientId === "string" && clientId) {
         item.dataset.clientMessageId = clientId;
         byClientId.set(clientId, item);
@@ -365,7 +426,9 @@
 
   function onError(frame) {
     if (!state.ready) {
-      // The hello was refused: start over with a fresh connection.
+      // The hello was refused: start over with a fresh connection (and, if the visitor id
+      // itself was refused, a fresh one: a thread of a signed-in account without its token).
+      if (VISITOR_REFUSED.has(frame.error)) forgetVisitorId();
       showStatus("error", "The chat could not start. Retrying…");
       replaceSocket();
       return;
@@ -455,8 +518,23 @@
   function connect() {
     window.clearTimeout(state.reconnectTimer);
     state.reconnectTimer = 0;
-    if (state.socket) return;
+    if (state.socket || state.issuing) return;
     showStatus("connecting", "Connecting…");
+    if (!state.visitorId) {
+      state.issuing = true;
+      issueVisitorId().then(
+        (id) => {
+          state.issuing = false;
+          state.visitorId = id;
+          connect();
+        },
+        () => {
+          state.issuing = false;
+          scheduleReconnect();
+        },
+      );
+      return;
+    }
     let socket;
     try {
       socket = new WebSocket(socketUrl());
@@ -527,7 +605,7 @@
   }
 
   function scheduleReconnect() {
-    if (state.reconnectTimer || state.socket) return;
+    if (state.reconnectTimer || state.socket || state.issuing) return;
     const delay = state.backoff;
     state.backoff = Math.min(state.backoff * 2, BACKOFF_MAX_MS);
     const seconds = Math.round(delay / 1000);

@@ -15,6 +15,7 @@ from gateway.keys import DELIVER
 from gateway.runtime.clock import utcnow
 from gateway.storage.models import Conversation
 from tests.gateway.console.conftest import PASSWORD, USERNAME
+from tests.gateway.test_whatsapp_cloud_webhook import _sessions
 from tests.support.browser import screenshot
 from tests.support.whatsapp_stack import whatsapp_stack
 
@@ -32,10 +33,10 @@ async def test_the_page_shows_the_window_and_a_reply_held_outside_it(
 ) -> None:
     async with whatsapp_stack(tmp_path, public_url="http://relay.example.org") as gateway:
         stack, twilio = gateway.stack, gateway.twilio
-        async with stack.sessions().begin() as session:
+        async with _sessions(stack).begin() as session:
             await create_operator(session, USERNAME, PASSWORD)
         await gateway.say(NUMBER, "Oi, tudo bem?")
-        async with stack.sessions()() as session:
+        async with _sessions(stack)() as session:
             conversation_id = await session.scalar(select(Conversation.id))
 
         context = await browser.new_context(viewport={"width": 1280, "height": 900})
@@ -55,7 +56,7 @@ async def test_the_page_shows_the_window_and_a_reply_held_outside_it(
         twilio.fail_next = [503] * 4
         await gateway.post(NUMBER, "Cadê meu pedido?")
         await stack.idle()
-        async with stack.sessions().begin() as session:
+        async with _sessions(stack).begin() as session:
             await session.execute(
                 update(Conversation).values(last_inbound_at=utcnow() - timedelta(hours=25))
             )

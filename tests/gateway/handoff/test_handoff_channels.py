@@ -4,7 +4,6 @@ gauge; a merge moves the conversation with its customer."""
 
 from __future__ import annotations
 
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +16,7 @@ from gateway.storage.models import Conversation, OutboundEvent
 from tests.gateway.conftest import AUTH
 from tests.support.shared_gateways import next_frame
 from tests.support.stack import Stack, running_stack
+from tests.support.webchat import signed_visitor
 
 BASE = "/v1/operator/conversations"
 
@@ -46,7 +46,7 @@ async def _post(stack: Stack, path: str, **body: Any) -> tuple[int, Any]:
 @pytest.mark.parametrize("backend", ["embedded", "production"])
 async def test_an_operator_message_reaches_the_visitor_socket(tmp_path: Path, backend: str) -> None:
     async with running_stack(backend, tmp_path) as stack:
-        visitor = "v" + uuid.uuid4().hex
+        visitor = await signed_visitor(stack.client)
         socket = await _joined(stack.client, visitor)
         await socket.send_json({"type": "message", "text": "Olá", "client_message_id": "c:1"})
         assert (await next_frame(socket))["type"] == "ack"
@@ -81,7 +81,7 @@ async def test_owner_changes_and_messages_are_recorded_as_events(tmp_path: Path)
         RELAYDESK_EVENTS_URL="http://127.0.0.1:9/events",
         RELAYDESK_EVENTS_SECRET="a-secret-of-at-least-sixteen-bytes",
     ) as stack:
-        visitor = "v" + uuid.uuid4().hex
+        visitor = await signed_visitor(stack.client)
         response = await stack.client.post(
             "/webchat/messages",
             json={
@@ -135,7 +135,7 @@ async def test_owner_changes_and_messages_are_recorded_as_events(tmp_path: Path)
 
 async def test_the_gauge_counts_conversations_waiting_too_long(tmp_path: Path) -> None:
     async with running_stack("embedded", tmp_path) as stack:
-        visitor = "v" + uuid.uuid4().hex
+        visitor = await signed_visitor(stack.client)
         await stack.client.post(
             "/webchat/messages",
             json={"visitor_id": visitor, "text": "falar com um humano", "client_message_id": "c1"},
@@ -163,7 +163,7 @@ async def test_the_gauge_counts_conversations_waiting_too_long(tmp_path: Path) -
 
 async def test_a_merge_moves_the_conversation_with_its_customer(tmp_path: Path) -> None:
     async with running_stack("embedded", tmp_path) as stack:
-        first, second = "v" + uuid.uuid4().hex, "v" + uuid.uuid4().hex
+        first, second = await signed_visitor(stack.client), await signed_visitor(stack.client)
         for visitor in (first, second):
             await stack.client.post(
                 "/webchat/messages",
@@ -215,7 +215,7 @@ def _call(text: str, confidence: float, customer_id: str) -> dict[str, Any]:
 
 async def test_a_conversation_shows_the_customers_call_beside_it(tmp_path: Path) -> None:
     async with running_stack("embedded", tmp_path) as stack:
-        visitor = "v" + uuid.uuid4().hex
+        visitor = await signed_visitor(stack.client)
         socket = await _joined(stack.client, visitor)
         await socket.send_json({"type": "message", "text": "Olá", "client_message_id": "c:1"})
         assert (await next_frame(socket))["type"] == "ack"

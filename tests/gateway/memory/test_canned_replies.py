@@ -4,7 +4,6 @@ a fact, never counted towards the compaction threshold."""
 
 from __future__ import annotations
 
-import uuid
 from pathlib import Path
 
 from sqlalchemy import select, update
@@ -15,6 +14,7 @@ from gateway.storage.records import CANNED, CANNED_OFFLINE
 from gateway.storage.repositories import tenants
 from tests.support.context_api import post_context
 from tests.support.stack import API_KEY, running_stack
+from tests.support.webchat import signed_visitor
 
 QUESTION = (
     "O pedido {n} ainda não chegou; comprei na semana passada, paguei no cartão e o rastreio "
@@ -32,7 +32,7 @@ async def test_offline_replies_are_marked_and_left_out_of_summaries_and_facts(
                 domain="default",
                 settings={"threshold_tokens": 400, "low_water_tokens": 100, "keep_recent_turns": 2},
             )
-        visitor = "v" + uuid.uuid4().hex
+        visitor = await signed_visitor(stack.client)
         for index in range(8):
             response = await stack.client.post(
                 "/webchat/messages",
@@ -64,7 +64,7 @@ async def test_offline_replies_are_marked_and_left_out_of_summaries_and_facts(
 
 async def test_offline_replies_are_never_recalled_in_another_episode(tmp_path: Path) -> None:
     async with running_stack("embedded", tmp_path) as stack:
-        visitor = "v" + uuid.uuid4().hex
+        visitor = await signed_visitor(stack.client)
         response = await stack.client.post(
             "/webchat/messages",
             json={

@@ -28,6 +28,7 @@ from tests.support.databases import (
     unavailable,
 )
 from tests.support.stack import running_stack
+from tests.support.webchat import signed_visitor
 
 COUNTER = TiktokenCounter(load_encoding())
 START = datetime(2026, 11, 2, 14, 0, tzinfo=UTC)
@@ -115,7 +116,7 @@ async def test_a_conversation_around_the_threshold_compacts_once(tmp_path: Path)
                     "keep_recent_turns": 4,
                 },
             )
-        visitor = "v" + uuid.uuid4().hex
+        visitor = await signed_visitor(stack.client)
         traces_after_turn: list[int] = []
         for index in range(24):
             response = await stack.client.post(
