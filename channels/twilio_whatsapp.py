@@ -11,9 +11,10 @@ marks the customer's message read.
 from __future__ import annotations
 
 import asyncio
+import json
 import random
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from urllib.parse import parse_qsl, urlsplit
 
@@ -40,6 +41,7 @@ from channels.base import (
     SendFailed,
     SendResult,
     SignatureInvalid,
+    Template,
 )
 from channels.splitting import split_message
 from channels.twilio_inbound import AUDIO_PLACEHOLDER, kind_of, media_of, text_of
@@ -66,6 +68,23 @@ def form_params(body: bytes) -> MultiDict[str]:
     except ValueError as exc:
         raise PayloadInvalid(f"body is not a form: {exc}") from exc
     return MultiDict(pairs)
+
+
+def _content(template: Template) -> dict[str, object]:
+    """The Content API fields of an approved template."""
+    if not template.content_sid:
+        raise SendFailed(
+            f"WhatsApp template {template.name!r} has no content_sid for Twilio", retryable=False
+        )
+    return {
+        "content_sid": template.content_sid,
+        "content_variables": json.dumps(dict(template.variables), ensure_ascii=False),
+    }
+
+
+def _body(body: str, media_url: list[str]) -> dict[str, object]:
+    """The fields of a free-form message: its text and attachments (either may be empty)."""
+    return {"body": body or values.unset, "media_url": media_url or values.unset}
 
 
 class TwilioWhatsAppChannel:
@@ -182,6 +201,12 @@ class TwilioWhatsAppChannel:
         recipient = message.recipient
         if not recipient.startswith("whatsapp:"):
             recipient = f"whatsapp:{recipient}"
+        if message.template is not None:
+            # A template (Content API) is one message: its content stays at Twilio.
+            content = _content(message.template)
+            return SendResult(
+                provider_message_ids=(await self._create(client, recipient, content),)
+            )
         sids = []
         parts = split_message(message.text, MAX_BODY_CHARS)
         # WhatsApp takes one attachment per message: the first goes with the first part of
@@ -192,29 +217,32 @@ class TwilioWhatsAppChannel:
             parts = [media[0].caption or ""]
         for index, part in enumerate(parts):
             urls = [media[0].url] if media and index == 0 else []
-            sids.append(await self._create(client, recipient, part, urls))
+            sids.append(await self._create(client, recipient, _body(part, urls)))
         for item in media[1:]:
-            sids.append(await self._create(client, recipient, item.caption or "", [item.url]))
+            sids.append(
+                await self._create(client, recipient, _body(item.caption or "", [item.url]))
+            )
         return SendResult(provider_message_ids=tuple(sids))
 
-    async def _create(
-        self, client: Client, to: str, body: str, media_url: list[str] | None = None
-    ) -> str:
+    async def _create(self, client: Client, to: str, content: Mapping[str, object]) -> str:
+        """Create one message: `content` is its `body` and `media_url`, or a template's
+        `content_sid` and `content_variables`."""
         for attempt in range(1, self._attempts + 1):
             try:
                 created = await client.messages.create_async(
                     to=to,
                     from_=self._sender,
-                    body=body or values.unset,
-                    media_url=media_url or values.unset,
                     status_callback=self._status_callback or values.unset,
+                    **content,
                 )
                 return str(created.sid)
             except TwilioRestException as exc:
                 retryable = exc.status == 429 or exc.status >= 500
                 if not retryable or attempt == self._attempts:
                     raise SendFailed(
-                        f"Twilio answered {exc.status}: {exc.msg}", retryable=retryable
+                        f"Twilio answered {exc.status}: {exc.msg}",
+                        retryable=retryable,
+                        code=str(exc.code) if exc.code is not None else None,
                     ) from exc
             except (OSError, TimeoutError) as exc:
                 if attempt == self._attempts:

@@ -12,7 +12,7 @@ from pydantic import SecretStr
 
 from channels.base import InboundMessage
 from context import TiktokenCounter, load_encoding
-from gateway.api import campaigns, context, conversations, operator
+from gateway.api import campaigns, context, conversation_templates, conversations, operator
 from gateway.config import Settings
 from gateway.console import routes as console_routes
 from gateway.coordination.dedupe import SeenKeys
@@ -77,6 +77,7 @@ from gateway.turns.answer import Answerer
 from gateway.turns.backpressure import Backpressure
 from gateway.turns.deliver import Deliverer
 from gateway.turns.scheduler import TurnScheduler
+from gateway.turns.service_window import ServiceWindows
 from gateway.webchat.fanout import FANOUT, RedisFanout
 from gateway.webchat.hub import WebChatHub
 
@@ -195,7 +196,11 @@ async def flow_ctx(app: web.Application) -> AsyncIterator[None]:
         memory=queue,
         events=app[EVENTS],
     )
-    deliver = Deliverer(sessions=sessions, adapters=adapters)
+    deliver = Deliverer(
+        sessions=sessions,
+        adapters=adapters,
+        windows=ServiceWindows(sessions, tenant_cache),
+    )
     gate = ModelGate(
         process_limit=settings.model_concurrency,
         provider_limits=CallLimits(
@@ -341,6 +346,7 @@ def create_app(settings: Settings) -> web.Application:
     campaigns.add_routes(app)
     operator.add_routes(app)
     conversations.add_routes(app)
+    conversation_templates.add_routes(app)
     console_routes.add_routes(app)
     context.add_routes(app)
     add_channel_routes(app)

@@ -47,7 +47,8 @@ def created_message(account: str, form: Mapping[str, Any]) -> web.Response:
 class LocalTwilio:
     """``created`` holds the form fields of every accepted create, in order; ``attempts``
     counts every create request, refused ones included; ``fail_next`` lists HTTP statuses to
-    answer first, one per request (e.g. ``[429, 503]``); ``on_created`` is told of each
+    answer first, one per request (e.g. ``[429, 503]``), or (status, Twilio error code) pairs
+    (``(400, 63016)``: outside WhatsApp's 24-hour window); ``on_created`` is told of each
     accepted create, with the time it arrived (before its body was read).
 
     ``typing`` holds the form fields (``channel``, ``messageId``) of every typing indicator
@@ -56,7 +57,7 @@ class LocalTwilio:
 
     created: list[dict[str, str]] = field(default_factory=list)
     attempts: int = 0
-    fail_next: list[int] = field(default_factory=list)
+    fail_next: list[int | tuple[int, int]] = field(default_factory=list)
     on_created: OnCreated | None = None
     typing: list[dict[str, str]] = field(default_factory=list)
     fail_typing_next: list[int] = field(default_factory=list)
@@ -83,9 +84,11 @@ class LocalTwilio:
             key: value for key, value in (await request.post()).items() if isinstance(value, str)
         }
         if self.fail_next:
-            status = self.fail_next.pop(0)
+            failure = self.fail_next.pop(0)
+            status, code = failure if isinstance(failure, tuple) else (failure, 20429)
             return web.json_response(
-                {"code": 20429, "message": "Too Many Requests", "status": status}, status=status
+                {"code": code, "message": _REFUSALS.get(code, "Refused"), "status": status},
+                status=status,
             )
         self.created.append(form)
         if self.on_created is not None:
@@ -109,6 +112,12 @@ class LocalTwilio:
                 status=400,
             )
         return web.json_response({"success": True})
+
+
+_REFUSALS = {
+    20429: "Too Many Requests",
+    63016: "Failed to send freeform message because you are outside the allowed window.",
+}
 
 
 async def _alive(request: web.Request) -> web.Response:

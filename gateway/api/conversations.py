@@ -26,7 +26,7 @@ from gateway.http.openapi import document
 from gateway.keys import COUNTER, DELIVER, EVENTS, SESSIONS, SETTINGS
 from gateway.runtime.clock import utcnow
 from gateway.storage.records import ConversationRecord
-from gateway.storage.repositories import conversations, tenants
+from gateway.storage.repositories import conversations, service_window, tenants
 from gateway.storage.repositories.conversations import (
     OWNERS,
     ConversationMessage,
@@ -40,6 +40,7 @@ from gateway.turns.handoff import (
     conversation_json,
 )
 from gateway.turns.operator_messages import NoRecipient, NotHeld, send_operator_message
+from gateway.turns.service_window import window_json
 from identity import InvalidIdentifier
 from identity.conversation_owner import HandedBack, Refused, Took
 
@@ -65,11 +66,17 @@ async def _waiting_alert(request: web.Request) -> timedelta:
     return timedelta(seconds=tenant.handoff_waiting_alert_s)
 
 
-def _listed(conversation: ConversationRecord, alert: timedelta) -> dict[str, Any]:
-    waited = utcnow() - conversation.owner_since
+def _listed(
+    conversation: ConversationRecord, alert: timedelta, held: dict[str, int]
+) -> dict[str, Any]:
+    now = utcnow()
+    waited = now - conversation.owner_since
     return {
         **conversation_json(conversation),
         "waiting_too_long": conversation.owner == "waiting" and waited > alert,
+        # WhatsApp's 24-hour window, and the replies held outside it since the customer wrote.
+        "window": window_json(conversation, now),
+        "held_replies": held.get(conversation.id, 0),
     }
 
 
@@ -108,7 +115,8 @@ async def list_conversations(request: web.Request) -> web.Response:
     alert = await _waiting_alert(request)
     async with request.app[SESSIONS]() as session:
         found = await conversations.list_conversations(session, owner=owner)
-    return web.json_response({"conversations": [_listed(c, alert) for c in found]})
+        held = await service_window.held_since_last_inbound(session, found)
+    return web.json_response({"conversations": [_listed(c, alert, held) for c in found]})
 
 
 async def read_conversation(request: web.Request) -> web.Response:
@@ -119,8 +127,9 @@ async def read_conversation(request: web.Request) -> web.Response:
         if conversation is None:
             raise NotFound("no such conversation")
         recent = await conversations.recent_messages(session, conversation)
+        held = await service_window.held_since_last_inbound(session, [conversation])
     return web.json_response(
-        {**_listed(conversation, alert), "messages": [_message_json(m) for m in recent]}
+        {**_listed(conversation, alert, held), "messages": [_message_json(m) for m in recent]}
     )
 
 

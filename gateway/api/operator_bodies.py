@@ -41,6 +41,18 @@ class AttachmentIn(BaseModel):
         )
 
 
+class TemplateIn(BaseModel):
+    """One of the tenant's WhatsApp templates (`whatsapp_templates`) to send; `variables`
+    override (and add to) the ones filled from the customer's facts."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1, max_length=200)
+    variables: dict[str, str] = Field(default_factory=dict, max_length=50)
+    actor: str = Field("api", min_length=1, max_length=200)
+    reason: str = Field("a WhatsApp template", min_length=1, max_length=2000)
+
+
 def audit_json(entry: AuditRecord) -> dict[str, Any]:
     return {
         "id": entry.id,

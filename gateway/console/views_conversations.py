@@ -64,6 +64,8 @@ def conversation_page(login: OperatorLogin, conversation_id: str) -> Html:
                 {"id": "thread-box"},
                 el("h2", None, "Thread"),
                 el("p", {"id": "owner", "class_": "owner"}),
+                # WhatsApp's 24-hour window and the replies held outside it (hidden elsewhere).
+                el("p", {"id": "window", "class_": "window", "hidden": True}),
                 el("ol", {"id": "thread", "class_": "thread"}),
                 el(
                     "div",

@@ -403,3 +403,6 @@ class ConversationRecord:
     owner_since: datetime
     last_message_at: datetime
     created_at: datetime
+    # WhatsApp's customer-service window (`identity.service_window`).
+    last_inbound_at: datetime | None = None
+    window_closed_at: datetime | None = None

@@ -506,6 +506,7 @@ def _seen(key: str, message: MessageRecord, identity: ResolvedIdentity) -> Messa
         identity_id=identity.identity_id,
         external_id=identity.key.identifier.value,
         at=message.created_at,
+        inbound=True,
     )
 
 

@@ -13,6 +13,10 @@ is sent again by `retry_deliveries` once the lease runs out.
 
 An operator's message is delivered the same way: its turn (status "operator") has the
 message as both its inbound message and its reply (`turns.create_operator_turn`).
+
+On WhatsApp a reply due outside the customer-service window goes as the tenant's template or
+is held ("held", the reason kept), and free text the provider refuses as outside the window
+goes again once as the template (`gateway.turns.service_window`).
 """
 
 from __future__ import annotations
@@ -21,18 +25,23 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from channels.base import Channel, OutboundMessage, SendFailed
+from gateway.runtime.clock import utcnow
 from gateway.runtime.tasks import cancel_and_wait
 from gateway.storage.attachments import media_of
 from gateway.storage.records import MessageRecord, TurnRecord
 from gateway.storage.repositories import messages, turns
 from gateway.storage.repositories.outbound import SentPart
+from gateway.storage.repositories.service_window import HELD, SENT_AS_TEMPLATE
 from gateway.turns.delivery_records import DeliveryRecords, SendOutcome
+from gateway.turns.service_window import Held, ServiceWindows
+from identity.service_window import closes_window
 
 log = logging.getLogger("relaydesk.deliver")
 
@@ -44,10 +53,15 @@ DELIVERY_LEASE = timedelta(minutes=2)
 
 class Deliverer:
     def __init__(
-        self, *, sessions: async_sessionmaker[AsyncSession], adapters: Mapping[str, Channel]
+        self,
+        *,
+        sessions: async_sessionmaker[AsyncSession],
+        adapters: Mapping[str, Channel],
+        windows: ServiceWindows | None = None,
     ) -> None:
         self.sessions = sessions
         self.adapters = adapters
+        self.windows = windows
         self.records = DeliveryRecords(sessions)
         self._last: dict[str, asyncio.Task[None]] = {}  # per conversation, its latest send
 
@@ -123,7 +137,7 @@ class Deliverer:
             async with self.sessions.begin() as session:
                 if not await turns.claim_delivery(session, turn.id, DELIVERY_LEASE):
                     return  # another sender holds it, or it is done
-        status, error, sent_ids = await self._send_once(inbound, reply)
+        status, error, sent_ids = await self._send_once(turn, inbound, reply)
         attempts = turn.delivery_attempts + 1
         if status == "retry" and attempts >= MAX_DELIVERY_ATTEMPTS:
             status = "failed"
@@ -145,27 +159,41 @@ class Deliverer:
         await self.records.record(SendOutcome(turn.id, fields, parts))
 
     async def _send_once(
-        self, inbound: MessageRecord, reply: MessageRecord
+        self, turn: TurnRecord, inbound: MessageRecord, reply: MessageRecord
     ) -> tuple[str, str | None, tuple[str, ...]]:
-        """(status, error, provider ids) of one attempt: sent, retry or failed."""
+        """(status, error, provider ids) of one attempt: sent (as free text or as the
+        template), held, retry or failed."""
         adapter = self.adapters.get(inbound.channel)
         if adapter is None:
             return "failed", f"no channel {inbound.channel!r} configured", ()
         recipient, reply_to = _addressed(inbound, reply)
-        try:
-            result = await adapter.send(
-                OutboundMessage(
-                    channel=inbound.channel,
-                    recipient=recipient,
-                    text=reply.text,
-                    reply_to=reply_to,
-                    message_id=str(reply.id),
-                    media=media_of(reply.media),
-                )
-            )
-        except SendFailed as exc:
-            return ("retry" if exc.retryable else "failed"), str(exc), ()
-        return "sent", None, tuple(i for i in result.provider_message_ids if i)
+        message = OutboundMessage(
+            channel=inbound.channel,
+            recipient=recipient,
+            text=reply.text,
+            reply_to=reply_to,
+            message_id=str(reply.id),
+            media=media_of(reply.media),
+        )
+        for _ in range(2):  # free text the provider refuses as outside the window: once more
+            if self.windows is not None:
+                planned = await self.windows.outbound(turn, reply, message)
+                if isinstance(planned, Held):
+                    return HELD, planned.reason, ()
+                message = planned
+            attempted_at = utcnow()
+            try:
+                result = await adapter.send(message)
+            except SendFailed as exc:
+                refused_free_text = message.template is None and closes_window(exc.code)
+                if self.windows is None or not refused_free_text:
+                    return ("retry" if exc.retryable else "failed"), str(exc), ()
+                await self.windows.closed(turn.conversation_key, attempted_at)
+                message = replace(message, template=None)
+                continue
+            status = SENT_AS_TEMPLATE if message.template is not None else "sent"
+            return status, None, tuple(i for i in result.provider_message_ids if i)
+        return "failed", "the provider refused the message as outside the window", ()
 
     async def retry_deliveries(self) -> int:
         """Send again the replies whose delivery failed in a retryable way."""

@@ -5,13 +5,19 @@
 A callback that would move a status backwards (out of order), repeat it (duplicate) or change
 a final one is ignored. A status for a message we have not recorded yet (the callback beat
 our own write) is kept and joined to the send when that is recorded.
+
+A failure whose code means "outside WhatsApp's customer-service window" (Twilio reports 63016
+in the callback of a message it had accepted; the Cloud API 131047 in a status's `errors`)
+closes the conversation's window and queues the reply, if it went as free text, to go again
+once — as the template, or held (`gateway.turns.service_window`).
 """
 
 from __future__ import annotations
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from gateway.storage.repositories import outbound
+from gateway.storage.repositories import outbound, service_window
+from identity.service_window import closes_window
 
 PROGRESS = {
     "accepted": 0,
@@ -52,7 +58,24 @@ async def apply_status(
     await outbound.set_delivery_status(
         session, row.id, status=status, error_code=error_code or None
     )
+    if status in FINAL and closes_window(error_code):
+        await _outside_window(session, channel, provider_id, error_code or "")
     return True
+
+
+async def _outside_window(
+    session: AsyncSession, channel: str, provider_id: str, error_code: str
+) -> None:
+    """The provider refused what we sent as outside the window: closed as of that send, and
+    the reply queued once to go again (see the module docstring)."""
+    refused = await service_window.refused_send(session, channel, provider_id)
+    if refused is None:
+        return
+    turn_id, conversation_key, sent_at = refused
+    await service_window.close_window(session, conversation_key, sent_at)
+    await service_window.send_again_as_template(
+        session, turn_id, f"outside WhatsApp's 24-hour window (error {error_code})"
+    )
 
 
 async def statuses(session: AsyncSession, turn_id: int) -> list[tuple[int, str]]:

@@ -13,7 +13,7 @@ customer message, as when the message was written.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -46,11 +46,13 @@ async def send_operator_message(
     text: str,
     actor: str,
     media: Sequence[Media] = (),
+    extra: Mapping[str, object] | None = None,
+    stored: Callable[[AsyncSession, MessageRecord], Awaitable[None]] | None = None,
 ) -> MessageRecord:
     """Store the message and its attachments (by URL; only by the operator holding the
-    conversation) and hand it to the
-    deliver step; returns it once stored. Raises `ConversationNotFound`, `NotHeld`,
-    `NoRecipient`."""
+    conversation; `extra` stored with it, e.g. the template it goes as; `stored` called in the
+    same transaction, e.g. to audit it) and hand it to the deliver step; returns it once
+    stored. Raises `ConversationNotFound`, `NotHeld`, `NoRecipient`."""
     async with sessions.begin() as session:
         conversation = await conversations.lock(session, conversation_id)
         if conversation is None:
@@ -61,7 +63,9 @@ async def send_operator_message(
         latest = await conversations.latest_customer_message(session, conversation)
         if latest is None or latest.sender is None:
             raise NoRecipient("the customer has not written on this conversation yet")
-        message = await _store(session, counter, conversation, latest, text, actor, media)
+        message = await _store(
+            session, counter, conversation, latest, text, actor, media, extra or {}
+        )
         turn = await turns.create_operator_turn(
             session, message, conversation.conversation_key, DELIVERY_LEASE
         )
@@ -79,6 +83,8 @@ async def send_operator_message(
             ],
         )
         await message_created(session, events, noted[conversation.conversation_key], message)
+        if stored is not None:
+            await stored(session, message)
     deliverer.send_in_order(conversation.conversation_key, turn, message, message)
     return message
 
@@ -91,6 +97,7 @@ async def _store(
     text: str,
     actor: str,
     media: Sequence[Media],
+    extra: Mapping[str, object],
 ) -> MessageRecord:
     """On the conversation's open episode (a new one when none is open)."""
     episode = await episodes.latest_open_episode(
@@ -117,7 +124,7 @@ async def _store(
             provider_message_id=f"operator:{uuid.uuid4().hex}",
             thread_key=latest.thread_key,
             media=stored_media(media),
-            extra={"author": OPERATOR_AUTHOR, "actor": actor, RECIPIENT: recipient},
+            extra={**extra, "author": OPERATOR_AUTHOR, "actor": actor, RECIPIENT: recipient},
         ),
         add_to_episode=False,
     )

@@ -319,7 +319,7 @@ async def test_statuses_only_move_forward_and_a_failure_keeps_its_code(
         assert bad.status == 403
 
 
-async def test_a_reply_outside_the_window_fails_with_code_131047_and_is_not_retried(
+async def test_a_reply_outside_the_window_refused_with_131047_is_held_and_not_retried(
     tmp_path: Path,
 ) -> None:
     async with _gateway(tmp_path) as (stack, graph):
@@ -329,8 +329,9 @@ async def test_a_reply_outside_the_window_fails_with_code_131047_and_is_not_retr
         await stack.idle()  # a retry sweep would send it again
         async with _sessions(stack)() as session:
             turn = await session.scalar(select(TurnRow))
-        assert turn is not None and turn.delivery_status == "failed"
-        assert turn.error is not None and "Re-engagement message" in turn.error
+        # No template configured: held for an operator (tests/gateway/test_whatsapp_window.py).
+        assert turn is not None and turn.delivery_status == "held"
+        assert turn.error is not None and "24-hour window" in turn.error
         sends = [r for r in graph.requests if r.json and r.json.get("type") == "text"]
         assert graph.sent() == [] and len(sends) == 1
 

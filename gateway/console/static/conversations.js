@@ -62,7 +62,8 @@
     return make("tr", { "data-conversation": c.id, class: c.waiting_too_long ? "late" : null },
       make("td", null, make("a", { href: `/console/conversations/${c.id}` }, c.external_id)),
       make("td", null, make("span", { class: `tag channel-${c.channel}` }, c.channel)),
-      make("td", { class: "who" }, who, c.waiting_too_long ? make("strong", { class: "late" }, " · waiting too long") : null),
+      make("td", { class: "who" }, who, c.waiting_too_long ? make("strong", { class: "late" }, " · waiting too long") : null,
+        c.held_replies ? make("strong", { class: "late" }, ` · ${c.held_replies} held (outside the window)`) : null),
       make("td", null, make("a", { href: `/console/customers/${c.customer_id}` }, "profile")));
   }
 
@@ -128,6 +129,20 @@
     owner.dataset.owner = c.owner;
   }
 
+  // WhatsApp: free text only within 24 h of the customer's last message; outside it a reply
+  // goes as the tenant's template or is held (the held ones show their reason in the thread).
+  function showWindow(c) {
+    const box = document.getElementById("window");
+    const w = c.window;
+    box.hidden = !w;
+    if (!w) return;
+    box.textContent = w.open ? `WhatsApp window open until ${when(w.open_until)}`
+      : w.closed_by_provider ? "WhatsApp window closed (the provider refused free text) — only templates go until the customer writes"
+      : `WhatsApp window closed${w.open_until ? ` since ${when(w.open_until)}` : ""} — only templates go until the customer writes`;
+    if (c.held_replies) box.textContent += ` · ${c.held_replies} held repl${c.held_replies === 1 ? "y" : "ies"}`;
+    box.dataset.open = w.open ? "true" : "false";
+  }
+
   async function showProfile(customerId) {
     const profile = await getJson(`/v1/operator/customers/${customerId}`);
     const box = document.getElementById("profile");
@@ -149,6 +164,7 @@
     current = c;
     document.getElementById("title").textContent = `${c.channel} · ${c.external_id}`;
     showControls(c);
+    showWindow(c);
     document.getElementById("thread").replaceChildren(...(data.messages || []).map(messageItem));
     if (first) await showProfile(c.customer_id);
   }

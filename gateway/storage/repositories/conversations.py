@@ -44,6 +44,8 @@ class MessageSeen:
     identity_id: str | None
     external_id: str
     at: datetime
+    # A customer's message (it opens WhatsApp's window), not ours or an operator's.
+    inbound: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +79,8 @@ def conversation_record(row: Conversation | AnyRow) -> ConversationRecord:
         owner_since=row.owner_since,
         last_message_at=row.last_message_at,
         created_at=row.created_at,
+        last_inbound_at=row.last_inbound_at,
+        window_closed_at=row.window_closed_at,
     )
 
 
@@ -87,13 +91,18 @@ def _dialect(session: AsyncSession) -> str:
 async def note_messages(
     session: AsyncSession, seen: Iterable[MessageSeen]
 ) -> dict[str, ConversationRecord]:
-    """Create or touch each message's conversation (its `last_message_at` only moves forward)
-    in one statement; the conversations by key."""
+    """Create or touch each message's conversation (its `last_message_at`, and for a
+    customer's message `last_inbound_at`, only move forward) in one statement; the
+    conversations by key."""
     latest: dict[str, MessageSeen] = {}
+    inbound: dict[str, datetime] = {}
     for message in seen:
-        known = latest.get(message.conversation_key)
+        key = message.conversation_key
+        known = latest.get(key)
         if known is None or message.at > known.at:
-            latest[message.conversation_key] = message
+            latest[key] = message
+        if message.inbound and (key not in inbound or message.at > inbound[key]):
+            inbound[key] = message.at
     if not latest:
         return {}
     now = utcnow()
@@ -108,6 +117,7 @@ async def note_messages(
             "owner": "bot",
             "owner_since": now,
             "last_message_at": m.at,
+            "last_inbound_at": inbound.get(m.conversation_key),
             "created_at": now,
         }
         # Sorted, so two lots touching the same conversations lock them in the same order.
@@ -124,11 +134,24 @@ async def note_messages(
                     statement.excluded.last_message_at,
                 ),
                 else_=CONVERSATIONS.c.last_message_at,
-            )
+            ),
+            "last_inbound_at": _later(
+                statement.excluded.last_inbound_at, CONVERSATIONS.c.last_inbound_at
+            ),
         },
     ).returning(*CONVERSATIONS.c)
     result = await session.execute(upsert)
     return {row.conversation_key: conversation_record(row) for row in result}
+
+
+def _later(new: Any, current: Any) -> Any:
+    """The later of two nullable times (a NULL `new` keeps `current`)."""
+    return case(
+        (new.is_(None), current),
+        (current.is_(None), new),
+        (new > current, new),
+        else_=current,
+    )
 
 
 async def get(session: AsyncSession, conversation_id: str) -> ConversationRecord | None:
@@ -259,7 +282,9 @@ async def recent_messages(
                 channel=row.channel,
                 created_at=row.created_at,
                 delivery_status=row.delivery_status,
-                delivery_error=row.error if row.delivery_status in ("retry", "failed") else None,
+                delivery_error=(
+                    row.error if row.delivery_status in ("retry", "failed", "held") else None
+                ),
                 transcript_confidence=row.transcript_confidence,
                 media=media_of(row.media),
             )
@@ -298,6 +323,9 @@ async def move_conversations(
             continue
         latest = max(there.last_message_at, moved.last_message_at)
         values: dict[str, Any] = {"last_message_at": latest}
+        inbound = [at for at in (there.last_inbound_at, moved.last_inbound_at) if at is not None]
+        if inbound:
+            values["last_inbound_at"] = max(inbound)
         if there.owner == "bot" and moved.owner != "bot":
             values.update(owner=moved.owner, held_by=moved.held_by, owner_since=moved.owner_since)
         await session.execute(delete(Conversation).where(Conversation.id == conversation_id))
