@@ -106,6 +106,7 @@ async def build_context(request: web.Request) -> web.Response:
             ),
             campaign_id=body.campaign_id,
             recall_cache=request.app[RECALL],
+            channel=body.channel,
         )
     report = assembled.window.report.to_dict()
     if body.dialogue is not None:

@@ -329,18 +329,24 @@ async def assemble_context(
     episode_id: str | None = None,
     message_id: int | None = None,
     recall_cache: RecallCache | None = None,
+    channel: str | None = None,
 ) -> AssembledContext:
     """Build the window for `message` from `identity`'s customer as stored now.
 
     For a stored inbound message pass its `episode_id` and `message_id`: the episode's turns
-    are then the ones before it (later arrivals wait for their own turn).
+    are then the ones before it (later arrivals wait for their own turn). `channel` is the
+    conversation's channel where it is not the identity's own (a WhatsApp number written to
+    through the Cloud API, `whatsapp_cloud`, is the `whatsapp` identity); a stored episode
+    brings its own.
     """
     customer_id = identity.customer_id
-    channel = identity.key.channel
+    channel = channel or identity.key.channel
     budget = budget_for(settings, window)
     customer = await _customer(session, customer_id)
     if episode_id is not None:
         episode: EpisodeRecord | None = customer.episode(episode_id)
+        if episode is not None:
+            channel = episode.channel
     else:
         episode = await episodes.latest_open_episode(
             session, customer_id, channel, identity.identity_id

@@ -177,6 +177,22 @@ async def test_a_signed_message_is_stored_and_answered_through_the_graph_api(
         assert (identity.channel, identity.external_id) == ("whatsapp", f"whatsapp:+{WA_ID}")
 
 
+async def test_every_message_of_a_conversation_is_answered(tmp_path: Path) -> None:
+    async with _gateway(tmp_path) as (stack, graph):
+        for number, text in enumerate(("Olá", "Meu pedido é o 4471-XB", "Obrigada")):
+            response = await _post(stack, _text(text, wamid=f"wamid.m{number}"))
+            assert response.status == 200
+            await stack.idle()
+        assert [m["context"]["message_id"] for m in graph.sent()] == [
+            "wamid.m0",
+            "wamid.m1",
+            "wamid.m2",
+        ]
+        async with _sessions(stack)() as session:
+            statuses = list(await session.scalars(select(TurnRow.status).order_by(TurnRow.id)))
+        assert statuses == ["done"] * 3
+
+
 @pytest.mark.parametrize("tamper", ["missing", "mutated body", "wrong secret"])
 async def test_a_bad_signature_is_403_and_stores_nothing(tmp_path: Path, tamper: str) -> None:
     body = _text("oi")
