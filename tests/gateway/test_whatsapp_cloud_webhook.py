@@ -29,11 +29,12 @@ from gateway.storage.models import (
     TurnRow,
 )
 from tests.gateway.test_voice_notes import AUDIO, VoiceServices
+from tests.support.context_api import post_context
 from tests.support.fixtures import FIXTURES
 from tests.support.graph_server import ACCESS_TOKEN, PHONE_NUMBER_ID, LocalGraph
 from tests.support.openai_server import FakeOpenAI, model_settings
 from tests.support.signed_twilio import inbound_params, post_signed
-from tests.support.stack import Stack, inbound_rows, running_stack
+from tests.support.stack import API_KEY, Stack, inbound_rows, running_stack
 from tests.support.twilio_server import FakeTwilio
 from tools.loopback import serving_on_loopback
 
@@ -191,6 +192,16 @@ async def test_every_message_of_a_conversation_is_answered(tmp_path: Path) -> No
         async with _sessions(stack)() as session:
             statuses = list(await session.scalars(select(TurnRow.status).order_by(TurnRow.id)))
         assert statuses == ["done"] * 3
+        # The conversation's window, asked for by its channel and number, holds its turns.
+        body = await post_context(
+            stack.client,
+            {"Authorization": f"Bearer {API_KEY}"},
+            channel="whatsapp_cloud",
+            external_id=f"+{WA_ID}",
+            message="E o prazo?",
+        )
+        turns = [m["content"] for m in body["messages"]]  # type: ignore[attr-defined]
+        assert "Meu pedido é o 4471-XB" in turns
 
 
 @pytest.mark.parametrize("tamper", ["missing", "mutated body", "wrong secret"])
