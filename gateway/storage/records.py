@@ -152,6 +152,15 @@ class WindowLine:
 
 
 @dataclass(frozen=True, slots=True)
+class WindowState:
+    """A conversation's WhatsApp customer-service window as stored: the customer's last inbound
+    message and when the provider last said the window was closed."""
+
+    last_inbound_at: datetime | None
+    closed_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
 class PendingTurn:
     """A turn to answer, with its inbound message and the key of the identity that sent it
     (None for a message stored without one)."""
@@ -160,6 +169,8 @@ class PendingTurn:
     inbound: MessageRecord
     identity_key: str | None
     owner: str = "bot"  # who answers the conversation (`identity.conversation_owner.Owner`)
+    # Read with the turn (None: the conversation has no row): its reply needs no read of it.
+    window: WindowState | None = None
 
 
 @dataclass(frozen=True, slots=True)

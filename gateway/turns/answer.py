@@ -249,7 +249,9 @@ class Answerer:
                 reply_fields,
                 handoff=reason,
             )
-        self.deliverer.send_in_order(turn.conversation_key, turn, inbound, reply)
+        self.deliverer.send_in_order(
+            turn.conversation_key, turn, inbound, reply, window=pending.window
+        )
         await self._maybe_compact(turn, tenant)
 
     async def _failed_repeatedly(self, pending: PendingTurn, tenant: TenantSettings) -> bool:
@@ -381,7 +383,12 @@ class Answerer:
             typing.stop()
             raise
         self.deliverer.send_in_order(
-            turn.conversation_key, turn, inbound, reply, before_send=typing.stop
+            turn.conversation_key,
+            turn,
+            inbound,
+            reply,
+            before_send=typing.stop,
+            window=pending.window,
         )
         if assembled.unsummarized_tokens is None:
             await self._maybe_compact(turn, tenant)

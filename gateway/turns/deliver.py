@@ -35,7 +35,7 @@ from channels.base import Channel, OutboundMessage, SendFailed
 from gateway.runtime.clock import utcnow
 from gateway.runtime.tasks import cancel_and_wait
 from gateway.storage.attachments import media_of
-from gateway.storage.records import MessageRecord, TurnRecord
+from gateway.storage.records import MessageRecord, TurnRecord, WindowState
 from gateway.storage.repositories import messages, turns
 from gateway.storage.repositories.outbound import SentPart
 from gateway.storage.repositories.service_window import HELD, SENT_AS_TEMPLATE
@@ -73,13 +73,16 @@ class Deliverer:
         reply: MessageRecord,
         *,
         before_send: Callable[[], None] | None = None,
+        window: WindowState | None = None,
     ) -> None:
         """Send the reply (its lease taken when stored) once the conversation's earlier replies
         are sent, without waiting here; `before_send` is called just before this one goes (its
-        typing signal stops: one arriving after the reply would show it again)."""
+        typing signal stops: one arriving after the reply would show it again). `window`: the
+        conversation's WhatsApp window as read with the turn."""
         previous = self._last.get(key)
         task = asyncio.create_task(
-            self._send_after(previous, turn, inbound, reply, before_send), name=f"send:{turn.id}"
+            self._send_after(previous, turn, inbound, reply, before_send, window),
+            name=f"send:{turn.id}",
         )
         self._last[key] = task
 
@@ -96,6 +99,7 @@ class Deliverer:
         inbound: MessageRecord,
         reply: MessageRecord,
         before_send: Callable[[], None] | None,
+        window: WindowState | None,
     ) -> None:
         try:
             if previous is not None:
@@ -105,7 +109,7 @@ class Deliverer:
             if before_send is not None:
                 before_send()
         try:
-            await self.send(turn, inbound, reply, claimed=True)
+            await self.send(turn, inbound, reply, claimed=True, window=window)
         except Exception:
             # The reply keeps its lease; `retry_deliveries` sends it once the lease runs out.
             log.exception("reply send failed", extra={"fields": {"turn": turn.id}})
@@ -130,6 +134,7 @@ class Deliverer:
         reply: MessageRecord,
         *,
         claimed: bool = False,
+        window: WindowState | None = None,
     ) -> None:
         """Deliver the stored reply under a delivery lease (`claimed`: taken when the reply was
         stored); a retryable failure is left for `retry_deliveries`."""
@@ -137,7 +142,7 @@ class Deliverer:
             async with self.sessions.begin() as session:
                 if not await turns.claim_delivery(session, turn.id, DELIVERY_LEASE):
                     return  # another sender holds it, or it is done
-        status, error, sent_ids = await self._send_once(turn, inbound, reply)
+        status, error, sent_ids = await self._send_once(turn, inbound, reply, window)
         attempts = turn.delivery_attempts + 1
         if status == "retry" and attempts >= MAX_DELIVERY_ATTEMPTS:
             status = "failed"
@@ -159,7 +164,11 @@ class Deliverer:
         await self.records.record(SendOutcome(turn.id, fields, parts))
 
     async def _send_once(
-        self, turn: TurnRecord, inbound: MessageRecord, reply: MessageRecord
+        self,
+        turn: TurnRecord,
+        inbound: MessageRecord,
+        reply: MessageRecord,
+        window: WindowState | None,
     ) -> tuple[str, str | None, tuple[str, ...]]:
         """(status, error, provider ids) of one attempt: sent (as free text or as the
         template), held, retry or failed."""
@@ -177,7 +186,7 @@ class Deliverer:
         )
         for _ in range(2):  # free text the provider refuses as outside the window: once more
             if self.windows is not None:
-                planned = await self.windows.outbound(turn, reply, message)
+                planned = await self.windows.outbound(turn, reply, message, known=window)
                 if isinstance(planned, Held):
                     return HELD, planned.reason, ()
                 message = planned
@@ -190,6 +199,7 @@ class Deliverer:
                     return ("retry" if exc.retryable else "failed"), str(exc), ()
                 await self.windows.closed(turn.conversation_key, attempted_at)
                 message = replace(message, template=None)
+                window = None  # what was read with the turn is out of date now
                 continue
             status = SENT_AS_TEMPLATE if message.template is not None else "sent"
             return status, None, tuple(i for i in result.provider_message_ids if i)

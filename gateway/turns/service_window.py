@@ -21,7 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from channels.base import OutboundMessage, Template
 from gateway.runtime.clock import utcnow
-from gateway.storage.records import ConversationRecord, MessageRecord, TurnRecord
+from gateway.storage.records import ConversationRecord, MessageRecord, TurnRecord, WindowState
 from gateway.storage.repositories import conversations, facts, service_window, tenants
 from gateway.tenants import TenantSettings, WhatsAppTemplateSettings
 from identity.service_window import MissingVariable, fill_variables, has_window
@@ -81,10 +81,24 @@ class ServiceWindows:
         self.clock = clock
 
     async def outbound(
-        self, turn: TurnRecord, reply: MessageRecord, message: OutboundMessage
+        self,
+        turn: TurnRecord,
+        reply: MessageRecord,
+        message: OutboundMessage,
+        *,
+        known: WindowState | None = None,
     ) -> OutboundMessage | Held:
-        """`message` as it may go now (unchanged off WhatsApp and inside the window)."""
+        """`message` as it may go now (unchanged off WhatsApp and inside the window). `known`:
+        the window as read with the turn moments ago, which spares reading the conversation
+        when it is open (should the provider have closed it since, its refusal closes it here
+        too and the reply goes again as the template)."""
         if not has_window(message.channel):
+            return message
+        if (
+            known is not None
+            and _chosen(reply) is None
+            and window_at(known.last_inbound_at, known.closed_at, self.clock()).open
+        ):
             return message
         async with self.sessions() as session:
             tenant = await self.tenant_cache.get(session, channel=message.channel)

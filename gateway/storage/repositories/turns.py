@@ -15,7 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from gateway.runtime.clock import utcnow
 from gateway.storage.errors import RecordNotFound
 from gateway.storage.models import ConversationFence, TurnRow
-from gateway.storage.records import MessageRecord, NewTurn, PendingTurn, TurnRecord
+from gateway.storage.records import MessageRecord, NewTurn, PendingTurn, TurnRecord, WindowState
 from gateway.storage.repositories.messages import message_from
 from gateway.storage.repositories.tables import (
     CONVERSATIONS,
@@ -37,13 +37,16 @@ _NEXT_PENDING = (
     .limit(1)
 )
 # The answer step's read of its next turn: the turn, its inbound message (columns labelled
-# "m_<name>"), the sender identity's key and who answers the conversation, in one statement.
+# "m_<name>"), the sender identity's key, who answers the conversation and its WhatsApp window,
+# in one statement.
 _NEXT_PENDING_WITH_INBOUND = (
     select(
         TURNS,
         *(column.label(f"m_{column.name}") for column in MESSAGES.c),
         IDENTITIES.c.external_id.label("identity_key"),
         CONVERSATIONS.c.owner.label("conversation_owner"),
+        CONVERSATIONS.c.last_inbound_at.label("conversation_last_inbound_at"),
+        CONVERSATIONS.c.window_closed_at.label("conversation_window_closed_at"),
     )
     .select_from(
         TURNS.join(MESSAGES, MESSAGES.c.id == TURNS.c.inbound_message_id)
@@ -194,6 +197,11 @@ async def next_pending_turn(session: AsyncSession, conversation_key: str) -> Pen
         inbound=message_from(lambda name: values[f"m_{name}"]),
         identity_key=row.identity_key,
         owner=row.conversation_owner or "bot",
+        window=(
+            WindowState(row.conversation_last_inbound_at, row.conversation_window_closed_at)
+            if row.conversation_owner is not None
+            else None
+        ),
     )
 
 
