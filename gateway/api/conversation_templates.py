@@ -9,12 +9,11 @@ transaction, and delivered like any operator message.
 
 from __future__ import annotations
 
-from typing import Any
-
 from aiohttp import web
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from gateway.api.operator_bodies import TemplateIn
+from gateway.api.operator_sends import conversation_path, operator_send_answers
 from gateway.console.auth import operator_actor
 from gateway.http.bodies import path_id, read_json
 from gateway.http.errors import BadRequest, Conflict, NotFound
@@ -22,8 +21,8 @@ from gateway.http.openapi import document
 from gateway.keys import COUNTER, DELIVER, EVENTS, SESSIONS
 from gateway.storage.records import MessageRecord
 from gateway.storage.repositories import audit, conversations, tenants
-from gateway.turns.handoff import AUDIT_SUBJECT, ConversationNotFound
-from gateway.turns.operator_messages import NoRecipient, NotHeld, send_operator_message
+from gateway.turns.handoff import AUDIT_SUBJECT
+from gateway.turns.operator_messages import send_operator_message
 from gateway.turns.service_window import TEMPLATE, fact_values, filled
 from identity.service_window import MissingVariable, has_window
 
@@ -77,7 +76,7 @@ async def send_template(request: web.Request) -> web.Response:
             details={"message_id": message.id, "template": body.name, "variables": variables},
         )
 
-    try:
+    with operator_send_answers():
         message = await send_operator_message(
             sessions=request.app[SESSIONS],
             counter=request.app[COUNTER],
@@ -89,21 +88,9 @@ async def send_template(request: web.Request) -> web.Response:
             extra={TEMPLATE: {"name": body.name, "variables": variables}},
             stored=audited,
         )
-    except ConversationNotFound as exc:
-        raise NotFound("no such conversation") from exc
-    except NotHeld as exc:
-        raise Conflict(str(exc), code="not_held") from exc
-    except NoRecipient as exc:
-        raise Conflict(str(exc), code="no_recipient") from exc
     return web.json_response(
         {"message_id": message.id, "template": body.name, "variables": variables}, status=202
     )
-
-
-def _path() -> list[dict[str, Any]]:
-    return [
-        {"name": "conversation_id", "in": "path", "required": True, "schema": {"type": "string"}}
-    ]
 
 
 document(
@@ -112,7 +99,7 @@ document(
     "Send one of the tenant's approved WhatsApp templates as the operator holding the "
     "conversation (variables filled from the customer's facts, the body's overriding)",
     body=TemplateIn,
-    parameters=_path(),
+    parameters=conversation_path(),
     responses={
         202: "stored; being sent",
         400: "unknown template, a variable with no value, or not a WhatsApp conversation",

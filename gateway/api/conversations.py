@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from gateway import registry
 from gateway.api.context import ChannelIdentityIn, claim_for_identity
 from gateway.api.operator_bodies import AttachmentIn, Decision
+from gateway.api.operator_sends import conversation_path, operator_send_answers
 from gateway.console.auth import operator_actor
 from gateway.customers.resolve import identify
 from gateway.http.bodies import path_id, query_text, read_json
@@ -39,7 +40,7 @@ from gateway.turns.handoff import (
     change_owner,
     conversation_json,
 )
-from gateway.turns.operator_messages import NoRecipient, NotHeld, send_operator_message
+from gateway.turns.operator_messages import send_operator_message
 from gateway.turns.service_window import window_json
 from identity import InvalidIdentifier
 from identity.conversation_owner import HandedBack, Refused, Took
@@ -223,7 +224,7 @@ async def write(request: web.Request) -> web.Response:
     body = await read_json(request, OperatorMessageIn)
     if not body.text.strip() and not body.media:
         raise BadRequest("text must not be empty without media", code="empty_text")
-    try:
+    with operator_send_answers():
         message = await send_operator_message(
             sessions=request.app[SESSIONS],
             counter=request.app[COUNTER],
@@ -234,19 +235,7 @@ async def write(request: web.Request) -> web.Response:
             actor=who or body.actor,
             media=[item.media() for item in body.media],
         )
-    except ConversationNotFound as exc:
-        raise NotFound("no such conversation") from exc
-    except NotHeld as exc:
-        raise Conflict(str(exc), code="not_held") from exc
-    except NoRecipient as exc:
-        raise Conflict(str(exc), code="no_recipient") from exc
     return web.json_response({"message_id": message.id}, status=202)
-
-
-def _path() -> list[dict[str, Any]]:
-    return [
-        {"name": "conversation_id", "in": "path", "required": True, "schema": {"type": "string"}}
-    ]
 
 
 document(
@@ -268,7 +257,7 @@ document(
     "GET",
     "/v1/operator/conversations/{conversation_id}",
     "A conversation and its customer's recent messages on every channel (author, delivery)",
-    parameters=_path(),
+    parameters=conversation_path(),
     responses={200: "conversation and messages", 404: "no such conversation"},
 )
 document(
@@ -287,7 +276,7 @@ document(
     "/v1/operator/conversations/{conversation_id}/take",
     "Take a conversation (waiting or the bot's): the bot stops answering it",
     body=Decision,
-    parameters=_path(),
+    parameters=conversation_path(),
     responses={
         200: "the conversation, held by the actor",
         404: "no such conversation",
@@ -299,7 +288,7 @@ document(
     "/v1/operator/conversations/{conversation_id}/messages",
     "Write to the customer on their channel as the operator holding the conversation",
     body=OperatorMessageIn,
-    parameters=_path(),
+    parameters=conversation_path(),
     responses={
         202: "stored; being sent",
         400: "empty text and no media, or a media URL that is not http(s)",
@@ -312,7 +301,7 @@ document(
     "/v1/operator/conversations/{conversation_id}/handback",
     "Hand a conversation back to the bot",
     body=Decision,
-    parameters=_path(),
+    parameters=conversation_path(),
     responses={200: "the conversation", 404: "no such conversation", 409: "held by another"},
 )
 

@@ -19,8 +19,9 @@ from channels.redaction import redact
 from channels.twilio_inbound import VCARD_TYPES
 from channels.vcard import contact_text
 from context import TokenCounter
-from gateway.storage.records import MessageRecord, NewMessage
+from gateway.storage.records import MessageRecord
 from gateway.storage.repositories import messages
+from gateway.turns.message_versions import read_version
 
 log = logging.getLogger("relaydesk.contact_cards")
 
@@ -70,19 +71,11 @@ async def read_contact_card(
     async with sessions.begin() as session:
         return await messages.append_message(
             session,
-            NewMessage(
-                customer_id=inbound.customer_id,
-                episode_id=inbound.episode_id,
-                channel=inbound.channel,
-                role="user",
-                text=text,
-                token_count=counter.count(text),
-                identity_id=inbound.identity_id,
-                provider_message_id=f"contact:{inbound.id}",
-                media=inbound.media,
+            read_version(
+                inbound,
+                text,
+                counter=counter,
+                version_id=f"contact:{inbound.id}",
                 extra={**(inbound.extra or {}), "kind": "contact_card"},
-                supersedes_id=inbound.id,
-                created_at=inbound.created_at,
-                thread_key=inbound.thread_key,
             ),
         )

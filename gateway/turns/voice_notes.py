@@ -17,8 +17,9 @@ from channels.base import Channel, Media, SendFailed
 from channels.redaction import redact
 from context import TokenCounter
 from gateway.providers.transcriber import VOICE_NOT_TRANSCRIBED, Transcriber, TranscriptionFailed
-from gateway.storage.records import MessageRecord, NewMessage
+from gateway.storage.records import MessageRecord
 from gateway.storage.repositories import messages
+from gateway.turns.message_versions import read_version
 
 log = logging.getLogger("relaydesk.voice_notes")
 
@@ -67,21 +68,13 @@ async def heard_message(
     async with sessions.begin() as session:
         return await messages.append_message(
             session,
-            NewMessage(
-                customer_id=inbound.customer_id,
-                episode_id=inbound.episode_id,
-                channel=inbound.channel,
-                role="user",
-                text=text,
-                token_count=counter.count(text),
-                identity_id=inbound.identity_id,
-                provider_message_id=f"transcript:{inbound.id}",
+            read_version(
+                inbound,
+                text,
+                counter=counter,
+                version_id=f"transcript:{inbound.id}",
+                extra={**extra, "kind": "voice_transcript", "flags": list(heard.flags)},
                 transcript_confidence=heard.confidence,
                 words={"words": list(heard.words)} if heard.words else None,
-                media=inbound.media,
-                extra={**extra, "kind": "voice_transcript", "flags": list(heard.flags)},
-                supersedes_id=inbound.id,
-                created_at=inbound.created_at,
-                thread_key=inbound.thread_key,
             ),
         )
