@@ -4,7 +4,8 @@
 
 A callback that would move a status backwards (out of order), repeat it (duplicate) or change
 a final one is ignored. A status for a message we have not recorded yet (the callback beat
-our own write) is kept and joined to the send when that is recorded.
+our own write) is kept and joined to the send when that is recorded (and a window-closing
+failure among them is applied then: `refused_before_recorded`).
 
 A failure whose code means "outside WhatsApp's customer-service window" (Twilio reports 63016
 in the callback of a message it had accepted; the Cloud API 131047 in a status's `errors`)
@@ -14,10 +15,13 @@ once — as the template, or held (`gateway.turns.service_window`).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from gateway.storage.repositories import outbound, service_window
-from identity.service_window import closes_window
+from gateway.storage.repositories.outbound import SentPart
+from identity.service_window import WINDOW_CLOSED_CODES, closes_window, has_window
 
 PROGRESS = {
     "accepted": 0,
@@ -76,6 +80,16 @@ async def _outside_window(
     await service_window.send_again_as_template(
         session, turn_id, f"outside WhatsApp's 24-hour window (error {error_code})"
     )
+
+
+async def refused_before_recorded(session: AsyncSession, parts: Sequence[SentPart]) -> None:
+    """Apply the window-closing failures that providers reported for these parts before we
+    recorded them (called in the transaction that records them)."""
+    windowed = [part for part in parts if has_window(part.channel)]
+    for channel, provider_id, code in await outbound.failed_with(
+        session, windowed, WINDOW_CLOSED_CODES, FINAL
+    ):
+        await _outside_window(session, channel, provider_id, code)
 
 
 async def statuses(session: AsyncSession, turn_id: int) -> list[tuple[int, str]]:

@@ -22,6 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from gateway.storage.repositories import outbound, turns
 from gateway.storage.repositories.outbound import SentPart
+from gateway.turns.delivery import refused_before_recorded
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,9 +88,9 @@ class DeliveryRecords:
             await turns.set_fields_many(
                 session, [(outcome.turn_id, outcome.fields) for outcome in outcomes]
             )
-            await outbound.record_parts(
-                session, [part for outcome in outcomes for part in outcome.parts]
-            )
+            parts = [part for outcome in outcomes for part in outcome.parts]
+            await outbound.record_parts(session, parts)
+            await refused_before_recorded(session, parts)
 
 
 def _settle(done: asyncio.Future[None], error: BaseException | None) -> None:

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Table, bindparam, select, update
+from sqlalchemy import Table, bindparam, select, tuple_, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import IntegrityError
@@ -175,3 +175,22 @@ async def sent_for_turn(session: AsyncSession, turn_id: int) -> list[OutboundRec
         .order_by(OutboundMessage.part)
     )
     return [outbound_record(row) for row in rows]
+
+
+async def failed_with(
+    session: AsyncSession, parts: Sequence[SentPart], codes: Collection[str], final: Collection[str]
+) -> list[tuple[str, str, str]]:
+    """(channel, provider id, error code) of these parts whose status callback, which got in
+    before the part was recorded, already said it failed with one of `codes`."""
+    if not parts:
+        return []
+    rows = await session.execute(
+        select(_OUTBOUND.c.channel, _OUTBOUND.c.provider_message_id, _OUTBOUND.c.error_code).where(
+            tuple_(_OUTBOUND.c.channel, _OUTBOUND.c.provider_message_id).in_(
+                [(part.channel, part.provider_id) for part in parts]
+            ),
+            _OUTBOUND.c.status.in_(sorted(final)),
+            _OUTBOUND.c.error_code.in_(sorted(codes)),
+        )
+    )
+    return [(row.channel, row.provider_message_id, row.error_code) for row in rows]

@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from sqlalchemy import event, select, update
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from gateway.runtime.clock import utcnow
 from gateway.storage.models import Conversation, TurnRow
@@ -21,6 +21,9 @@ from gateway.storage.repositories import (
     turns,
 )
 from gateway.storage.repositories.conversations import MessageSeen
+from gateway.storage.repositories.outbound import SentPart
+from gateway.turns.delivery import apply_status
+from gateway.turns.delivery_records import DeliveryRecords, SendOutcome
 
 NOW = utcnow()
 
@@ -173,3 +176,30 @@ async def test_a_merge_keeps_the_latest_customer_message_time(session: AsyncSess
     assert (await _conversation(session, kept.id)).last_inbound_at == NOW + timedelta(minutes=20)
     rows = await session.scalars(select(Conversation.id).where(Conversation.id == gone.id))
     assert rows.first() is None
+
+
+async def test_a_refusal_reported_before_the_send_was_recorded_is_applied_when_it_is(
+    sessions: async_sessionmaker[AsyncSession],
+) -> None:
+    async with sessions.begin() as session:
+        customer = await customers.create_customer(session)
+        await conversations.note_messages(session, [_seen(customer.id, 0, inbound=True)])
+        turn_id = await _answered_turn(session, customer.id)
+        sid = f"SM{customer.id}reply"
+        # Twilio's callback gets in first: the message failed, outside the window.
+        assert await apply_status(
+            session, channel="whatsapp", provider_id=sid, status="failed", error_code="63016"
+        )
+    records = DeliveryRecords(sessions)
+    await records.record(
+        SendOutcome(
+            turn_id,
+            {"delivery_status": "sent", "delivery_attempts": 1},
+            (SentPart("whatsapp", sid, turn_id, None, 0),),
+        )
+    )
+    await records.close()
+    async with sessions() as session:
+        # Queued once to go again (as the template, or held), the window closed.
+        assert await _delivery(session, turn_id) == "retry"
+        assert (await _conversation(session, customer.id)).window_closed_at is not None
