@@ -20,8 +20,8 @@ from collections.abc import Sequence
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from gateway.storage.repositories import outbound, service_window
-from gateway.storage.repositories.outbound import SentPart
-from identity.service_window import WINDOW_CLOSED_CODES, closes_window, has_window
+from gateway.storage.repositories.outbound import RecordedPart
+from identity.service_window import closes_window, has_window
 
 PROGRESS = {
     "accepted": 0,
@@ -82,14 +82,12 @@ async def _outside_window(
     )
 
 
-async def refused_before_recorded(session: AsyncSession, parts: Sequence[SentPart]) -> None:
+async def refused_before_recorded(session: AsyncSession, recorded: Sequence[RecordedPart]) -> None:
     """Apply the window-closing failures that providers reported for these parts before we
-    recorded them (called in the transaction that records them)."""
-    windowed = [part for part in parts if has_window(part.channel)]
-    for channel, provider_id, code in await outbound.failed_with(
-        session, windowed, WINDOW_CLOSED_CODES, FINAL
-    ):
-        await _outside_window(session, channel, provider_id, code)
+    recorded them (called in the transaction that records them, with what it returned)."""
+    for part in recorded:
+        if part.status in FINAL and has_window(part.channel) and closes_window(part.error_code):
+            await _outside_window(session, part.channel, part.provider_id, part.error_code or "")
 
 
 async def statuses(session: AsyncSession, turn_id: int) -> list[tuple[int, str]]:

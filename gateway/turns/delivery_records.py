@@ -88,9 +88,10 @@ class DeliveryRecords:
             await turns.set_fields_many(
                 session, [(outcome.turn_id, outcome.fields) for outcome in outcomes]
             )
-            parts = [part for outcome in outcomes for part in outcome.parts]
-            await outbound.record_parts(session, parts)
-            await refused_before_recorded(session, parts)
+            recorded = await outbound.record_parts(
+                session, [part for outcome in outcomes for part in outcome.parts]
+            )
+            await refused_before_recorded(session, recorded)
 
 
 def _settle(done: asyncio.Future[None], error: BaseException | None) -> None:

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Table, bindparam, select, tuple_, update
+from sqlalchemy import Table, bindparam, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import IntegrityError
@@ -26,6 +26,14 @@ _FIND = select(OutboundMessage).where(
 _OUTBOUND = table_of(OutboundMessage)
 
 
+@dataclass(frozen=True, slots=True)
+class RecordedPart:
+    channel: str
+    provider_id: str
+    status: str
+    error_code: str | None
+
+
 def _record_part_upsert(insert: Callable[[Table], Any]) -> Any:
     """Insert the part's row as queued, or join an existing one (a status callback got in
     first) to its turn and reply, keeping its status."""
@@ -34,6 +42,11 @@ def _record_part_upsert(insert: Callable[[Table], Any]) -> Any:
     return statement.on_conflict_do_update(
         index_elements=["channel", "provider_message_id"],
         set_={column: statement.excluded[column] for column in joined},
+    ).returning(
+        _OUTBOUND.c.channel,
+        _OUTBOUND.c.provider_message_id,
+        _OUTBOUND.c.status,
+        _OUTBOUND.c.error_code,
     )
 
 
@@ -131,13 +144,14 @@ async def record_part(
     await record_parts(session, [SentPart(channel, provider_id, turn_id, reply_message_id, part)])
 
 
-async def record_parts(session: AsyncSession, parts: Sequence[SentPart]) -> None:
-    """`record_part` for several parts, in one statement."""
+async def record_parts(session: AsyncSession, parts: Sequence[SentPart]) -> list[RecordedPart]:
+    """`record_part` for several parts, in one statement; each part's row as it stands after
+    (a status callback that got in first has already set its status)."""
     if not parts:
-        return
+        return []
     dialect = session.bind.dialect.name if session.bind is not None else "sqlite"
     now = utcnow()
-    await session.execute(
+    result = await session.execute(
         _RECORD_PART["postgresql" if dialect == "postgresql" else "sqlite"],
         [
             {
@@ -153,6 +167,10 @@ async def record_parts(session: AsyncSession, parts: Sequence[SentPart]) -> None
             for sent in parts
         ],
     )
+    return [
+        RecordedPart(row.channel, row.provider_message_id, row.status, row.error_code)
+        for row in result
+    ]
 
 
 async def set_delivery_status(
@@ -175,22 +193,3 @@ async def sent_for_turn(session: AsyncSession, turn_id: int) -> list[OutboundRec
         .order_by(OutboundMessage.part)
     )
     return [outbound_record(row) for row in rows]
-
-
-async def failed_with(
-    session: AsyncSession, parts: Sequence[SentPart], codes: Collection[str], final: Collection[str]
-) -> list[tuple[str, str, str]]:
-    """(channel, provider id, error code) of these parts whose status callback, which got in
-    before the part was recorded, already said it failed with one of `codes`."""
-    if not parts:
-        return []
-    rows = await session.execute(
-        select(_OUTBOUND.c.channel, _OUTBOUND.c.provider_message_id, _OUTBOUND.c.error_code).where(
-            tuple_(_OUTBOUND.c.channel, _OUTBOUND.c.provider_message_id).in_(
-                [(part.channel, part.provider_id) for part in parts]
-            ),
-            _OUTBOUND.c.status.in_(sorted(final)),
-            _OUTBOUND.c.error_code.in_(sorted(codes)),
-        )
-    )
-    return [(row.channel, row.provider_message_id, row.error_code) for row in rows]
