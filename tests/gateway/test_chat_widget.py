@@ -11,6 +11,7 @@ import json
 import time
 import uuid
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +53,28 @@ async def stack(tmp_path: Path) -> AsyncIterator[Stack]:
 
 def _url(stack: Stack, path: str = "/chat") -> str:
     return str(stack.client.make_url(path))
+
+
+@asynccontextmanager
+async def _host_page(browser: Browser, html: str) -> AsyncIterator[Page]:
+    """A shop's page serving `html` (which embeds the widget), open in a new browser context;
+    both closed afterwards, even when the test fails."""
+
+    async def shop(request: web.Request) -> web.Response:
+        return web.Response(text=html, content_type="text/html")
+
+    site = web.Application()
+    site.router.add_get("/", shop)
+    server = TestServer(site)
+    await server.start_server()
+    context = await browser.new_context()
+    try:
+        page = await context.new_page()
+        await page.goto(str(server.make_url("/")))
+        yield page
+    finally:
+        await context.close()
+        await server.close()
 
 
 async def _open(context: BrowserContext, url: str) -> Page:
@@ -348,35 +371,24 @@ window.switchAccount = () => document.getElementById("chat").contentWindow.postM
   {{type: "relaydesk:identity", token: {json.dumps(_token(second))}}}, "*");
 </script>"""
 
-    async def shop(request: web.Request) -> web.Response:
-        return web.Response(text=html, content_type="text/html")
+    async with _host_page(browser, html) as page:
+        widget = page.frame_locator("#chat")
+        status = widget.locator("#chat-status")
+        await expect(status).to_have_attribute("data-state", "connected", timeout=WAIT_MS)
+        await widget.get_by_label("Your message").fill("My card ends in 4471")
+        await widget.get_by_role("button", name="Send").click()
+        await stack.idle()
+        await expect(widget.locator(".msg--assistant")).to_have_count(1, timeout=WAIT_MS)
+        handle = await page.locator("#chat").element_handle()
+        frame = await handle.content_frame() if handle is not None else None
+        assert frame is not None
+        visitor_key = f"localStorage.getItem({json.dumps(VISITOR_KEY)})"
+        first_visitor = await frame.evaluate(visitor_key)
 
-    site = web.Application()
-    site.router.add_get("/", shop)
-    server = TestServer(site)
-    await server.start_server()
-    context = await browser.new_context()
-    page = await context.new_page()
-    await page.goto(str(server.make_url("/")))
-    widget = page.frame_locator("#chat")
-    status = widget.locator("#chat-status")
-    await expect(status).to_have_attribute("data-state", "connected", timeout=WAIT_MS)
-    await widget.get_by_label("Your message").fill("My card ends in 4471")
-    await widget.get_by_role("button", name="Send").click()
-    await stack.idle()
-    await expect(widget.locator(".msg--assistant")).to_have_count(1, timeout=WAIT_MS)
-    handle = await page.locator("#chat").element_handle()
-    frame = await handle.content_frame() if handle is not None else None
-    assert frame is not None
-    visitor_key = f"localStorage.getItem({json.dumps(VISITOR_KEY)})"
-    first_visitor = await frame.evaluate(visitor_key)
-
-    await page.evaluate("window.switchAccount()")
-    await expect(widget.locator(".msg")).to_have_count(0, timeout=WAIT_MS)
-    await expect(status).to_have_attribute("data-state", "connected", timeout=WAIT_MS)
-    assert await frame.evaluate(visitor_key) not in (first_visitor, "", None)
-    await context.close()
-    await server.close()
+        await page.evaluate("window.switchAccount()")
+        await expect(widget.locator(".msg")).to_have_count(0, timeout=WAIT_MS)
+        await expect(status).to_have_attribute("data-state", "connected", timeout=WAIT_MS)
+        assert await frame.evaluate(visitor_key) not in (first_visitor, "", None)
 
 
 async def _assert_verified(stack: Stack, visitor: str, account: str) -> None:
@@ -420,32 +432,21 @@ window.addEventListener("message", (event) => {{
 }});
 </script>"""
 
-    async def shop(request: web.Request) -> web.Response:
-        return web.Response(text=html, content_type="text/html")
-
-    site = web.Application()
-    site.router.add_get("/", shop)
-    server = TestServer(site)
-    await server.start_server()
-    context = await browser.new_context()
-    page = await context.new_page()
-    await page.goto(str(server.make_url("/")))
-    widget = page.frame_locator("#chat")
-    await expect(widget.locator("body")).to_have_attribute("data-identity", "token")
-    await expect(widget.locator("#chat-status")).to_have_attribute(
-        "data-state", "connected", timeout=WAIT_MS
-    )
-    await widget.get_by_label("Your message").fill("Signed in from the shop")
-    await widget.get_by_role("button", name="Send").click()
-    await stack.idle()
-    await expect(widget.locator(".msg--assistant")).to_have_count(1, timeout=WAIT_MS)
-    handle = await page.locator("#chat").element_handle()
-    frame = await handle.content_frame() if handle is not None else None
-    assert frame is not None
-    visitor = await frame.evaluate(f"localStorage.getItem({json.dumps(VISITOR_KEY)})")
-    await _assert_verified(stack, str(visitor), account)
-    await context.close()
-    await server.close()
+    async with _host_page(browser, html) as page:
+        widget = page.frame_locator("#chat")
+        await expect(widget.locator("body")).to_have_attribute("data-identity", "token")
+        await expect(widget.locator("#chat-status")).to_have_attribute(
+            "data-state", "connected", timeout=WAIT_MS
+        )
+        await widget.get_by_label("Your message").fill("Signed in from the shop")
+        await widget.get_by_role("button", name="Send").click()
+        await stack.idle()
+        await expect(widget.locator(".msg--assistant")).to_have_count(1, timeout=WAIT_MS)
+        handle = await page.locator("#chat").element_handle()
+        frame = await handle.content_frame() if handle is not None else None
+        assert frame is not None
+        visitor = await frame.evaluate(f"localStorage.getItem({json.dumps(VISITOR_KEY)})")
+        await _assert_verified(stack, str(visitor), account)
 
 
 async def test_typing_and_a_growing_reply_become_the_stored_reply(
