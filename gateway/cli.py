@@ -75,7 +75,7 @@ def _sizes(raw: str) -> tuple[int, ...]:
 
 
 def _bench_context(settings: Settings, args: argparse.Namespace) -> int:
-    from tools.bench import BaselineUnavailable, BenchOptions, run_context_bench
+    from devtools.bench import BaselineUnavailable, BenchOptions, run_context_bench
 
     def options() -> BenchOptions:
         defaults = BenchOptions()
@@ -172,7 +172,7 @@ def _service_urls(parser: argparse.ArgumentParser, *, redis_for: str, redis_note
 
 
 def _bench_ingest(settings: Settings, args: argparse.Namespace) -> int:
-    from tools.bench.ingest import IngestBenchError, IngestOptions, run_ingest_bench
+    from devtools.bench.ingest import IngestBenchError, IngestOptions, run_ingest_bench
 
     def options() -> IngestOptions:
         defaults = IngestOptions()
@@ -195,7 +195,7 @@ _LOAD_ONLY = ("stream_rate", "rate", "seconds", "background", "webchat")
 
 
 def _bench_reply(settings: Settings, args: argparse.Namespace) -> int:
-    from tools.bench.reply import ReplyBenchError, ReplyOptions, run_reply_bench
+    from devtools.bench.reply import ReplyBenchError, ReplyOptions, run_reply_bench
 
     if args.model_latency is not None:
         return _bench_reply_load(args)
@@ -218,7 +218,7 @@ def _bench_reply(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def _bench_reply_load(args: argparse.Namespace) -> int:
-    from tools.bench.reply_load import LoadOptions, ReplyBenchError, run_load_bench
+    from devtools.bench.reply_load import LoadOptions, ReplyBenchError, run_load_bench
 
     if args.messages is not None:
         print(
@@ -247,7 +247,7 @@ def _bench_reply_load(args: argparse.Namespace) -> int:
 def _demo(settings: Settings, args: argparse.Namespace) -> int:
     import tempfile
 
-    from tools.demo import main as demo_main
+    from devtools.demo import main as demo_main
 
     if args.dir:
         return demo_main(Path(args.dir), sys.stdout)
@@ -388,9 +388,9 @@ def _operator_add(settings: Settings, args: argparse.Namespace) -> int:
 def _eval_locomo(settings: Settings, args: argparse.Namespace) -> int:
     import time
 
-    from tools.eval.locomo import SPLITS, LocomoDataMissing, data_path, load
-    from tools.eval.report import summarize
-    from tools.eval.run import evaluate
+    from devtools.eval.locomo import SPLITS, LocomoDataMissing, data_path, load
+    from devtools.eval.report import summarize
+    from devtools.eval.run import evaluate
 
     try:
         path = data_path(args.data)

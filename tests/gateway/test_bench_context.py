@@ -11,16 +11,16 @@ import pytest
 from sqlalchemy import func, select
 
 from context import TiktokenCounter, load_encoding
+from devtools.bench import BaselineUnavailable, BenchOptions, run_context_bench
+from devtools.bench.baselines import TrimMessagesBaseline
+from devtools.bench.history import compaction_pointer, count_tokens, make_history
+from devtools.bench.populate import populate
 from gateway.cli import main
 from gateway.storage.engine import make_engine, make_sessionmaker
 from gateway.storage.migrate import upgrade
 from gateway.storage.models import Episode, EpisodeSummary, Message
 from gateway.storage.repositories import facts, messages
 from gateway.tenants import TenantSettings
-from tools.bench import BaselineUnavailable, BenchOptions, run_context_bench
-from tools.bench.baselines import TrimMessagesBaseline
-from tools.bench.history import compaction_pointer, count_tokens, make_history
-from tools.bench.populate import populate
 
 SIZES = (50, 200)
 MEASURED = (

@@ -10,15 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.databases import (
-    POSTGRES_URL,
-    REDIS_URL,
-    postgres_reachable,
-    redis_reachable,
-    unavailable,
-)
-from tools.bench.harness import clean_env
-from tools.bench.ingest import (
+from devtools.bench.harness import clean_env
+from devtools.bench.ingest import (
     AFTER,
     BEFORE,
     THIS_TREE,
@@ -31,6 +24,13 @@ from tools.bench.ingest import (
     chosen_rate,
     sender_numbers,
     verify_source,
+)
+from tests.support.databases import (
+    POSTGRES_URL,
+    REDIS_URL,
+    postgres_reachable,
+    redis_reachable,
+    unavailable,
 )
 
 SCRIPT = Path(sys.executable).with_name("relaydesk")
@@ -189,7 +189,7 @@ async def test_a_side_runs_only_the_gateway_of_its_own_tree(tmp_path: Path) -> N
 def test_a_baseline_tree_without_the_background_option_runs_its_one_process(
     tmp_path: Path,
 ) -> None:
-    from tools.bench.ingest import THIS_TREE, _Gateway
+    from devtools.bench.ingest import THIS_TREE, _Gateway
 
     old = tmp_path / "old"
     (old / "gateway").mkdir(parents=True)

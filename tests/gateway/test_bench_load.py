@@ -16,13 +16,13 @@ from aiohttp import WSMsgType, web
 from httpx_sse import aconnect_sse
 
 from context import ChatMessage
+from devtools.bench.load_webchat import summarize, visit
+from devtools.bench.model_server import SlowModel
+from devtools.bench.reply_load import LoadOptions, run_load_bench
+from devtools.loopback import serving_on_loopback
 from gateway.cli import main
 from gateway.providers.openai_compat import OpenAICompatProvider
 from tests.support.databases import POSTGRES_URL, REDIS_URL, require_postgres_and_redis
-from tools.bench.load_webchat import summarize, visit
-from tools.bench.model_server import SlowModel
-from tools.bench.reply_load import LoadOptions, run_load_bench
-from tools.loopback import serving_on_loopback
 
 LATENCY_S = 0.2
 # A sleep may end a hair early on a coarse clock; nothing else makes the server early.

@@ -9,6 +9,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from devtools.bench.reply import ReplyOptions, run_reply_bench
 from gateway.cli import main
 from tests.support.databases import (
     POSTGRES_URL,
@@ -17,7 +18,6 @@ from tests.support.databases import (
     redis_reachable,
     unavailable,
 )
-from tools.bench.reply import ReplyOptions, run_reply_bench
 
 CUSTOMERS = 2
 MESSAGES = 4  # the first of each customer is a warm-up, left out of the figures

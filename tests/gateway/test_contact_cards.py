@@ -14,12 +14,12 @@ import pytest
 from aiohttp import web
 from sqlalchemy import select
 
+from devtools.loopback import serving_on_loopback
 from gateway.keys import SESSIONS
 from gateway.storage.models import Message
 from tests.support.openai_server import FakeOpenAI, model_settings
 from tests.support.signed_twilio import inbound_params, post_signed
 from tests.support.whatsapp_stack import ACCOUNT, TOKEN, WhatsAppStack, whatsapp_stack
-from tools.loopback import serving_on_loopback
 
 NUMBER = "+5511998765432"
 CARD = (

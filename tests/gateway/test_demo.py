@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
-from tools.demo import PHONE, run_demo
+from devtools.demo import PHONE, run_demo
 
 
 async def test_demo_tells_the_multichannel_story(tmp_path: Path) -> None:

@@ -20,6 +20,7 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from devtools.loopback import serving_on_loopback
 from gateway.keys import SESSIONS
 from gateway.storage.models import (
     ChannelIdentity,
@@ -36,7 +37,6 @@ from tests.support.openai_server import FakeOpenAI, model_settings
 from tests.support.signed_twilio import inbound_params, post_signed
 from tests.support.stack import API_KEY, Stack, inbound_rows, running_stack
 from tests.support.twilio_server import FakeTwilio
-from tools.loopback import serving_on_loopback
 
 PATH = "/webhooks/whatsapp/cloud"
 SECRET = "app-secret-for-tests"

@@ -16,9 +16,9 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.pool import NullPool
 
+from devtools.bench import services
 from gateway.storage.engine import make_engine
 from gateway.storage.migrate import upgrade
-from tools.bench import services
 
 POSTGRES_URL = os.environ.get(
     "RELAYDESK_TEST_POSTGRES_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test"

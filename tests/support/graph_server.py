@@ -23,7 +23,7 @@ from typing import Any
 
 from aiohttp import BodyPartReader, web
 
-from tools.loopback import serving_on_loopback
+from devtools.loopback import serving_on_loopback
 
 ACCESS_TOKEN = "graph-access-token-for-tests"
 PHONE_NUMBER_ID = "106540352242922"

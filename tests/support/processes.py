@@ -1,11 +1,11 @@
 """Starting real `relaydesk` processes from tests: the command, a clean environment, a port
-(those of the benchmarks, `tools.bench.harness`)."""
+(those of the benchmarks, `devtools.bench.harness`)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from tools.bench.harness import clean_env, free_port, relaydesk_command
+from devtools.bench.harness import clean_env, free_port, relaydesk_command
 
 COMMAND = relaydesk_command()
 

@@ -1,12 +1,12 @@
 """Twilio WhatsApp webhooks as Twilio sends them: form-encoded, signed over the public URL
-(`tools.twilio_webhook`, where the benchmarks and the demo sign theirs)."""
+(`devtools.twilio_webhook`, where the benchmarks and the demo sign theirs)."""
 
 from __future__ import annotations
 
 import uuid
 from typing import Any
 
-from tools.twilio_webhook import BOT, WHATSAPP_PATH, inbound_text, signed_form
+from devtools.twilio_webhook import BOT, WHATSAPP_PATH, inbound_text, signed_form
 
 PATH = WHATSAPP_PATH
 

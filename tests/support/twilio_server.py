@@ -1,8 +1,8 @@
 """A local server speaking Twilio's Messages API (the part `messages.create` uses): the product's
-`tools.local_twilio.LocalTwilio`, under the name the tests know it by."""
+`devtools.local_twilio.LocalTwilio`, under the name the tests know it by."""
 
 from __future__ import annotations
 
-from tools.local_twilio import LocalTwilio as FakeTwilio
+from devtools.local_twilio import LocalTwilio as FakeTwilio
 
 __all__ = ["FakeTwilio"]

@@ -5,7 +5,7 @@
 With `retry=True` it behaves like the provider: a webhook that did not get a 200 (an error
 status, a refused or cut connection) is sent again after a short pause until it is
 acknowledged; without it each webhook is tried once. The stored rows are then counted by
-`tools.bench.ingest.stored_counts`, the benchmark's own lost/duplicated check.
+`devtools.bench.ingest.stored_counts`, the benchmark's own lost/duplicated check.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy.pool import NullPool
 
-from tools.twilio_webhook import WHATSAPP_PATH, inbound_text, signed_form
+from devtools.twilio_webhook import WHATSAPP_PATH, inbound_text, signed_form
 
 TOKEN = "twilio-auth-token-for-fault-tests"
 PUBLIC_URL = "https://relay.example.org"

@@ -18,6 +18,7 @@ from redis.asyncio import Redis
 from sqlalchemy import select
 
 from channels.telegram import SECRET_HEADER
+from devtools.twilio_webhook import inbound_text
 from gateway.keys import MEMORY, RECALL, SESSIONS
 from gateway.memory.queue import CompactionJob
 from gateway.storage.models import AuditEntry, Base, EpisodeSummary, Fact, Message
@@ -26,7 +27,6 @@ from tests.support.signed_twilio import post_signed
 from tests.support.stack import API_KEY, WEBCHAT_SECRET, Stack, database_url, running_stack
 from tests.support.telegram_server import FakeBotApi
 from tests.support.webchat import signed_visitor
-from tools.twilio_webhook import inbound_text
 
 pytestmark = pytest.mark.usefixtures("timedelta_periods")
 

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from tools.eval.locomo import LocomoDataMissing, data_path, load, split_ids
-from tools.eval.report import summarize
-from tools.eval.run import METHODS, evaluate, normalize
+from devtools.eval.locomo import LocomoDataMissing, data_path, load, split_ids
+from devtools.eval.report import summarize
+from devtools.eval.run import METHODS, evaluate, normalize
 
 FILLER = [
     "I spent the weekend cleaning the garage and sorting old boxes of books.",

@@ -24,6 +24,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from devtools.bench.ingest import stored_counts, until_inbox_empty
 from tests.support.databases import REDIS_URL, redis_reachable, unavailable
 from tests.support.private_postgres import PrivatePostgres
 from tests.support.processes import COMMAND, clean_env, free_port
@@ -35,7 +36,6 @@ from tests.support.webhook_load import (
     pending_turns,
     signed_webhooks,
 )
-from tools.bench.ingest import stored_counts, until_inbox_empty
 
 SENDERS = tuple(f"+55219870000{i:02d}" for i in range(8))
 MESSAGES = 64

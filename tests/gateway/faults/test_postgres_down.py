@@ -15,6 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from devtools.bench.ingest import stored_counts
 from gateway.storage.engine import CONNECT_TIMEOUT_S
 from tests.support.private_postgres import PrivatePostgres
 from tests.support.stack import Stack, running_stack
@@ -28,7 +29,6 @@ from tests.support.webhook_load import (
     pending_turns,
     signed_webhooks,
 )
-from tools.bench.ingest import stored_counts
 
 SENDERS = tuple(f"+55119870000{i:02d}" for i in range(8))
 MESSAGES = 64

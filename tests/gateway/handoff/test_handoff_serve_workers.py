@@ -22,6 +22,8 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker, create_async_engine
 from sqlalchemy.pool import NullPool
 
+from devtools.bench.harness import serving
+from devtools.twilio_webhook import BOT, WHATSAPP_PATH, inbound_text, signed_form
 from gateway.storage.models import Message, TurnRow
 from tests.support.databases import (
     REDIS_URL,
@@ -31,8 +33,6 @@ from tests.support.databases import (
 )
 from tests.support.processes import COMMAND, clean_env, free_port
 from tests.support.twilio_server import FakeTwilio
-from tools.bench.harness import serving
-from tools.twilio_webhook import BOT, WHATSAPP_PATH, inbound_text, signed_form
 
 ACCOUNT = "AC" + "b" * 32
 TOKEN = "twilio-auth-token-for-tests"

@@ -3,7 +3,7 @@ p99 of the reply latencies, p99 of the webhooks' acknowledgements."""
 
 from __future__ import annotations
 
-from tools.bench.harness import percentile
+from devtools.bench.harness import percentile
 
 
 class ReplyLatencies:

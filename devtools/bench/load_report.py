@@ -8,9 +8,9 @@ import json
 import os
 from dataclasses import dataclass
 
-from tools.bench.latencies import ReplyLatencies
-from tools.bench.load_webchat import WebchatRounds
-from tools.bench.reply_stack import GATEWAY_PROCESSES
+from devtools.bench.latencies import ReplyLatencies
+from devtools.bench.load_webchat import WebchatRounds
+from devtools.bench.reply_stack import GATEWAY_PROCESSES
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,7 +25,7 @@ from typing import Any
 import aiohttp
 from redis.asyncio import Redis
 
-from tools.bench.model_server import SlowModel
+from devtools.bench.model_server import SlowModel
 
 CONNECT_TIMEOUT_S = 30.0
 

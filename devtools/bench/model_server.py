@@ -27,7 +27,7 @@ from typing import Any
 
 from aiohttp import web
 
-from tools.loopback import serving_on_loopback
+from devtools.loopback import serving_on_loopback
 
 __all__ = ["REPLY_TOKENS", "ModelRequest", "SlowModel"]
 

@@ -3,14 +3,14 @@ customers.
 
 Reply latency is what a customer waits for: from sending a signed WhatsApp webhook to the
 gateway handing the reply to Twilio (a local Twilio API notes when the ``Messages.json`` create
-arrives; see `tools.bench.reply_talk`). It includes the acknowledgement, the turn being picked
+arrives; see `devtools.bench.reply_talk`). It includes the acknowledgement, the turn being picked
 up, the window, the offline model, storing the reply and the send. Each customer's first message
 warms connections and caches and is left out of the figures.
 
 Both sides run on one temporary PostgreSQL database (created next to ``--postgres-url``,
 migrated, dropped) and one ``relaydesk serve --workers 2`` with the offline model, Redis and
 ``RELAYDESK_RUN_COMPACTION=false`` (the production shape). The database holds each customer
-twice: the same long history under two identities (`tools.bench.reply_seed`), its open
+twice: the same long history under two identities (`devtools.bench.reply_seed`), its open
 WhatsApp episode just under the compaction threshold, so that a few exchanges in, every
 customer's episode needs compacting — again and again as they keep talking.
 
@@ -44,33 +44,33 @@ from redis.asyncio import Redis
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from context import TiktokenCounter, load_encoding
-from gateway.storage.engine import make_sessionmaker
-from tools.bench import services
-from tools.bench.harness import TWILIO_TOKEN
-from tools.bench.latencies import ReplyLatencies
-from tools.bench.reply_jobs import (
+from devtools.bench import services
+from devtools.bench.harness import TWILIO_TOKEN
+from devtools.bench.latencies import ReplyLatencies
+from devtools.bench.reply_jobs import (
     Stored,
     forget_keys,
     stored,
     stream_position,
     take_jobs,
 )
-from tools.bench.reply_seed import make_customers, seed, twins, unsummarized_tokens
-from tools.bench.reply_stack import (
+from devtools.bench.reply_seed import make_customers, seed, twins, unsummarized_tokens
+from devtools.bench.reply_stack import (
     CONSUMERS,
     GATEWAY_PROCESSES,
     answering_gateway,
     gateways,
     worker,
 )
-from tools.bench.reply_talk import (
+from devtools.bench.reply_talk import (
     Conversation,
     ReplyBenchError,
     Sample,
     TwilioInbox,
     talk,
 )
-from tools.twilio_webhook import WHATSAPP_PATH
+from devtools.twilio_webhook import WHATSAPP_PATH
+from gateway.storage.engine import make_sessionmaker
 
 __all__ = ["ReplyBenchError", "ReplyOptions", "ReplyResult", "run_reply_bench"]
 

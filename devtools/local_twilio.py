@@ -14,7 +14,7 @@ from typing import Any
 
 from aiohttp import web
 
-from tools.loopback import serving_on_loopback
+from devtools.loopback import serving_on_loopback
 
 MESSAGES_PATH = "/2010-04-01/Accounts/{sid}/Messages.json"
 TYPING_PATH = "/v2/Indicators/Typing.json"

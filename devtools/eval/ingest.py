@@ -9,7 +9,7 @@
 * Turn *k* (0-based) of a session is stored at the session's timestamp + *k* × ``TURN_GAP``,
   with its token count from the counter (`messages.append_message`), the speaker's name and the
   ``dia_id`` in ``extra``. Image turns carry their caption as ``[image: caption]`` (see
-  `tools.eval.locomo`).
+  `devtools.eval.locomo`).
 * Every episode is closed and compacted by `MemoryWorker.handle` with a ``closed`` job — the
   offline compactor, as the worker runs it.
 """
@@ -23,13 +23,13 @@ from typing import Final
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from context import TokenCounter
+from devtools.eval.locomo import Conversation
 from gateway.customers.resolve import ResolvedIdentity, resolve_identity
 from gateway.memory.queue import CompactionJob, InProcessQueue
 from gateway.memory.worker import MemoryWorker
 from gateway.storage.records import NewMessage
 from gateway.storage.repositories import bulk, episodes, messages
 from identity import ChannelIdentityKey, LinkLevel, ScopePolicy, WhatsAppSender, observe
-from tools.eval.locomo import Conversation
 
 __all__ = ["CHANNELS", "PHONE_CONFIDENCE", "TURN_GAP", "Ingested", "ingest"]
 

@@ -1,7 +1,7 @@
 """Customers for ``relaydesk bench reply``: long histories whose open WhatsApp episode sits just
 under the compaction threshold, written as if the customer had been talking a minute ago.
 
-The histories are those of ``relaydesk bench context`` (`tools.bench.history`: about 600 messages
+The histories are those of ``relaydesk bench context`` (`devtools.bench.history`: about 600 messages
 over eight episodes on four channels, summaries and facts), stored by the same `populate`.
 Every timestamp is moved so that the open episode's last message is a minute old — an older one
 would be closed as idle by the first new message. The open episode is summarized as far as
@@ -22,10 +22,10 @@ from sqlalchemy import bindparam, text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from context import TokenCounter
+from devtools.bench.history import SyntheticHistory, count_tokens, make_history
+from devtools.bench.populate import populate
 from gateway.runtime.clock import utcnow
 from gateway.tenants import TenantSettings
-from tools.bench.history import SyntheticHistory, count_tokens, make_history
-from tools.bench.populate import populate
 
 HISTORY_SIZE = 600
 SEED_THRESHOLD = 2_990

@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 
 import httpx
 
-from tools.local_twilio import LocalTwilio
-from tools.twilio_webhook import inbound_text, signed_form
+from devtools.local_twilio import LocalTwilio
+from devtools.twilio_webhook import inbound_text, signed_form
 
 ACCOUNT_SID = "AC" + "0" * 32
 REPLY_TIMEOUT_S = 60.0

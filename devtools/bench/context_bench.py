@@ -6,7 +6,7 @@ input budget (the default tenant's 8k window):
 * ``ours_assemble_sqlite`` / ``ours_assemble_postgres`` — `assemble_context` on a populated
   database, as the gateway runs it: storage reads of only what the window needs, then the build;
 * ``ours_build_window`` — the pure `build_window` on the inputs that call produced;
-* ``trim_messages`` — LangChain's trimmer over the whole history (`tools.bench.baselines`);
+* ``trim_messages`` — LangChain's trimmer over the whole history (`devtools.bench.baselines`);
 * ``naive`` — re-tokenize the whole history and keep the newest messages that fit;
 * ``e2e_sqlite`` / ``e2e_postgres`` — ``POST /v1/context`` through the running app.
 
@@ -26,14 +26,14 @@ import tiktoken
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from context import TiktokenCounter, load_encoding
+from devtools.bench import baselines, e2e, measure, phrases, services
+from devtools.bench.history import SyntheticHistory, count_tokens, make_history
+from devtools.bench.populate import SeededCustomer, populate
+from devtools.bench.report import BenchResult, SizeResult
 from gateway.storage.engine import make_engine, make_sessionmaker
 from gateway.storage.migrate import upgrade
 from gateway.tenants import TenantSettings
 from gateway.turns.window import budget_for
-from tools.bench import baselines, e2e, measure, phrases, services
-from tools.bench.history import SyntheticHistory, count_tokens, make_history
-from tools.bench.populate import SeededCustomer, populate
-from tools.bench.report import BenchResult, SizeResult
 
 DEFAULT_SIZES = (100, 1_000, 10_000, 100_000)
 DEFAULT_REPEAT = 15

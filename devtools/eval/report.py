@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tools.eval.run import CATEGORIES, METHODS, Outcome
+from devtools.eval.run import CATEGORIES, METHODS, Outcome
 
 __all__ = ["CATEGORY_NAMES", "EvalReport", "summarize"]
 

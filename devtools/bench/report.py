@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from tools.bench.measure import Timing
+from devtools.bench.measure import Timing
 
 METHODS: tuple[tuple[str, str], ...] = (
     ("ours_assemble_sqlite", "ours: assemble_context, SQLite"),

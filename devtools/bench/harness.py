@@ -17,7 +17,7 @@ from pathlib import Path
 
 import httpx
 
-from tools.twilio_webhook import BOT
+from devtools.twilio_webhook import BOT
 
 START_TIMEOUT_S = 60.0
 STOP_GRACE_S = 15.0

@@ -17,7 +17,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
 from context import TokenCounter
-from tools.bench import phrases
+from devtools.bench import phrases
 
 CHANNEL_CYCLE = ("telegram", "webchat", "phone", "whatsapp")
 CURRENT_CHANNEL = "whatsapp"

@@ -1,7 +1,7 @@
 """``relaydesk eval locomo``: does the window we build still hold the evidence and the answer?
 
 For each conversation of the split: a fresh SQLite database in a temporary folder, the
-conversation stored and compacted by `tools.eval.ingest`, then every question of categories
+conversation stored and compacted by `devtools.eval.ingest`, then every question of categories
 1–4 asked as the current message of a new web chat episode of the same customer (a verified web
 identity; no episode is stored for it, so later questions do not see earlier ones):
 `assemble_context` builds the window at ``--window`` tokens with the default tenant settings.
@@ -37,6 +37,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from context import TiktokenCounter, TokenCounter, load_encoding
 from context.relevance import bm25_scores, terms
+from devtools.eval.ingest import Ingested, ingest
+from devtools.eval.locomo import Conversation, Question
 from gateway.memory.recall import RecallCache
 from gateway.memory.service import sentences_from
 from gateway.storage.engine import make_engine, make_sessionmaker
@@ -44,8 +46,6 @@ from gateway.storage.migrate import upgrade
 from gateway.storage.repositories import facts, summaries
 from gateway.tenants import TenantSettings
 from gateway.turns.window import assemble_context
-from tools.eval.ingest import Ingested, ingest
-from tools.eval.locomo import Conversation, Question
 
 __all__ = [
     "CATEGORIES",

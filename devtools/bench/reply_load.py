@@ -2,10 +2,10 @@
 when the model takes as long as a real one, beside the instant offline model.
 
 ``customers`` WhatsApp numbers send signed webhooks open loop at ``rate`` messages/s for
-``seconds`` (`tools.bench.load_offer`). The same load runs twice on one temporary PostgreSQL
+``seconds`` (`devtools.bench.load_offer`). The same load runs twice on one temporary PostgreSQL
 database and Redis: first against ``relaydesk serve --workers 2 --background M`` with the
 offline model, then against a second such stack started in its place whose model is a local
-OpenAI-compatible server that answers after ``S`` seconds (`tools.bench.model_server`), each
+OpenAI-compatible server that answers after ``S`` seconds (`devtools.bench.model_server`), each
 side with numbers of its own. A gateway's model is a process setting, hence the restart.
 
 Per side: reply latency p50/p99 (from each message's due time to its reply reaching the local
@@ -16,7 +16,7 @@ first answers one warm-up message from a number of its own (connections, caches)
 
 With ``webchat`` visitors, after the slow side's load is answered, that many new web chat
 visitors send one message each on the same stack, then as many others again
-(`tools.bench.load_webchat`): the first round is the first web chat the gateway processes ever
+(`devtools.bench.load_webchat`): the first round is the first web chat the gateway processes ever
 accept (the load came by WhatsApp), so both are reported, the second as the figure.
 
 Compaction is off in the gateways (``RELAYDESK_RUN_COMPACTION=false``), as in production where
@@ -36,17 +36,17 @@ from redis.asyncio import Redis
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from devtools.bench import services
+from devtools.bench.harness import TWILIO_TOKEN
+from devtools.bench.load_offer import Load, Offered, ReplyLog, offer
+from devtools.bench.load_report import LoadResult, SideResult
+from devtools.bench.load_webchat import WebchatRounds, forget_visitors, visit_twice
+from devtools.bench.model_server import REPLY_TOKENS, SlowModel
+from devtools.bench.reply_jobs import forget_keys, stream_position, take_jobs
+from devtools.bench.reply_stack import GATEWAY_PROCESSES, answering_gateway, gateways
+from devtools.bench.reply_talk import ReplyBenchError
+from devtools.twilio_webhook import WHATSAPP_PATH
 from gateway.storage.engine import make_sessionmaker
-from tools.bench import services
-from tools.bench.harness import TWILIO_TOKEN
-from tools.bench.load_offer import Load, Offered, ReplyLog, offer
-from tools.bench.load_report import LoadResult, SideResult
-from tools.bench.load_webchat import WebchatRounds, forget_visitors, visit_twice
-from tools.bench.model_server import REPLY_TOKENS, SlowModel
-from tools.bench.reply_jobs import forget_keys, stream_position, take_jobs
-from tools.bench.reply_stack import GATEWAY_PROCESSES, answering_gateway, gateways
-from tools.bench.reply_talk import ReplyBenchError
-from tools.twilio_webhook import WHATSAPP_PATH
 
 __all__ = ["LoadOptions", "LoadResult", "ReplyBenchError", "run_load_bench"]
 

@@ -20,13 +20,13 @@ import httpx
 import jwt
 from aiohttp import web
 
+from devtools.bench.harness import free_port
+from devtools.twilio_webhook import WHATSAPP_PATH, inbound_text, signed_form
 from gateway.app import create_app
 from gateway.config import Settings
 from gateway.keys import MEMORY, SCHEDULER, SESSIONS
 from gateway.memory.queue import CompactionJob
 from gateway.storage.repositories import episodes
-from tools.bench.harness import free_port
-from tools.twilio_webhook import WHATSAPP_PATH, inbound_text, signed_form
 
 PHONE = "+5511998765432"
 API_KEY = "demo-api-key"

@@ -69,10 +69,10 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy.pool import NullPool
 
-from tools.bench import harness, services
-from tools.bench.harness import TWILIO_TOKEN, clean_env, free_port, percentile
-from tools.local_twilio import LocalTwilio
-from tools.twilio_webhook import WHATSAPP_PATH, inbound_text, signed_form
+from devtools.bench import harness, services
+from devtools.bench.harness import TWILIO_TOKEN, clean_env, free_port, percentile
+from devtools.local_twilio import LocalTwilio
+from devtools.twilio_webhook import WHATSAPP_PATH, inbound_text, signed_form
 
 DEFAULT_RATES = (250, 1000, 1250, 2000)
 DEFAULT_SECONDS = 5.0
@@ -720,7 +720,7 @@ async def _measure_side(
         sent_all: set[str] = set()
         serve = gateway.serve(port, options.background)
         progress(f"starting relaydesk {' '.join(serve[3:])}")
-        twilio = [sys.executable, "-m", "tools.bench.ingest", "--twilio", str(twilio_port)]
+        twilio = [sys.executable, "-m", "devtools.bench.ingest", "--twilio", str(twilio_port)]
         try:
             async with (
                 harness.serving([twilio], _helper_env(), workdir, "twilio.log", twilio_port, "/"),
@@ -786,7 +786,7 @@ async def _bare_ceiling(
     bare_base = f"http://127.0.0.1:{bare_port}"
     top = max(options.rates)
     run = uuid.uuid4().hex[:8]
-    bare_cmd = [sys.executable, "-m", "tools.bench.ingest", str(bare_port)]
+    bare_cmd = [sys.executable, "-m", "devtools.bench.ingest", str(bare_port)]
     progress(f"bare aiohttp ceiling ({WORKERS} processes) at {top}/s")
     async with harness.serving(
         [bare_cmd] * WORKERS, _helper_env(), workdir, "bare.log", bare_port, "/"

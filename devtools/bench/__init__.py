@@ -7,15 +7,15 @@ end to end on SQLite and PostgreSQL. langchain-core is needed only here (``relay
 
 from __future__ import annotations
 
-from tools.bench.baselines import INSTALL_HINT, BaselineUnavailable
-from tools.bench.context_bench import (
+from devtools.bench.baselines import INSTALL_HINT, BaselineUnavailable
+from devtools.bench.context_bench import (
     DEFAULT_REPEAT,
     DEFAULT_SIZES,
     BenchOptions,
     run_context_bench,
 )
-from tools.bench.report import BenchResult, SizeResult
-from tools.bench.services import DEFAULT_POSTGRES_URL
+from devtools.bench.report import BenchResult, SizeResult
+from devtools.bench.services import DEFAULT_POSTGRES_URL
 
 __all__ = [
     "DEFAULT_POSTGRES_URL",

@@ -3,7 +3,7 @@
 The real app (`create_app`) listens on 127.0.0.1 on a free port; an httpx client on the same
 event loop sends the requests with the API key, so each sample is the whole request: HTTP,
 auth, body validation, tenant settings, identity resolution, storage reads and the build.
-On PostgreSQL it runs on a temporary database (`tools.bench.services.temporary_database`).
+On PostgreSQL it runs on a temporary database (`devtools.bench.services.temporary_database`).
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from dataclasses import dataclass
 
 import httpx
 
+from devtools.bench.measure import Timing, time_async
+from devtools.loopback import serving_on_loopback
 from gateway.app import create_app
 from gateway.config import Settings
-from tools.bench.measure import Timing, time_async
-from tools.loopback import serving_on_loopback
 
 API_KEY = "relaydesk-bench-key"
 

@@ -20,11 +20,11 @@ from unittest import mock
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from context import Budget, ContextRequest, TokenCounter, Window, build_window
+from devtools.bench.populate import SeededCustomer
 from gateway.memory.recall import RecallCache
 from gateway.tenants import TenantSettings
 from gateway.turns import window as context_service
 from gateway.turns.window import AssembledContext, assemble_context
-from tools.bench.populate import SeededCustomer
 
 K = TypeVar("K")
 T = TypeVar("T")

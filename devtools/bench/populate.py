@@ -16,12 +16,12 @@ from dataclasses import dataclass
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from context import TokenCounter
+from devtools.bench.history import SyntheticHistory, compaction_pointer
 from gateway.customers.resolve import ResolvedIdentity, resolve_identity
 from gateway.storage.records import NewFact
 from gateway.storage.repositories import bulk, facts, summaries
 from gateway.tenants import TenantSettings
 from identity import WhatsAppSender, observe
-from tools.bench.history import SyntheticHistory, compaction_pointer
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from tools.bench.harness import (
+from devtools.bench.harness import (
     START_TIMEOUT_S,
     ServerNotReady,
     free_port,
@@ -23,7 +23,7 @@ from tools.bench.harness import (
     serving,
     stop,
 )
-from tools.bench.reply_talk import ACCOUNT_SID, ReplyBenchError
+from devtools.bench.reply_talk import ACCOUNT_SID, ReplyBenchError
 
 GATEWAY_PROCESSES = 2
 CONSUMERS = 2

@@ -1,5 +1,5 @@
 """Phrase templates for the synthetic histories: support chats about orders, payments and
-deliveries, in Portuguese and English. Placeholders are filled by `tools.bench.history`."""
+deliveries, in Portuguese and English. Placeholders are filled by `devtools.bench.history`."""
 
 from __future__ import annotations
 

@@ -24,10 +24,10 @@ from dataclasses import dataclass
 
 import httpx
 
+from devtools.bench.reply_talk import ACCOUNT_SID, LINES
+from devtools.local_twilio import LocalTwilio
+from devtools.twilio_webhook import inbound_text, signed_form
 from gateway.providers.base import FALLBACK_MESSAGE
-from tools.bench.reply_talk import ACCOUNT_SID, LINES
-from tools.local_twilio import LocalTwilio
-from tools.twilio_webhook import inbound_text, signed_form
 
 LEAD_S = 0.05  # between building the requests and the first due time
 REQUEST_TIMEOUT_S = 30.0
