@@ -72,7 +72,7 @@ from gateway.runtime.metrics import Metrics
 from gateway.storage.engine import engine_for, make_sessionmaker
 from gateway.storage.migrate import upgrade
 from gateway.storage.repositories.tenants import SettingsCache
-from gateway.turns.accept import Accepted, Acceptor
+from gateway.turns.accept import Accepted, Acceptor, LotWriter
 from gateway.turns.answer import Answerer
 from gateway.turns.backpressure import Backpressure
 from gateway.turns.deliver import Deliverer
@@ -185,16 +185,18 @@ async def flow_ctx(app: web.Application) -> AsyncIterator[None]:
     forgetting = Forgetting(recall, redis)
     forgetting.listen()
     accept = Acceptor(
-        settings=settings,
         sessions=sessions,
-        counter=app[COUNTER],
-        evidence={entry.name: entry.evidence for entry in CHANNELS},
-        tenant_cache=tenant_cache,
+        writer=LotWriter(
+            settings=settings,
+            counter=app[COUNTER],
+            evidence={entry.name: entry.evidence for entry in CHANNELS},
+            tenant_cache=tenant_cache,
+            events=app[EVENTS],
+        ),
         backpressure=backpressure,
         metrics=app[METRICS],
         seen=SeenKeys(redis) if redis is not None else None,
         memory=queue,
-        events=app[EVENTS],
     )
     deliver = Deliverer(
         sessions=sessions,

@@ -1,0 +1,46 @@
+"""An inbound message waiting to be stored, and how its outcome reaches whoever waits."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, replace
+
+from channels.base import InboundMessage
+from gateway.coordination.dedupe import Sighting
+from gateway.turns.accept.accepted import Accepted, thread_key
+
+
+@dataclass(frozen=True, slots=True)
+class Arrival:
+    inbound: InboundMessage
+    host: str | None
+    done: asyncio.Future[Accepted]  # settled once with the outcome
+    sighting: Sighting = Sighting.UNKNOWN  # what Redis said of its key, once asked
+
+    @classmethod
+    def of(cls, inbound: InboundMessage, host: str | None) -> Arrival:
+        return cls(inbound, host, asyncio.get_running_loop().create_future())
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.inbound.channel, self.inbound.provider_message_id)
+
+    @property
+    def thread(self) -> str:
+        return thread_key(self.inbound.channel, self.inbound.sender)
+
+    @property
+    def is_edit(self) -> bool:
+        return self.inbound.kind == "edit" or self.inbound.edit_of is not None
+
+    def sighted(self, sighting: Sighting) -> Arrival:
+        return replace(self, sighting=sighting)
+
+    def settle(self, outcome: Accepted | Exception) -> None:
+        """Hand over the outcome, unless the waiter gave up already (cancelled)."""
+        if self.done.done():
+            return
+        if isinstance(outcome, Accepted):
+            self.done.set_result(outcome)
+        else:
+            self.done.set_exception(outcome)

@@ -1,0 +1,156 @@
+"""A lot of inbound messages written in the caller's transaction, one statement per kind of
+row: the stored ones among them found at once, then for the others the identity graph rows
+and open episodes read at once, the messages inserted together, the conversations noted
+together, the pending turns inserted together and each episode updated once."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from context import TokenCounter
+from gateway.config import Settings
+from gateway.customers.evidence import EvidenceRule
+from gateway.customers.resolve import ResolvedIdentity, resolve_identities
+from gateway.events.outbox import EventOutbox
+from gateway.storage.records import NewMessage, NewTurn
+from gateway.storage.repositories import conversations, episodes, messages, tenants, turns
+from gateway.tenants import TenantSettings
+from gateway.turns.accept.accepted import Accepted, already_stored, conversation_key
+from gateway.turns.accept.arrival import Arrival
+from gateway.turns.accept.episode_choice import episode_for
+from gateway.turns.accept.message_rows import latest_version, message_seen, new_message
+from gateway.turns.accept.observation import Observer
+from gateway.turns.handoff import message_created
+
+
+@dataclass(frozen=True, slots=True)
+class _Prepared:
+    """The rows of a lot's new messages, before they are written."""
+
+    messages: tuple[NewMessage, ...]
+    identities: tuple[ResolvedIdentity, ...]
+    closed: tuple[str | None, ...]  # per message: the idle episode it closed
+    added: Mapping[str, tuple[datetime, int]]  # per episode: newest message time, tokens
+
+
+class LotWriter:
+    def __init__(
+        self,
+        *,
+        settings: Settings,
+        counter: TokenCounter,
+        evidence: Mapping[str, EvidenceRule],
+        tenant_cache: tenants.SettingsCache,
+        events: EventOutbox | None = None,
+    ) -> None:
+        self._observer = Observer(settings, evidence)
+        self._counter = counter
+        self._tenant_cache = tenant_cache
+        self._events = events
+
+    async def write(
+        self, session: AsyncSession, lot: Sequence[Arrival], *, find_stored: bool
+    ) -> list[Accepted]:
+        """Store `lot` (no two with the same key) in arrival order, one outcome each.
+
+        `find_stored`: look for stored ones first. Without it a stored one makes the insert
+        raise `IntegrityError`, which spoils the transaction. An edit is written after the
+        rows it may replace were committed: one in a lot with its original would miss it."""
+        known = (
+            await messages.find_by_provider_ids(session, [a.key for a in lot])
+            if find_stored
+            else {}
+        )
+        fresh = [arrival for arrival in lot if arrival.key not in known]
+        written = iter(await self._write_fresh(session, fresh) if fresh else [])
+        return [
+            already_stored(known[arrival.key]) if arrival.key in known else next(written)
+            for arrival in lot
+        ]
+
+    async def _write_fresh(self, session: AsyncSession, lot: Sequence[Arrival]) -> list[Accepted]:
+        prepared = await self._prepare(session, lot)
+        stored = await messages.append_messages(session, prepared.messages)
+        keys = [conversation_key(m.customer_id, m.channel) for m in stored]
+        # One statement for the lot's conversations (created on their first message).
+        noted = await conversations.note_messages(
+            session,
+            (
+                message_seen(key, message, identity)
+                for key, message, identity in zip(keys, stored, prepared.identities, strict=True)
+            ),
+        )
+        for key, message in zip(keys, stored, strict=True):
+            await message_created(session, self._events, noted[key], message)
+        await turns.create_turns(
+            session,
+            [
+                NewTurn(message.id, message.customer_id, message.episode_id, key)
+                for message, key, arrival in zip(stored, keys, lot, strict=True)
+                # An edit is kept as history, not answered as a new question.
+                if arrival.inbound.kind != "edit"
+            ],
+        )
+        # Last, so the episode rows (every message of a conversation updates its episode)
+        # stay locked only until the commit that follows.
+        await episodes.record_messages(session, prepared.added)
+        return [
+            Accepted(message.id, message.customer_id, False, key, closed)
+            for message, key, closed in zip(stored, keys, prepared.closed, strict=True)
+        ]
+
+    async def _prepare(self, session: AsyncSession, lot: Sequence[Arrival]) -> _Prepared:
+        """Each message's identity resolved and episode chosen, in arrival order."""
+        settings = [await self._tenant_of(session, arrival) for arrival in lot]
+        identities = await resolve_identities(
+            session,
+            [
+                self._observer.observe(arrival.inbound, tenant)
+                for arrival, tenant in zip(lot, settings, strict=True)
+            ],
+        )
+        opened = await episodes.latest_open_episodes(
+            session,
+            {
+                (identity.customer_id, arrival.inbound.channel, identity.identity_id)
+                for arrival, identity in zip(lot, identities, strict=True)
+            },
+        )
+        new_messages: list[NewMessage] = []
+        closed: list[str | None] = []
+        added: dict[str, tuple[datetime, int]] = {}
+        for arrival, identity, tenant in zip(lot, identities, settings, strict=True):
+            inbound = arrival.inbound
+            conversation = (identity.customer_id, inbound.channel, identity.identity_id)
+            episode, closed_id = await episode_for(
+                session, opened.get(conversation), inbound, identity, tenant
+            )
+            supersedes_id = None
+            if inbound.edit_of is not None:
+                supersedes_id = await latest_version(session, arrival.thread, inbound.edit_of)
+            new = new_message(
+                inbound,
+                identity,
+                episode_id=episode.id,
+                thread=arrival.thread,
+                supersedes_id=supersedes_id,
+                counter=self._counter,
+            )
+            # Later messages of the conversation see this one's time, as after its commit.
+            opened[conversation] = replace(
+                episode, last_message_at=max(episode.last_message_at, inbound.received_at)
+            )
+            at, tokens = added.get(episode.id, (inbound.received_at, 0))
+            added[episode.id] = (max(at, inbound.received_at), tokens + new.token_count)
+            new_messages.append(new)
+            closed.append(closed_id)
+        return _Prepared(tuple(new_messages), tuple(identities), tuple(closed), added)
+
+    async def _tenant_of(self, session: AsyncSession, arrival: Arrival) -> TenantSettings:
+        return await self._tenant_cache.get(
+            session, host=arrival.host, channel=arrival.inbound.channel
+        )
