@@ -1,5 +1,9 @@
 """Test databases: a migrated SQLite file and a migrated PostgreSQL schema per test run.
 
+Under pytest-xdist every worker is its own process with its own session fixtures, so each has
+its own SQLite file, PostgreSQL schema and (below) Redis database: workers never see each
+other's rows or keys.
+
 PostgreSQL is the real server at RELAYDESK_TEST_POSTGRES_URL (default: the local one). When it
 cannot be reached the PostgreSQL tests are skipped with the reason — unless
 RELAYDESK_TEST_REQUIRE_SERVICES=1 (CI), where that is a failure.
@@ -10,6 +14,7 @@ from __future__ import annotations
 import os
 import uuid
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 import pytest
 from sqlalchemy import text
@@ -23,7 +28,22 @@ from gateway.storage.migrate import upgrade
 POSTGRES_URL = os.environ.get(
     "RELAYDESK_TEST_POSTGRES_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
 )
-REDIS_URL = os.environ.get("RELAYDESK_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+
+
+def _worker_redis_url(url: str) -> str:
+    """The test Redis's database of this xdist worker (gw0 → 1, gw1 → 2, …), or `url` itself
+    outside xdist: a test that flushes or counts keys sees only its own worker's."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    if not worker.startswith("gw"):
+        return url
+    # Databases 14 and 15 are the benchmarks' own (`test_bench_reply`): workers stay below.
+    index = 1 + int(worker.removeprefix("gw")) % 13
+    return urlsplit(url)._replace(path=f"/{index}").geturl()
+
+
+REDIS_URL = _worker_redis_url(
+    os.environ.get("RELAYDESK_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+)
 REQUIRE_SERVICES = os.environ.get("RELAYDESK_TEST_REQUIRE_SERVICES") == "1"
 
 
