@@ -98,7 +98,9 @@ async def test_corrections_are_refused_with_their_codes_and_change_nothing(
     assert await _refusal(session, customer_id, fact_id) == "fact_not_current"
     other = await customers.create_customer(session, display_name="Bia")
     with pytest.raises(RecordNotFound):
-        await _refusal(session, other.id, new.id)
+        await operator_facts.correct_fact(
+            session, COUNTER, other.id, new.id, "bia@example.com", actor="a", reason="r"
+        )
 
 
 async def test_pins_and_retractions_are_audited_and_only_a_current_fact_is_retracted(
