@@ -1,28 +1,22 @@
 """`/console`: the operator console pages and form actions.
 
-Every page needs a login (otherwise 303 to `/console/login`); every form POST needs the login's
-CSRF token in the `csrf_token` field (otherwise 403, nothing changed). Pages are answered with
-`Cache-Control: no-store` and a Content-Security-Policy that allows only this origin's
-stylesheet, images and form targets, and no framing.
+Every page is wrapped by `pages.console` (a login, and the CSRF token on form POSTs); the
+login and logout routes are `routes_login`. The actions themselves are `gateway.operators`.
 """
 
 from __future__ import annotations
 
-import secrets
-from collections.abc import Awaitable, Callable
-from functools import wraps
 from pathlib import Path
 from typing import Final
 from urllib.parse import quote
 
 from aiohttp import web
-from multidict import MultiDictProxy
 
-from gateway.console import conversations_stream, cookies, customer_data, views
-from gateway.console.html import Html
+from gateway.console import conversations_stream, customer_data, routes_login, views
+from gateway.console.pages import Form, console, form_text, html_response, redirect
 from gateway.customers import operator_actions as operator_store
 from gateway.http.bodies import path_id
-from gateway.http.errors import BadRequest, GatewayError, NotFound, TooManyRequests
+from gateway.http.errors import BadRequest, NotFound
 from gateway.http.ids import storage_id
 from gateway.keys import COUNTER, INBOX_READY, MEMORY, SESSIONS, SETTINGS
 from gateway.operators import facts, logins, preview, search
@@ -32,136 +26,16 @@ from gateway.operators.rebuild import rebuild_memory
 from gateway.operators.set_aside import retry_set_aside
 from gateway.storage.errors import RecordNotFound
 from gateway.storage.repositories import audit, console_conversations, inbox, messages
-from identity import OwnershipConflict
 
-POLICY: Final = "; ".join(
-    [
-        "default-src 'none'",
-        "script-src 'self'",
-        "style-src 'self'",
-        "img-src 'self' data:",
-        # The conversations pages read the operator API and the change stream.
-        "connect-src 'self'",
-        "form-action 'self'",
-        "frame-ancestors 'none'",
-        "base-uri 'none'",
-    ]
-)
 STATIC_DIR: Final = Path(__file__).parent / "static"
 ASSETS: Final = {
     "console.css": "text/css; charset=utf-8",
     "conversations.js": "text/javascript; charset=utf-8",
 }
 
-ConsoleHandler = Callable[[web.Request, logins.OperatorLogin], Awaitable[web.StreamResponse]]
-Form = MultiDictProxy[str | bytes | bytearray | web.FileField]
-
-
-def html_response(body: Html, status: int = 200) -> web.Response:
-    return web.Response(
-        text=body,
-        status=status,
-        content_type="text/html",
-        headers={
-            "Cache-Control": "no-store",
-            "Content-Security-Policy": POLICY,
-            "X-Content-Type-Options": "nosniff",
-            "Referrer-Policy": "same-origin",
-            "X-Frame-Options": "DENY",
-        },
-    )
-
-
-def console(handler: ConsoleHandler) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
-    """Require a login (redirect to the login page) and, on POST, the CSRF token; storage and
-    gateway errors become an error page with their status."""
-
-    @wraps(handler)
-    async def wrapped(request: web.Request) -> web.StreamResponse:
-        login = await logins.current_login(request)
-        if login is None:
-            return redirect("/console/login")
-        if request.method == "POST":
-            form = await request.post()
-            if not logins.csrf_matches(login, _text(form, cookies.CSRF_FIELD)):
-                return html_response(
-                    views.error_page(login, 403, "The form's CSRF token is missing or wrong."),
-                    403,
-                )
-        try:
-            return await handler(request, login)
-        except GatewayError as exc:
-            return html_response(views.error_page(login, exc.status, exc.detail), exc.status)
-        except RecordNotFound as exc:
-            return html_response(views.error_page(login, 404, str(exc)), 404)
-        except OwnershipConflict as exc:
-            return html_response(views.error_page(login, 409, str(exc)), 409)
-
-    return wrapped
-
-
-def _text(form: Form, name: str) -> str:
-    value = form.get(name)
-    return value if isinstance(value, str) else ""
-
-
-def redirect(location: str) -> web.Response:
-    return web.Response(status=303, headers={"Location": location, "Cache-Control": "no-store"})
-
 
 def _back(customer_id: str, notice: str) -> web.Response:
     return redirect(f"/console/customers/{customer_id}?done={quote(notice)}")
-
-
-async def login_form(request: web.Request) -> web.StreamResponse:
-    if await logins.current_login(request) is not None:
-        return redirect("/console")
-    token = secrets.token_urlsafe(32)
-    response = html_response(views.login_page(token))
-    cookies.set_cookie(response, request, cookies.LOGIN_CSRF_COOKIE, token)
-    return response
-
-
-async def login_submit(request: web.Request) -> web.StreamResponse:
-    form = await request.post()
-    expected = request.cookies.get(cookies.LOGIN_CSRF_COOKIE, "")
-    presented = _text(form, cookies.CSRF_FIELD)
-    if not expected or not secrets.compare_digest(expected.encode(), presented.encode()):
-        return html_response(views.error_page(None, 403, "The login form expired; reload it."), 403)
-    try:
-        token, _ = await logins.attempt_login(
-            request.app[SESSIONS],
-            _text(form, "username"),
-            _text(form, "password"),
-            client=request.remote or "unknown",
-        )
-    except TooManyRequests as exc:
-        notice = f"Too many failed logins. Try again in {exc.retry_after_s} seconds."
-        response = _login_again(request, notice, 429)
-        response.headers["Retry-After"] = str(exc.retry_after_s)
-        return response
-    except GatewayError:
-        return _login_again(request, "Unknown operator or wrong password.", 401)
-    response = redirect("/console")
-    cookies.set_cookie(response, request, logins.COOKIE, token)
-    response.del_cookie(cookies.LOGIN_CSRF_COOKIE, path="/")
-    return response
-
-
-def _login_again(request: web.Request, notice: str, status: int) -> web.Response:
-    fresh = secrets.token_urlsafe(32)
-    response = html_response(views.login_page(fresh, notice), status)
-    cookies.set_cookie(response, request, cookies.LOGIN_CSRF_COOKIE, fresh)
-    return response
-
-
-@console
-async def logout(request: web.Request, login: logins.OperatorLogin) -> web.StreamResponse:
-    async with request.app[SESSIONS].begin() as session:
-        await logins.log_out(session, request.cookies.get(logins.COOKIE, ""))
-    response = redirect("/console/login")
-    response.del_cookie(logins.COOKIE, path="/")
-    return response
 
 
 @console
@@ -200,7 +74,7 @@ async def _form(request: web.Request) -> Form:
 @console
 async def decide_link(request: web.Request, login: logins.OperatorLogin) -> web.StreamResponse:
     form = await _form(request)
-    reason = check_reason(_text(form, "reason"))
+    reason = check_reason(form_text(form, "reason"))
     customer_id = request.match_info["customer_id"]
     decide = (
         operator_store.confirm_pending_link
@@ -218,12 +92,12 @@ async def decide_link(request: web.Request, login: logins.OperatorLogin) -> web.
 @console
 async def merge(request: web.Request, login: logins.OperatorLogin) -> web.StreamResponse:
     form = await _form(request)
-    reason = check_reason(_text(form, "reason"))
+    reason = check_reason(form_text(form, "reason"))
     target = request.match_info["customer_id"]
     async with request.app[SESSIONS].begin() as session:
         await operator_store.merge_customers(
             session,
-            _text(form, "source_customer_id").strip(),
+            form_text(form, "source_customer_id").strip(),
             target,
             actor=login.username,
             reason=reason,
@@ -234,7 +108,7 @@ async def merge(request: web.Request, login: logins.OperatorLogin) -> web.Stream
 @console
 async def split(request: web.Request, login: logins.OperatorLogin) -> web.StreamResponse:
     form = await _form(request)
-    reason = check_reason(_text(form, "reason"))
+    reason = check_reason(form_text(form, "reason"))
     chosen = [value for value in form.getall("identities", []) if isinstance(value, str)]
     if not chosen:
         raise BadRequest("pick at least one identity to split off")
@@ -255,9 +129,9 @@ async def correct_fact(request: web.Request, login: logins.OperatorLogin) -> web
             request.app[COUNTER],
             customer_id,
             _fact_id(request),
-            _text(form, "value"),
+            form_text(form, "value"),
             actor=login.username,
-            reason=_text(form, "reason"),
+            reason=form_text(form, "reason"),
         )
     return _back(customer_id, "fact corrected")
 
@@ -274,7 +148,7 @@ async def change_fact(request: web.Request, login: logins.OperatorLogin) -> web.
             _fact_id(request),
             change,
             actor=login.username,
-            reason=_text(form, "reason"),
+            reason=form_text(form, "reason"),
         )
     return _back(customer_id, f"fact {change} recorded")
 
@@ -300,7 +174,7 @@ async def rebuild(request: web.Request, login: logins.OperatorLogin) -> web.Stre
     form = await _form(request)
     customer_id = request.match_info["customer_id"]
     result = await run_rebuild(
-        request, customer_id, actor=login.username, reason=_text(form, "reason")
+        request, customer_id, actor=login.username, reason=form_text(form, "reason")
     )
     return _back(customer_id, f"memory rebuilt: {result['episodes']} episodes")
 
@@ -314,7 +188,7 @@ async def export_data(request: web.Request, login: logins.OperatorLogin) -> web.
 async def erase_data(request: web.Request, login: logins.OperatorLogin) -> web.StreamResponse:
     form = await _form(request)
     erased = await customer_data.console_erase(
-        request, login, reason=_text(form, "reason"), confirm=_text(form, "confirm")
+        request, login, reason=form_text(form, "reason"), confirm=form_text(form, "confirm")
     )
     # The profile is gone; its audit log shows the tombstone.
     return redirect(f"/console/audit?subject={quote(erased.audit.subject_id)}")
@@ -330,7 +204,7 @@ async def erase_message(request: web.Request, login: logins.OperatorLogin) -> we
     async with request.app[SESSIONS]() as session:
         await messages.get_message(session, customer_id, message_id)  # this customer's
     erased = await customer_data.console_erase_message(
-        request, login, message_id, reason=_text(form, "reason")
+        request, login, message_id, reason=form_text(form, "reason")
     )
     return _back(customer_id, f"message erased; {sum(erased.counts.values())} rows removed")
 
@@ -374,7 +248,9 @@ async def retry_inbox(request: web.Request, login: logins.OperatorLogin) -> web.
     if item_id is None:
         raise RecordNotFound("no such message is set aside")
     async with request.app[SESSIONS].begin() as session:
-        await retry_set_aside(session, item_id, actor=login.username, reason=_text(form, "reason"))
+        await retry_set_aside(
+            session, item_id, actor=login.username, reason=form_text(form, "reason")
+        )
     request.app[INBOX_READY]()
     return redirect(f"/console/inbox?done={quote(f'message {item_id} is back in line')}")
 
@@ -425,9 +301,9 @@ async def root_redirect(request: web.Request) -> web.StreamResponse:
 def add_routes(app: web.Application) -> None:
     router = app.router
     router.add_get("/console/", root_redirect)
-    router.add_get("/console/login", login_form)
-    router.add_post("/console/login", login_submit)
-    router.add_post("/console/logout", logout)
+    router.add_get("/console/login", routes_login.login_form)
+    router.add_post("/console/login", routes_login.login_submit)
+    router.add_post("/console/logout", routes_login.logout)
     router.add_get("/console", home)
     router.add_get("/console/audit", audit_log)
     router.add_get("/console/inbox", inbox_page)
