@@ -353,8 +353,8 @@ def _customer_erase(settings: Settings, args: argparse.Namespace) -> int:
 def _operator_add(settings: Settings, args: argparse.Namespace) -> int:
     import getpass
 
-    from gateway.console.auth import OperatorAccountError, create_operator
     from gateway.http.errors import Conflict
+    from gateway.operators.accounts import OperatorAccountError, create_operator
     from gateway.storage.engine import make_engine, make_sessionmaker
     from gateway.storage.migrate import upgrade
 

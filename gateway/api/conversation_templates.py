@@ -14,11 +14,11 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from gateway.api.operator_bodies import TemplateIn
 from gateway.api.operator_sends import conversation_path, operator_send_answers
-from gateway.console.auth import operator_actor
 from gateway.http.bodies import path_id, read_json
 from gateway.http.errors import BadRequest, Conflict, NotFound
 from gateway.http.openapi import document
 from gateway.keys import COUNTER, DELIVER, EVENTS, SESSIONS
+from gateway.operators.actor import operator_actor
 from gateway.storage.records import MessageRecord
 from gateway.storage.repositories import audit, conversations, tenants
 from gateway.turns.handoff import AUDIT_SUBJECT

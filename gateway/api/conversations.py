@@ -1,7 +1,7 @@
 """Operator API for conversations: who answers them, taking one, writing to the customer and
 handing it back to the bot.
 
-Callers authenticate like the rest of `/v1/operator` (`gateway.console.auth.operator_actor`):
+Callers authenticate like the rest of `/v1/operator` (`gateway.operators.actor.operator_actor`):
 with the Bearer API key (the body's `actor` says who acts) or a console login (its username is
 the actor; POSTs carry `X-CSRF-Token`). Every owner change is audited with its actor and
 reason and announced as an event in the same transaction.
@@ -19,12 +19,12 @@ from gateway import registry
 from gateway.api.context import ChannelIdentityIn, claim_for_identity
 from gateway.api.operator_bodies import AttachmentIn, Decision
 from gateway.api.operator_sends import conversation_path, operator_send_answers
-from gateway.console.auth import operator_actor
 from gateway.customers.resolve import identify
 from gateway.http.bodies import path_id, query_text, read_json
 from gateway.http.errors import BadRequest, Conflict, NotFound
 from gateway.http.openapi import document
 from gateway.keys import COUNTER, DELIVER, EVENTS, SESSIONS, SETTINGS
+from gateway.operators.actor import operator_actor
 from gateway.runtime.clock import utcnow
 from gateway.storage.records import ConversationRecord
 from gateway.storage.repositories import conversations, service_window, tenants

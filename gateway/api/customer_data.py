@@ -13,21 +13,16 @@ from typing import Any
 from aiohttp import web
 
 from gateway.api.operator_bodies import Decision, audit_json
-from gateway.console.auth import operator_actor
 from gateway.customers import erasure
-from gateway.customers.erasure import AfterCommit, Erased
+from gateway.customers.erasure import Erased
 from gateway.customers.export import export_customer
 from gateway.http.bodies import path_id, query_text, read_json
 from gateway.http.ids import MAX_STORAGE_ID, storage_id
 from gateway.http.openapi import document
-from gateway.keys import FORGETTING, MEMORY, REDIS, SESSIONS, SETTINGS
+from gateway.keys import MEMORY, SESSIONS
+from gateway.operators.actor import operator_actor
+from gateway.operators.customer_data import DEFAULT_EXPORT_REASON, after_commit
 from gateway.storage.errors import RecordNotFound
-
-DEFAULT_EXPORT_REASON = "data subject access request"
-
-
-def after_commit(app: web.Application) -> AfterCommit:
-    return AfterCommit(app.get(REDIS), app[FORGETTING], app[SETTINGS].compaction_stream)
 
 
 def erased_json(done: Erased) -> dict[str, Any]:

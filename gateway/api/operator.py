@@ -15,11 +15,11 @@ from pydantic import Field
 
 from gateway.api import customer_data, operator_profile
 from gateway.api.operator_bodies import Decision, audit_json
-from gateway.console.auth import operator_actor
 from gateway.customers import operator_actions as operator_store
 from gateway.http.bodies import path_id, query_text, read_json
 from gateway.http.openapi import document
 from gateway.keys import SESSIONS
+from gateway.operators.actor import operator_actor
 from gateway.storage.records import PendingLinkRecord
 from gateway.storage.repositories import audit, customers, facts
 

@@ -13,13 +13,13 @@ from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field
 
 from gateway.api.operator_bodies import Decision, audit_json
-from gateway.console import service
-from gateway.console.auth import operator_actor
-from gateway.console.rebuild import rebuild_memory
 from gateway.http.bodies import path_id, query_text, read_json
 from gateway.http.ids import MAX_STORAGE_ID, storage_id
 from gateway.http.openapi import document
 from gateway.keys import COUNTER, MEMORY, SESSIONS, SETTINGS
+from gateway.operators import facts, preview, search
+from gateway.operators.actor import operator_actor
+from gateway.operators.rebuild import rebuild_memory
 from gateway.storage.errors import RecordNotFound
 from gateway.storage.records import FactRecord
 from gateway.storage.repositories import customers
@@ -60,10 +60,10 @@ def _fact_id(request: web.Request) -> int:
     return found
 
 
-async def search(request: web.Request) -> web.Response:
+async def search_customers(request: web.Request) -> web.Response:
     await operator_actor(request)
     async with request.app[SESSIONS]() as session:
-        hits = await service.search_customers(session, query_text(request, "q") or "")
+        hits = await search.search_customers(session, query_text(request, "q") or "")
     return web.json_response(
         {
             "customers": [
@@ -79,7 +79,7 @@ async def fact_history(request: web.Request) -> web.Response:
     customer_id = path_id(request, "customer_id")
     async with request.app[SESSIONS]() as session:
         await customers.get_customer(session, customer_id)
-        rows = await service.all_facts(session, customer_id)
+        rows = await facts.all_facts(session, customer_id)
     return web.json_response({"facts": [fact_json(f) for f in rows]})
 
 
@@ -87,7 +87,7 @@ async def correct(request: web.Request) -> web.Response:
     who = await operator_actor(request)
     body = await read_json(request, CorrectionIn)
     async with request.app[SESSIONS].begin() as session:
-        new, entry = await service.correct_fact(
+        new, entry = await facts.correct_fact(
             session,
             request.app[COUNTER],
             path_id(request, "customer_id"),
@@ -103,7 +103,7 @@ async def change(request: web.Request) -> web.Response:
     who = await operator_actor(request)
     body = await read_json(request, Decision)
     async with request.app[SESSIONS].begin() as session:
-        fact, entry = await service.set_fact_state(
+        fact, entry = await facts.set_fact_state(
             session,
             path_id(request, "customer_id"),
             _fact_id(request),
@@ -127,18 +127,18 @@ async def rebuild(request: web.Request) -> web.Response:
     return web.json_response(result)
 
 
-async def preview(request: web.Request) -> web.Response:
+async def context_preview(request: web.Request) -> web.Response:
     await operator_actor(request)
     body = await read_json(request, PreviewIn)
     async with request.app[SESSIONS]() as session:
-        identity, resolved = await service.preview_identity(
+        identity, resolved = await preview.preview_identity(
             session,
             path_id(request, "customer_id"),
             body.identity_id,
             host=request.host,
             region=request.app[SETTINGS].default_region,
         )
-        assembled = await service.preview_context(
+        assembled = await preview.preview_context(
             session, request.app[COUNTER], resolved, body.message, host=request.host
         )
     return web.json_response(
@@ -218,9 +218,9 @@ document(
 def add_routes(app: web.Application) -> None:
     """Only through `gateway.api.operator.add_routes`, which registers all of `/v1/operator`."""
     base = "/v1/operator/customers/{customer_id}"
-    app.router.add_get("/v1/operator/customers", search)
+    app.router.add_get("/v1/operator/customers", search_customers)
     app.router.add_get(base + "/facts", fact_history)
     app.router.add_post(base + "/facts/{fact_id}/correct", correct)
     app.router.add_post(base + "/facts/{fact_id}/{change:pin|unpin|retract}", change)
     app.router.add_post(base + "/rebuild", rebuild)
-    app.router.add_post(base + "/context-preview", preview)
+    app.router.add_post(base + "/context-preview", context_preview)

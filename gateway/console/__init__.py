@@ -1,7 +1,8 @@
-"""The operator console: `/console` pages (`routes`, `views`), accounts and logins (`auth`),
-the actions on storage (`service`, `rebuild`) and their refusals (`errors`).
+"""The operator console: server-rendered `/console` pages (`routes`, `views*`, `html`), the
+live conversations' change stream, static files, and the console's cookies and form CSRF
+(`cookies`).
 
-The operator JSON API under `/v1/operator` is `gateway.api.operator`; it uses this package,
-which never imports it back. Nothing is imported here, so `gateway.http` can use `auth` and
-`errors` without a cycle.
+Accounts, logins and every action an operator takes are `gateway.operators`, shared with the
+operator JSON API. The console is a leaf: nothing imports it but `gateway.app`, which adds its
+routes.
 """

@@ -1,4 +1,5 @@
-"""The console's customer data actions: the export download and the confirmed erasure."""
+"""The console's customer data pages: the export download and the erasure confirmed by typing
+the customer id again."""
 
 from __future__ import annotations
 
@@ -6,13 +7,13 @@ import json
 
 from aiohttp import web
 
-from gateway.api.customer_data import DEFAULT_EXPORT_REASON, after_commit
-from gateway.console.auth import OperatorLogin
-from gateway.console.errors import Invalid
 from gateway.customers import erasure
 from gateway.customers.erasure import Erased
 from gateway.customers.export import export_customer
+from gateway.http.errors import BadRequest
 from gateway.keys import MEMORY, SESSIONS
+from gateway.operators.customer_data import DEFAULT_EXPORT_REASON, after_commit
+from gateway.operators.logins import OperatorLogin
 
 
 async def console_export(request: web.Request, login: OperatorLogin) -> web.Response:
@@ -37,7 +38,7 @@ async def console_erase(
     """Erase the customer once the operator typed its id again; refused (400) otherwise."""
     customer_id = request.match_info["customer_id"]
     if confirm.strip() != customer_id:
-        raise Invalid("type the customer id to confirm the erasure", code="not_confirmed")
+        raise BadRequest("type the customer id to confirm the erasure", code="not_confirmed")
     return await erasure.erase_customer(
         request.app[SESSIONS],
         after_commit(request.app),

@@ -1,221 +1,64 @@
 """`/console`: the operator console pages and form actions.
 
-Every page needs a login (otherwise 303 to `/console/login`); every form POST needs the login's
-CSRF token in the `csrf_token` field (otherwise 403, nothing changed). Pages are answered with
-`Cache-Control: no-store` and a Content-Security-Policy that allows only this origin's
-stylesheet, images and form targets, and no framing.
+Every page is wrapped by `pages.console` (a login, and the CSRF token on form POSTs); the
+login and logout routes are `routes_login`. The actions themselves are `gateway.operators`.
 """
 
 from __future__ import annotations
 
-import secrets
-from collections.abc import Awaitable, Callable
-from functools import wraps
 from pathlib import Path
 from typing import Final
 from urllib.parse import quote
 
 from aiohttp import web
-from multidict import MultiDictProxy
 
-from gateway.console import auth, conversations_stream, customer_data, service, views
-from gateway.console.errors import Invalid
-from gateway.console.html import Html
-from gateway.console.rebuild import rebuild_memory
+from gateway.console import conversations_stream, customer_data, routes_login, views
+from gateway.console.pages import Form, console, form_text, html_response, redirect
 from gateway.customers import operator_actions as operator_store
 from gateway.http.bodies import path_id
-from gateway.http.errors import BadRequest, GatewayError, NotFound, TooManyRequests
+from gateway.http.errors import BadRequest, NotFound
 from gateway.http.ids import storage_id
 from gateway.keys import COUNTER, INBOX_READY, MEMORY, SESSIONS, SETTINGS
+from gateway.operators import facts, logins, preview, search
+from gateway.operators.profile import load_profile
+from gateway.operators.reasons import check_reason
+from gateway.operators.rebuild import rebuild_memory
+from gateway.operators.set_aside import retry_set_aside
 from gateway.storage.errors import RecordNotFound
-from gateway.storage.repositories import (
-    audit,
-    console_conversations,
-    customers,
-    episodes,
-    inbox,
-    messages,
-    summaries,
-)
-from identity import OwnershipConflict
+from gateway.storage.repositories import audit, console_conversations, inbox, messages
 
-POLICY: Final = "; ".join(
-    [
-        "default-src 'none'",
-        "script-src 'self'",
-        "style-src 'self'",
-        "img-src 'self' data:",
-        # The conversations pages read the operator API and the change stream.
-        "connect-src 'self'",
-        "form-action 'self'",
-        "frame-ancestors 'none'",
-        "base-uri 'none'",
-    ]
-)
 STATIC_DIR: Final = Path(__file__).parent / "static"
 ASSETS: Final = {
     "console.css": "text/css; charset=utf-8",
     "conversations.js": "text/javascript; charset=utf-8",
 }
-MESSAGES_PER_EPISODE: Final = 200
-
-ConsoleHandler = Callable[[web.Request, auth.OperatorLogin], Awaitable[web.StreamResponse]]
-Form = MultiDictProxy[str | bytes | bytearray | web.FileField]
-
-
-def html_response(body: Html, status: int = 200) -> web.Response:
-    return web.Response(
-        text=body,
-        status=status,
-        content_type="text/html",
-        headers={
-            "Cache-Control": "no-store",
-            "Content-Security-Policy": POLICY,
-            "X-Content-Type-Options": "nosniff",
-            "Referrer-Policy": "same-origin",
-            "X-Frame-Options": "DENY",
-        },
-    )
-
-
-def console(handler: ConsoleHandler) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
-    """Require a login (redirect to the login page) and, on POST, the CSRF token; storage and
-    gateway errors become an error page with their status."""
-
-    @wraps(handler)
-    async def wrapped(request: web.Request) -> web.StreamResponse:
-        login = await auth.current_login(request)
-        if login is None:
-            return redirect("/console/login")
-        if request.method == "POST":
-            form = await request.post()
-            if not auth.csrf_matches(login, _text(form, auth.CSRF_FIELD)):
-                return html_response(
-                    views.error_page(login, 403, "The form's CSRF token is missing or wrong."),
-                    403,
-                )
-        try:
-            return await handler(request, login)
-        except GatewayError as exc:
-            return html_response(views.error_page(login, exc.status, exc.detail), exc.status)
-        except Invalid as exc:
-            return html_response(views.error_page(login, 400, exc.detail), 400)
-        except RecordNotFound as exc:
-            return html_response(views.error_page(login, 404, str(exc)), 404)
-        except OwnershipConflict as exc:
-            return html_response(views.error_page(login, 409, str(exc)), 409)
-
-    return wrapped
-
-
-def _text(form: Form, name: str) -> str:
-    value = form.get(name)
-    return value if isinstance(value, str) else ""
-
-
-def redirect(location: str) -> web.Response:
-    return web.Response(status=303, headers={"Location": location, "Cache-Control": "no-store"})
 
 
 def _back(customer_id: str, notice: str) -> web.Response:
     return redirect(f"/console/customers/{customer_id}?done={quote(notice)}")
 
 
-async def login_form(request: web.Request) -> web.StreamResponse:
-    if await auth.current_login(request) is not None:
-        return redirect("/console")
-    token = secrets.token_urlsafe(32)
-    response = html_response(views.login_page(token))
-    auth.set_cookie(response, request, auth.LOGIN_CSRF_COOKIE, token)
-    return response
-
-
-async def login_submit(request: web.Request) -> web.StreamResponse:
-    form = await request.post()
-    expected = request.cookies.get(auth.LOGIN_CSRF_COOKIE, "")
-    presented = _text(form, auth.CSRF_FIELD)
-    if not expected or not secrets.compare_digest(expected.encode(), presented.encode()):
-        return html_response(views.error_page(None, 403, "The login form expired; reload it."), 403)
-    try:
-        token, _ = await auth.attempt_login(
-            request.app[SESSIONS],
-            _text(form, "username"),
-            _text(form, "password"),
-            client=request.remote or "unknown",
-        )
-    except TooManyRequests as exc:
-        notice = f"Too many failed logins. Try again in {exc.retry_after_s} seconds."
-        response = _login_again(request, notice, 429)
-        response.headers["Retry-After"] = str(exc.retry_after_s)
-        return response
-    except GatewayError:
-        return _login_again(request, "Unknown operator or wrong password.", 401)
-    response = redirect("/console")
-    auth.set_cookie(response, request, auth.COOKIE, token)
-    response.del_cookie(auth.LOGIN_CSRF_COOKIE, path="/")
-    return response
-
-
-def _login_again(request: web.Request, notice: str, status: int) -> web.Response:
-    fresh = secrets.token_urlsafe(32)
-    response = html_response(views.login_page(fresh, notice), status)
-    auth.set_cookie(response, request, auth.LOGIN_CSRF_COOKIE, fresh)
-    return response
-
-
 @console
-async def logout(request: web.Request, login: auth.OperatorLogin) -> web.StreamResponse:
-    async with request.app[SESSIONS].begin() as session:
-        await auth.log_out(session, request.cookies.get(auth.COOKIE, ""))
-    response = redirect("/console/login")
-    response.del_cookie(auth.COOKIE, path="/")
-    return response
-
-
-@console
-async def home(request: web.Request, login: auth.OperatorLogin) -> web.StreamResponse:
+async def home(request: web.Request, login: logins.OperatorLogin) -> web.StreamResponse:
     """Who is talking now; with `q`, the customers that match it."""
     query = request.query.get("q", "")
     if "q" not in request.query:
         return html_response(views.conversations_page(login))
     async with request.app[SESSIONS]() as session:
-        hits = await service.search_customers(session, query) if query.strip() else None
+        hits = await search.search_customers(session, query) if query.strip() else None
         pending = await operator_store.list_pending_links(session)
     return html_response(views.search_page(login, query, hits, len(pending)))
 
 
-async def load_profile(request: web.Request, customer_id: str) -> views.Profile:
-    async with request.app[SESSIONS]() as session:
-        customer = await customers.get_customer(session, customer_id)
-        found = await episodes.list_episodes(session, customer_id)
-        with_messages = []
-        for episode in found:
-            recent = await messages.recent_messages(
-                session, customer_id, episode.id, limit=MESSAGES_PER_EPISODE
-            )
-            with_messages.append((episode, tuple(recent)))
-        return views.Profile(
-            customer=customer,
-            identities=tuple(await customers.list_identities(session, customer_id)),
-            identifiers=tuple(await customers.identifiers_of(session, customer_id)),
-            pending=tuple(
-                await operator_store.list_pending_links(session, customer_id=customer_id)
-            ),
-            facts=tuple(await service.all_facts(session, customer_id)),
-            episodes=tuple(with_messages),
-            summaries=tuple(await summaries.customer_summaries(session, customer_id)),
-            traces=tuple(await summaries.list_traces(session, customer_id)),
-        )
-
-
 @console
-async def profile(request: web.Request, login: auth.OperatorLogin) -> web.StreamResponse:
-    loaded = await load_profile(request, request.match_info["customer_id"])
+async def profile(request: web.Request, login: logins.OperatorLogin) -> web.StreamResponse:
+    async with request.app[SESSIONS]() as session:
+        loaded = await load_profile(session, request.match_info["customer_id"])
     return html_response(views.profile_page(login, loaded, request.query.get("done")))
 
 
 @console
-async def message(request: web.Request, login: auth.OperatorLogin) -> web.StreamResponse:
+async def message(request: web.Request, login: logins.OperatorLogin) -> web.StreamResponse:
     message_id = storage_id(request.match_info["message_id"])
     if message_id is None:
         raise RecordNotFound("no such message")
@@ -229,9 +72,9 @@ async def _form(request: web.Request) -> Form:
 
 
 @console
-async def decide_link(request: web.Request, login: auth.OperatorLogin) -> web.StreamResponse:
+async def decide_link(request: web.Request, login: logins.OperatorLogin) -> web.StreamResponse:
     form = await _form(request)
-    reason = service.check_reason(_text(form, "reason"))
+    reason = check_reason(form_text(form, "reason"))
     customer_id = request.match_info["customer_id"]
     decide = (
         operator_store.confirm_pending_link
@@ -247,14 +90,14 @@ async def decide_link(request: web.Request, login: auth.OperatorLogin) -> web.St
 
 
 @console
-async def merge(request: web.Request, login: auth.OperatorLogin) -> web.StreamResponse:
+async def merge(request: web.Request, login: logins.OperatorLogin) -> web.StreamResponse:
     form = await _form(request)
-    reason = service.check_reason(_text(form, "reason"))
+    reason = check_reason(form_text(form, "reason"))
     target = request.match_info["customer_id"]
     async with request.app[SESSIONS].begin() as session:
         await operator_store.merge_customers(
             session,
-            _text(form, "source_customer_id").strip(),
+            form_text(form, "source_customer_id").strip(),
             target,
             actor=login.username,
             reason=reason,
@@ -263,9 +106,9 @@ async def merge(request: web.Request, login: auth.OperatorLogin) -> web.StreamRe
 
 
 @console
-async def split(request: web.Request, login: auth.OperatorLogin) -> web.StreamResponse:
+async def split(request: web.Request, login: logins.OperatorLogin) -> web.StreamResponse:
     form = await _form(request)
-    reason = service.check_reason(_text(form, "reason"))
+    reason = check_reason(form_text(form, "reason"))
     chosen = [value for value in form.getall("identities", []) if isinstance(value, str)]
     if not chosen:
         raise BadRequest("pick at least one identity to split off")
@@ -277,35 +120,35 @@ async def split(request: web.Request, login: auth.OperatorLogin) -> web.StreamRe
 
 
 @console
-async def correct_fact(request: web.Request, login: auth.OperatorLogin) -> web.StreamResponse:
+async def correct_fact(request: web.Request, login: logins.OperatorLogin) -> web.StreamResponse:
     form = await _form(request)
     customer_id = request.match_info["customer_id"]
     async with request.app[SESSIONS].begin() as session:
-        await service.correct_fact(
+        await facts.correct_fact(
             session,
             request.app[COUNTER],
             customer_id,
             _fact_id(request),
-            _text(form, "value"),
+            form_text(form, "value"),
             actor=login.username,
-            reason=_text(form, "reason"),
+            reason=form_text(form, "reason"),
         )
     return _back(customer_id, "fact corrected")
 
 
 @console
-async def change_fact(request: web.Request, login: auth.OperatorLogin) -> web.StreamResponse:
+async def change_fact(request: web.Request, login: logins.OperatorLogin) -> web.StreamResponse:
     form = await _form(request)
     customer_id = request.match_info["customer_id"]
     change = request.match_info["change"]
     async with request.app[SESSIONS].begin() as session:
-        await service.set_fact_state(
+        await facts.set_fact_state(
             session,
             customer_id,
             _fact_id(request),
             change,
             actor=login.username,
-            reason=_text(form, "reason"),
+            reason=form_text(form, "reason"),
         )
     return _back(customer_id, f"fact {change} recorded")
 
@@ -327,32 +170,32 @@ async def run_rebuild(
 
 
 @console
-async def rebuild(request: web.Request, login: auth.OperatorLogin) -> web.StreamResponse:
+async def rebuild(request: web.Request, login: logins.OperatorLogin) -> web.StreamResponse:
     form = await _form(request)
     customer_id = request.match_info["customer_id"]
     result = await run_rebuild(
-        request, customer_id, actor=login.username, reason=_text(form, "reason")
+        request, customer_id, actor=login.username, reason=form_text(form, "reason")
     )
     return _back(customer_id, f"memory rebuilt: {result['episodes']} episodes")
 
 
 @console
-async def export_data(request: web.Request, login: auth.OperatorLogin) -> web.StreamResponse:
+async def export_data(request: web.Request, login: logins.OperatorLogin) -> web.StreamResponse:
     return await customer_data.console_export(request, login)
 
 
 @console
-async def erase_data(request: web.Request, login: auth.OperatorLogin) -> web.StreamResponse:
+async def erase_data(request: web.Request, login: logins.OperatorLogin) -> web.StreamResponse:
     form = await _form(request)
     erased = await customer_data.console_erase(
-        request, login, reason=_text(form, "reason"), confirm=_text(form, "confirm")
+        request, login, reason=form_text(form, "reason"), confirm=form_text(form, "confirm")
     )
     # The profile is gone; its audit log shows the tombstone.
     return redirect(f"/console/audit?subject={quote(erased.audit.subject_id)}")
 
 
 @console
-async def erase_message(request: web.Request, login: auth.OperatorLogin) -> web.StreamResponse:
+async def erase_message(request: web.Request, login: logins.OperatorLogin) -> web.StreamResponse:
     form = await _form(request)
     customer_id = request.match_info["customer_id"]
     message_id = storage_id(request.match_info["message_id"])
@@ -361,26 +204,26 @@ async def erase_message(request: web.Request, login: auth.OperatorLogin) -> web.
     async with request.app[SESSIONS]() as session:
         await messages.get_message(session, customer_id, message_id)  # this customer's
     erased = await customer_data.console_erase_message(
-        request, login, message_id, reason=_text(form, "reason")
+        request, login, message_id, reason=form_text(form, "reason")
     )
     return _back(customer_id, f"message erased; {sum(erased.counts.values())} rows removed")
 
 
 @console
-async def preview(request: web.Request, login: auth.OperatorLogin) -> web.StreamResponse:
+async def context_preview(request: web.Request, login: logins.OperatorLogin) -> web.StreamResponse:
     customer_id = request.match_info["customer_id"]
     text = request.query.get("message", "").strip()
     if not text:
         raise BadRequest("a sample message is required")
     async with request.app[SESSIONS]() as session:
-        identity, resolved = await service.preview_identity(
+        identity, resolved = await preview.preview_identity(
             session,
             customer_id,
             request.query.get("identity", ""),
             host=request.host,
             region=request.app[SETTINGS].default_region,
         )
-        assembled = await service.preview_context(
+        assembled = await preview.preview_context(
             session, request.app[COUNTER], resolved, text, host=request.host
         )
     return html_response(
@@ -391,7 +234,7 @@ async def preview(request: web.Request, login: auth.OperatorLogin) -> web.Stream
 
 
 @console
-async def inbox_page(request: web.Request, login: auth.OperatorLogin) -> web.StreamResponse:
+async def inbox_page(request: web.Request, login: logins.OperatorLogin) -> web.StreamResponse:
     async with request.app[SESSIONS]() as session:
         depth = await inbox.depth(session)
         items = await inbox.set_aside(session)
@@ -399,21 +242,21 @@ async def inbox_page(request: web.Request, login: auth.OperatorLogin) -> web.Str
 
 
 @console
-async def retry_inbox(request: web.Request, login: auth.OperatorLogin) -> web.StreamResponse:
+async def retry_inbox(request: web.Request, login: logins.OperatorLogin) -> web.StreamResponse:
     form = await _form(request)
     item_id = storage_id(request.match_info["item_id"])
     if item_id is None:
         raise RecordNotFound("no such message is set aside")
     async with request.app[SESSIONS].begin() as session:
-        await service.retry_set_aside(
-            session, item_id, actor=login.username, reason=_text(form, "reason")
+        await retry_set_aside(
+            session, item_id, actor=login.username, reason=form_text(form, "reason")
         )
     request.app[INBOX_READY]()
     return redirect(f"/console/inbox?done={quote(f'message {item_id} is back in line')}")
 
 
 @console
-async def audit_log(request: web.Request, login: auth.OperatorLogin) -> web.StreamResponse:
+async def audit_log(request: web.Request, login: logins.OperatorLogin) -> web.StreamResponse:
     subject = request.query.get("subject") or None
     async with request.app[SESSIONS]() as session:
         entries = await audit.list_audit(session, subject_id=subject)
@@ -421,7 +264,7 @@ async def audit_log(request: web.Request, login: auth.OperatorLogin) -> web.Stre
 
 
 @console
-async def conversation(request: web.Request, login: auth.OperatorLogin) -> web.StreamResponse:
+async def conversation(request: web.Request, login: logins.OperatorLogin) -> web.StreamResponse:
     conversation_id = path_id(request, "conversation_id")
     async with request.app[SESSIONS]() as session:
         if not await console_conversations.conversation_exists(session, conversation_id):
@@ -431,7 +274,7 @@ async def conversation(request: web.Request, login: auth.OperatorLogin) -> web.S
 
 @console
 async def conversation_changes(
-    request: web.Request, login: auth.OperatorLogin
+    request: web.Request, login: logins.OperatorLogin
 ) -> web.StreamResponse:
     return await conversations_stream.stream_changes(request)
 
@@ -458,9 +301,9 @@ async def root_redirect(request: web.Request) -> web.StreamResponse:
 def add_routes(app: web.Application) -> None:
     router = app.router
     router.add_get("/console/", root_redirect)
-    router.add_get("/console/login", login_form)
-    router.add_post("/console/login", login_submit)
-    router.add_post("/console/logout", logout)
+    router.add_get("/console/login", routes_login.login_form)
+    router.add_post("/console/login", routes_login.login_submit)
+    router.add_post("/console/logout", routes_login.logout)
     router.add_get("/console", home)
     router.add_get("/console/audit", audit_log)
     router.add_get("/console/inbox", inbox_page)
@@ -472,7 +315,7 @@ def add_routes(app: web.Application) -> None:
     base = "/console/customers/{customer_id}"
     router.add_get(base, profile)
     router.add_get(base + "/messages/{message_id}", message)
-    router.add_get(base + "/preview", preview)
+    router.add_get(base + "/preview", context_preview)
     router.add_post(base + "/links/{link_id}/{decision:confirm|reject}", decide_link)
     router.add_post(base + "/merge", merge)
     router.add_post(base + "/split", split)

@@ -3,7 +3,6 @@ same-origin script that keeps them live)."""
 
 from __future__ import annotations
 
-from gateway.console.profile import Profile
 from gateway.console.views_conversations import conversation_page, conversations_page
 from gateway.console.views_inbox import inbox_page
 from gateway.console.views_layout import (
@@ -21,7 +20,6 @@ from gateway.console.views_profile import message_page, message_text, profile_pa
 from gateway.console.views_traces import trace_diff
 
 __all__ = [
-    "Profile",
     "action_form",
     "audit_page",
     "budget_bar",

@@ -6,9 +6,9 @@ a reload."""
 
 from __future__ import annotations
 
-from gateway.console.auth import OperatorLogin
 from gateway.console.html import Html, el
 from gateway.console.views_layout import page, search_form
+from gateway.operators.logins import OperatorLogin
 
 SCRIPT = "/console/static/conversations.js"
 STREAM = "/console/conversations/stream"

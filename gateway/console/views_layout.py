@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from gateway.console.auth import CSRF_FIELD, OperatorLogin
+from gateway.console.cookies import CSRF_FIELD
 from gateway.console.html import Child, Html, document, el, join
-from gateway.console.service import SearchHit
+from gateway.operators.logins import OperatorLogin
+from gateway.operators.search import SearchHit
 from gateway.storage.records import (
     AuditRecord,
 )

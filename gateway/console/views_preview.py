@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from context import Window
-from gateway.console.auth import OperatorLogin
 from gateway.console.html import Html, el
 from gateway.console.views_layout import page, table
+from gateway.operators.logins import OperatorLogin
 from gateway.storage.records import (
     ChannelIdentityRecord,
 )

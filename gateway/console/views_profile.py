@@ -9,12 +9,12 @@ from urllib.parse import urlsplit
 
 from channels.transcripts import DEFAULT_THRESHOLD
 from context.render import summary_tag
-from gateway.console.auth import OperatorLogin
 from gateway.console.html import Child, Html, el
-from gateway.console.profile import Profile
 from gateway.console.views_layout import action_form, page, table
 from gateway.console.views_traces import traces_section
 from gateway.memory.summaries import summary_item
+from gateway.operators.logins import OperatorLogin
+from gateway.operators.profile import Profile
 from gateway.storage.attachments import media_of
 from gateway.storage.records import (
     FactRecord,

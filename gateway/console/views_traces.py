@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from gateway.console.html import Html, el
-from gateway.console.profile import Profile
+from gateway.operators.profile import Profile
 from gateway.storage.records import CompactionTraceRecord
 
 

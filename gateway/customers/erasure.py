@@ -20,13 +20,13 @@ from dataclasses import dataclass, field
 from redis.asyncio import Redis
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from gateway.console.errors import Invalid
 from gateway.customers.forgetting import (
     Forgetting,
     delete_keys,
     delete_stream_entries,
     redis_keys,
 )
+from gateway.http.errors import BadRequest
 from gateway.memory.rebuild import rebuild_summaries
 from gateway.memory.worker import MemoryWorker
 from gateway.storage.errors import RecordNotFound
@@ -63,7 +63,7 @@ class AfterCommit:
 
 def _reason(reason: str) -> str:
     if not reason.strip():
-        raise Invalid("an erasure needs a reason", code="reason_required")
+        raise BadRequest("an erasure needs a reason", code="reason_required")
     return reason.strip()
 
 

@@ -1,15 +1,30 @@
-"""The gateway's HTTP-facing errors; one middleware turns them into JSON responses.
+"""The errors that carry an HTTP answer: a status, a stable error code and a human detail.
 
-GatewayError                      (code, status)
-├── BadRequest                    400 malformed input, with a reason
-├── Unauthorized                  401 missing or wrong credentials
-├── Forbidden                     403 a signature or secret that does not match
-├── NotFound                      404
-├── Conflict                      409
-├── PayloadTooLarge               413
-├── Unprocessable                 422 well-formed but unusable (e.g. a fixed context too big)
-├── TooManyRequests               429 try again after `retry_after_s` (Retry-After)
-└── ServiceUnavailable            503 a dependency is down; providers should retry
+`gateway.http.middleware.error_middleware` turns every one into `{"error": code, "detail":
+detail}` with its status (a 429 adds `Retry-After`); the console's page wrapper shows the same
+status and detail as an HTML page. Handlers, `gateway.operators` and `gateway.customers` raise
+them; `code` overrides the class's default where a client needs the finer reason (e.g.
+`BadRequest(..., code="reason_required")`). This module imports nothing, so any layer may
+raise from it.
+
+GatewayError                      status, code, detail
+├── BadRequest                    400 bad_request: malformed input, a missing reason, an
+│                                     unconfirmed erasure, an unchanged value...
+├── Unauthorized                  401 unauthorized: missing or wrong credentials
+├── Forbidden                     403 forbidden: a signature, secret or CSRF token that does
+│                                     not match
+├── NotFound                      404 not_found
+├── Conflict                      409 conflict
+├── PayloadTooLarge               413 payload_too_large
+├── Unprocessable                 422 unprocessable: well-formed but unusable (e.g. a fixed
+│                                     context too big)
+├── TooManyRequests               429 too_many_requests: try again after `retry_after_s`
+└── ServiceUnavailable            503 service_unavailable: a dependency is down; retry
+
+Other packages keep their own roots and know nothing of HTTP; the middleware maps the ones a
+request can meet: `channels.base.SignatureInvalid` / `PayloadInvalid`, the storage layer's
+`RecordNotFound` (404), `DuplicateMessage` / `IdentityRace` and `identity.OwnershipConflict`
+(409), `context.BudgetError` and invalid tenant settings (422), `CustomerScopeRequired` (400).
 """
 
 from __future__ import annotations

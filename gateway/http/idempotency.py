@@ -29,10 +29,10 @@ from aiohttp.typedefs import Handler
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from channels.base import unstorable
-from gateway.console.auth import operator_actor
 from gateway.http.auth import require_api_key
 from gateway.http.errors import BadRequest, Conflict, NotFound, Unprocessable
 from gateway.keys import SESSIONS
+from gateway.operators.actor import operator_actor
 from gateway.runtime.clock import utcnow
 from gateway.storage.errors import DuplicateKey
 from gateway.storage.repositories import idempotency as keys

@@ -11,7 +11,6 @@ from aiohttp.typedefs import Handler
 
 from channels.base import PayloadInvalid, SignatureInvalid
 from context import BudgetError
-from gateway.console.errors import Invalid
 from gateway.http.errors import GatewayError, PayloadTooLarge, TooManyRequests
 from gateway.keys import METRICS, SETTINGS
 from gateway.runtime.outages import is_database_timeout, is_storage_down
@@ -59,8 +58,6 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
         return error_response(400, "invalid_payload", str(exc))
     except RecordNotFound as exc:
         return error_response(404, "not_found", str(exc))
-    except Invalid as exc:
-        return error_response(400, exc.code, exc.detail)
     except (OwnershipConflict, DuplicateMessage, IdentityRace) as exc:
         return error_response(409, "conflict", str(exc))
     except BudgetError as exc:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from aiohttp.test_utils import TestClient
 
-from gateway.console.auth import create_operator
+from gateway.operators.accounts import create_operator
 from gateway.storage.records import NewFact
 from gateway.storage.repositories import facts
 from tests.support.context_api import post_context, whatsapp_user_message

@@ -10,16 +10,9 @@ import pytest
 from sqlalchemy import select, update
 
 from gateway.cli import main as cli_main
-from gateway.console.auth import (
-    COOKIE,
-    OperatorAccountError,
-    create_operator,
-    hash_password,
-    verify_password,
-)
-from gateway.http.errors import Conflict
+from gateway.operators.logins import COOKIE
 from gateway.runtime.clock import utcnow
-from gateway.storage.models import Operator, OperatorSession
+from gateway.storage.models import OperatorSession
 from tests.gateway.console.conftest import AUTH, PASSWORD, USERNAME, csrf_of, log_in, seed
 from tests.support.stack import Stack
 
@@ -59,30 +52,6 @@ API_ROUTES = [
     ("POST", "/v1/operator/customers/{c}/rebuild"),
     ("POST", "/v1/operator/customers/{c}/context-preview"),
 ]
-
-
-def test_password_hash_is_salted_scrypt_and_verifies() -> None:
-    first, second = hash_password("s3cret-passw0rd"), hash_password("s3cret-passw0rd")
-    assert first != second and first.startswith("scrypt$16384$8$1$")
-    assert "s3cret" not in first
-    assert verify_password("s3cret-passw0rd", first)
-    assert not verify_password("s3cret-passw0rd!", first)
-    assert not verify_password("s3cret-passw0rd", "md5$abc")
-    assert not verify_password("s3cret-passw0rd", "garbage")
-
-
-async def test_accounts_refuse_short_passwords_and_duplicates(stack: Stack) -> None:
-    async with stack.sessions().begin() as session:
-        with pytest.raises(OperatorAccountError):
-            await create_operator(session, "bob", "short")
-        with pytest.raises(OperatorAccountError):
-            await create_operator(session, "bob smith", "long enough password")
-        with pytest.raises(Conflict):
-            await create_operator(session, USERNAME, "another long password")
-    async with stack.sessions()() as session:
-        rows = list(await session.scalars(select(Operator)))
-    assert [row.username for row in rows] == [USERNAME]
-    assert verify_password(PASSWORD, rows[0].password_hash)
 
 
 async def test_every_console_page_and_api_route_needs_a_login(stack: Stack) -> None:

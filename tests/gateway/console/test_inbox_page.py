@@ -13,8 +13,8 @@ from aiohttp.test_utils import TestClient
 from sqlalchemy import select
 
 from channels.base import InboundMessage
-from gateway.console.auth import create_operator
 from gateway.inbox.codec import to_payload
+from gateway.operators.accounts import create_operator
 from gateway.runtime.clock import utcnow
 from gateway.storage.models import InboxMessage, Message
 from gateway.storage.repositories import audit, inbox

@@ -11,9 +11,9 @@ from aiohttp.test_utils import TestClient
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from gateway.console.auth import create_operator
-from gateway.console.throttle import FIRST_WAIT, MAX_WAIT, WINDOW, wait_for
 from gateway.keys import SESSIONS
+from gateway.operators.accounts import create_operator
+from gateway.operators.throttle import FIRST_WAIT, MAX_WAIT, WINDOW, wait_for
 from gateway.runtime.clock import utcnow
 from gateway.storage.models import AuditEntry, LoginFailure
 from gateway.storage.repositories import login_failures

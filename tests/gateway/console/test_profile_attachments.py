@@ -10,8 +10,8 @@ from pathlib import Path
 
 from sqlalchemy import select
 
-from gateway.console.auth import create_operator
 from gateway.keys import SESSIONS
+from gateway.operators.accounts import create_operator
 from gateway.storage.models import Message
 from tests.gateway.console.conftest import PASSWORD, USERNAME, log_in
 from tests.support.signed_twilio import inbound_params, post_signed

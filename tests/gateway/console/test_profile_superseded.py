@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
-from gateway.console.auth import create_operator
+from gateway.operators.accounts import create_operator
 from gateway.storage.models import Fact
 from gateway.storage.repositories import tenants
 from tests.gateway.console.conftest import PASSWORD, USERNAME, log_in

@@ -10,8 +10,8 @@ from typing import Any
 
 from sqlalchemy import select, update
 
-from gateway.console.auth import create_operator
 from gateway.keys import DELIVER
+from gateway.operators.accounts import create_operator
 from gateway.runtime.clock import utcnow
 from gateway.storage.models import Conversation
 from tests.gateway.console.conftest import PASSWORD, USERNAME

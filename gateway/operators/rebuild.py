@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from gateway.console import service
 from gateway.memory.rebuild import rebuild_customer
 from gateway.memory.worker import MemoryWorker
-from gateway.storage.repositories import customers
+from gateway.operators.reasons import check_reason
+from gateway.storage.repositories import audit, customers
 
 
 async def rebuild_memory(
@@ -21,9 +21,9 @@ async def rebuild_memory(
 ) -> dict[str, int]:
     """Rebuild in transactions of its own and return the counts the audit entry records.
 
-    Raises `Invalid` for a blank reason and `RecordNotFound` for an unknown customer, both
+    Raises `BadRequest` for a blank reason and `RecordNotFound` for an unknown customer, both
     before anything is changed."""
-    service.check_reason(reason)
+    why = check_reason(reason)
     async with sessions() as session:
         await customers.get_customer(session, customer_id)
     report = await rebuild_customer(sessions, worker, customer_id)
@@ -33,5 +33,13 @@ async def rebuild_memory(
         "facts_written": report.facts_written,
     }
     async with sessions.begin() as session:
-        await service.audit_rebuild(session, customer_id, actor=actor, reason=reason, result=result)
+        await audit.record_audit(
+            session,
+            actor=actor,
+            action="rebuild_memory",
+            reason=why,
+            subject_type="customer",
+            subject_id=customer_id,
+            details=result,
+        )
     return result

@@ -1,0 +1,65 @@
+"""`/console/login` and `/console/logout`: the login form (its own double-submit CSRF cookie),
+the throttled login, and the cookie set or dropped."""
+
+from __future__ import annotations
+
+import secrets
+
+from aiohttp import web
+
+from gateway.console import cookies, views
+from gateway.console.pages import console, form_text, html_response, redirect
+from gateway.http.errors import GatewayError, TooManyRequests
+from gateway.keys import SESSIONS
+from gateway.operators import logins
+
+
+async def login_form(request: web.Request) -> web.StreamResponse:
+    if await logins.current_login(request) is not None:
+        return redirect("/console")
+    token = secrets.token_urlsafe(32)
+    response = html_response(views.login_page(token))
+    cookies.set_cookie(response, request, cookies.LOGIN_CSRF_COOKIE, token)
+    return response
+
+
+async def login_submit(request: web.Request) -> web.StreamResponse:
+    form = await request.post()
+    expected = request.cookies.get(cookies.LOGIN_CSRF_COOKIE, "")
+    presented = form_text(form, cookies.CSRF_FIELD)
+    if not expected or not secrets.compare_digest(expected.encode(), presented.encode()):
+        return html_response(views.error_page(None, 403, "The login form expired; reload it."), 403)
+    try:
+        token, _ = await logins.attempt_login(
+            request.app[SESSIONS],
+            form_text(form, "username"),
+            form_text(form, "password"),
+            client=request.remote or "unknown",
+        )
+    except TooManyRequests as exc:
+        notice = f"Too many failed logins. Try again in {exc.retry_after_s} seconds."
+        response = _login_again(request, notice, 429)
+        response.headers["Retry-After"] = str(exc.retry_after_s)
+        return response
+    except GatewayError:
+        return _login_again(request, "Unknown operator or wrong password.", 401)
+    response = redirect("/console")
+    cookies.set_cookie(response, request, logins.COOKIE, token)
+    response.del_cookie(cookies.LOGIN_CSRF_COOKIE, path="/")
+    return response
+
+
+def _login_again(request: web.Request, notice: str, status: int) -> web.Response:
+    fresh = secrets.token_urlsafe(32)
+    response = html_response(views.login_page(fresh, notice), status)
+    cookies.set_cookie(response, request, cookies.LOGIN_CSRF_COOKIE, fresh)
+    return response
+
+
+@console
+async def logout(request: web.Request, login: logins.OperatorLogin) -> web.StreamResponse:
+    async with request.app[SESSIONS].begin() as session:
+        await logins.log_out(session, request.cookies.get(logins.COOKIE, ""))
+    response = redirect("/console/login")
+    response.del_cookie(logins.COOKIE, path="/")
+    return response

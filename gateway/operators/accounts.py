@@ -1,0 +1,32 @@
+"""Operator accounts: `relaydesk operator add` and the tests create them here."""
+
+from __future__ import annotations
+
+import asyncio
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from gateway.http.errors import Conflict
+from gateway.operators.passwords import hash_password
+from gateway.storage.repositories import operators
+
+MIN_PASSWORD = 10
+
+
+class OperatorAccountError(ValueError):
+    """A username or password that cannot make an account."""
+
+
+async def create_operator(session: AsyncSession, username: str, password: str) -> str:
+    """Add an account; returns its id. Raises `OperatorAccountError` or `Conflict`."""
+    username = username.strip()
+    if not username or len(username) > 200 or any(c.isspace() for c in username):
+        raise OperatorAccountError("a username is 1-200 characters without spaces")
+    if len(password) < MIN_PASSWORD:
+        raise OperatorAccountError(f"a password has at least {MIN_PASSWORD} characters")
+    # scrypt takes tens of milliseconds of CPU: off the event loop.
+    hashed = await asyncio.to_thread(hash_password, password)
+    try:
+        return await operators.add_operator(session, username, hashed)
+    except operators.OperatorExists as exc:
+        raise Conflict(str(exc)) from exc
