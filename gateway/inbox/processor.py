@@ -42,7 +42,7 @@ class InboxProcessor:
     def __init__(
         self,
         sessions: async_sessionmaker[AsyncSession],
-        accept: Callable[[InboundMessage, str | None], Awaitable[Accepted]],
+        accept: Callable[[InboundMessage, TenantRef], Awaitable[Accepted]],
         *,
         stored: Callable[[str], None],
         pause: Callable[[], Awaitable[None]] | None = None,
@@ -139,7 +139,7 @@ class InboxProcessor:
                     await self._failed(item, exc)
                     blocked.add(item.thread_key)
             outcomes = await asyncio.gather(
-                *(self._accept(message, item.host) for item, message in readable),
+                *(self._accept(message, item.tenant) for item, message in readable),
                 return_exceptions=True,
             )
             for (item, _), outcome in zip(readable, outcomes, strict=True):

@@ -53,6 +53,7 @@ from gateway.storage.records import (
 )
 from gateway.storage.repositories import conversations, episodes, messages, tenants, turns
 from gateway.storage.repositories.conversations import MessageSeen
+from gateway.tenant_ref import DEFAULT_TENANT, TenantRef
 from gateway.tenants import TenantSettings
 from gateway.turns.backpressure import Backpressure
 from gateway.turns.handoff import message_created
@@ -90,7 +91,7 @@ class _Waiting:
     """A background accept waiting for its lot to be stored."""
 
     inbound: InboundMessage
-    host: str | None
+    tenant: TenantRef
     done: asyncio.Future[Accepted]
 
     @property
@@ -137,7 +138,11 @@ class Acceptor:
         self._lots = asyncio.Lock()  # lots are stored one after another, in arrival order
 
     async def accept(
-        self, inbound: InboundMessage, *, host: str | None = None, background: bool = False
+        self,
+        inbound: InboundMessage,
+        *,
+        tenant: TenantRef = DEFAULT_TENANT,
+        background: bool = False,
     ) -> Accepted:
         """Store one inbound message (idempotent on channel + provider message id).
 
@@ -146,15 +151,15 @@ class Acceptor:
         (before any of them awaits) are stored together, see the module docstring. One that
         raises `ThreadBlocked` was not stored."""
         if background:
-            return await self._accept_once(inbound, host, self._accept_in_lot)
+            return await self._accept_once(inbound, tenant, self._accept_in_lot)
         with self.backpressure.ingest_request():
-            return await self._accept_once(inbound, host, self._accept)
+            return await self._accept_once(inbound, tenant, self._accept)
 
     async def _accept_once(
         self,
         inbound: InboundMessage,
-        host: str | None,
-        store: Callable[[InboundMessage, str | None], Awaitable[Accepted]],
+        tenant: TenantRef,
+        store: Callable[[InboundMessage, TenantRef], Awaitable[Accepted]],
     ) -> Accepted:
         key = (inbound.channel, inbound.provider_message_id)
         running = self._inflight.get(key)
@@ -164,7 +169,7 @@ class Acceptor:
         future: asyncio.Future[Accepted] = asyncio.get_running_loop().create_future()
         self._inflight[key] = future
         try:
-            accepted = await store(inbound, host)
+            accepted = await store(inbound, tenant)
             future.set_result(accepted)
             return accepted
         except BaseException as exc:
@@ -174,7 +179,7 @@ class Acceptor:
         finally:
             del self._inflight[key]
 
-    async def _accept(self, inbound: InboundMessage, host: str | None) -> Accepted:
+    async def _accept(self, inbound: InboundMessage, tenant: TenantRef) -> Accepted:
         sighting = Sighting.UNKNOWN  # without Redis, or while it is down: the constraint decides
         if self.seen is not None:
             sighting = await self.seen.sight(inbound.channel, inbound.provider_message_id)
@@ -186,7 +191,7 @@ class Acceptor:
         for attempt in range(3):
             try:
                 async with self.sessions.begin() as session:
-                    accepted = await self._store(session, inbound, host)
+                    accepted = await self._store(session, inbound, tenant)
                 break
             except DuplicateMessage:
                 existing = await self._existing(inbound)
@@ -201,10 +206,10 @@ class Acceptor:
         await self._stored(inbound, accepted)
         return accepted
 
-    async def _accept_in_lot(self, inbound: InboundMessage, host: str | None) -> Accepted:
+    async def _accept_in_lot(self, inbound: InboundMessage, tenant: TenantRef) -> Accepted:
         """Join the lot being gathered; the first to join stores it once the others started
         together with it have joined (one turn of the event loop)."""
-        waiting = _Waiting(inbound, host, asyncio.get_running_loop().create_future())
+        waiting = _Waiting(inbound, tenant, asyncio.get_running_loop().create_future())
         self._waiting.append(waiting)
         if len(self._waiting) == 1:
             await self._lead()
@@ -255,7 +260,7 @@ class Acceptor:
                 waiting.done.set_exception(ThreadBlocked(waiting.thread))
                 continue
             try:
-                waiting.done.set_result(await self._accept(waiting.inbound, waiting.host))
+                waiting.done.set_result(await self._accept(waiting.inbound, waiting.tenant))
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
@@ -292,7 +297,7 @@ class Acceptor:
     async def _store_many(self, session: AsyncSession, lot: list[_Waiting]) -> list[Accepted]:
         """`_store` for several messages (none stored yet, no edit), in arrival order."""
         settings = [
-            await self.tenant_cache.get(session, host=w.host, channel=w.inbound.channel)
+            await self.tenant_cache.for_tenant(session, w.tenant, channel=w.inbound.channel)
             for w in lot
         ]
         identities = await resolve_identities(
@@ -313,9 +318,11 @@ class Acceptor:
             inbound = waiting.inbound
             conversation = (identity.customer_id, inbound.channel, identity.identity_id)
             episode, closed_id = await self._episode_for(
-                session, opened.get(conversation), inbound, identity, tenant
+                session, opened.get(conversation), inbound, identity, tenant, waiting.tenant
             )
-            new = self._new_message(inbound, identity, episode.id, waiting.thread, None)
+            new = self._new_message(
+                inbound, identity, episode.id, waiting.thread, None, waiting.tenant
+            )
             # Later messages of the conversation see this one's time, as after its commit.
             opened[conversation] = replace(
                 episode, last_message_at=max(episode.last_message_at, inbound.received_at)
@@ -339,7 +346,7 @@ class Acceptor:
         await turns.create_turns(
             session,
             [
-                NewTurn(m.id, m.customer_id, m.episode_id, key)
+                NewTurn(m.id, m.customer_id, m.episode_id, key, m.tenant)
                 for m, key in zip(stored, keys, strict=True)
             ],
         )
@@ -396,6 +403,7 @@ class Acceptor:
         inbound: InboundMessage,
         identity: ResolvedIdentity,
         tenant: TenantSettings,
+        tenant_ref: TenantRef,
     ) -> tuple[EpisodeRecord, str | None]:
         """The conversation's open `episode`, or a new one when there is none or it has been
         idle too long (then closed); and the id of the episode closed, if any."""
@@ -413,6 +421,7 @@ class Acceptor:
                 identity_id=identity.identity_id,
                 started_at=now,
                 campaign_id=inbound.extra.get("campaign_id") or None,
+                tenant=tenant_ref,
             )
         return episode, closed
 
@@ -423,6 +432,7 @@ class Acceptor:
         episode_id: str,
         thread: str,
         supersedes_id: int | None,
+        tenant_ref: TenantRef,
     ) -> NewMessage:
         # Card numbers and security codes never reach storage, windows or logs.
         cleaned = redact(inbound.text)
@@ -456,12 +466,13 @@ class Acceptor:
                 allowed_scopes=tuple(sorted(identity.allowed_scopes)),
                 own_facts_only=identity.own_facts_only,
             ),
+            tenant=tenant_ref,
         )
 
     async def _store(
-        self, session: AsyncSession, inbound: InboundMessage, host: str | None
+        self, session: AsyncSession, inbound: InboundMessage, tenant_ref: TenantRef
     ) -> Accepted:
-        tenant = await self.tenant_cache.get(session, host=host, channel=inbound.channel)
+        tenant = await self.tenant_cache.for_tenant(session, tenant_ref, channel=inbound.channel)
         observation, rules = self._observe(inbound, tenant)
         identity = await resolve_identity(session, observation, rules=rules)
         episode, closed = await self._episode_for(
@@ -472,12 +483,13 @@ class Acceptor:
             inbound,
             identity,
             tenant,
+            tenant_ref,
         )
         thread = thread_key(inbound.channel, inbound.sender)
         supersedes_id = None
         if inbound.edit_of is not None:
             supersedes_id = await _latest_version(session, thread, inbound.edit_of)
-        new = self._new_message(inbound, identity, episode.id, thread, supersedes_id)
+        new = self._new_message(inbound, identity, episode.id, thread, supersedes_id, tenant_ref)
         stored = await messages.append_message(session, new, add_to_episode=False)
         key = conversation_key(identity.customer_id, inbound.channel)
         noted = await conversations.note_messages(session, [_seen(key, stored, identity)])
@@ -489,6 +501,7 @@ class Acceptor:
                 customer_id=identity.customer_id,
                 episode_id=episode.id,
                 conversation_key=key,
+                tenant=tenant_ref,
             )
         # Last, so the episode row (every message of the conversation updates it) stays locked
         # only until the commit that follows.
@@ -507,6 +520,7 @@ def _seen(key: str, message: MessageRecord, identity: ResolvedIdentity) -> Messa
         external_id=identity.key.identifier.value,
         at=message.created_at,
         inbound=True,
+        tenant=message.tenant,
     )
 
 
