@@ -26,6 +26,7 @@ from gateway.customers import operator_actions as operator_store
 from gateway.http.bodies import path_id
 from gateway.http.errors import BadRequest, GatewayError, NotFound, TooManyRequests
 from gateway.http.ids import storage_id
+from gateway.http.tenant import tenant_of
 from gateway.keys import COUNTER, INBOX_READY, MEMORY, SESSIONS, SETTINGS
 from gateway.storage.errors import RecordNotFound
 from gateway.storage.repositories import (
@@ -377,11 +378,11 @@ async def preview(request: web.Request, login: auth.OperatorLogin) -> web.Stream
             session,
             customer_id,
             request.query.get("identity", ""),
-            host=request.host,
+            tenant=tenant_of(request),
             region=request.app[SETTINGS].default_region,
         )
         assembled = await service.preview_context(
-            session, request.app[COUNTER], resolved, text, host=request.host
+            session, request.app[COUNTER], resolved, text, tenant=tenant_of(request)
         )
     return html_response(
         views.preview_page(

@@ -24,6 +24,7 @@ from gateway.runtime.outages import is_storage_down
 from gateway.runtime.tasks import cancel_and_wait
 from gateway.storage.records import InboxItem
 from gateway.storage.repositories import inbox
+from gateway.tenant_ref import TenantRef
 from gateway.turns.accept import Accepted, ThreadBlocked
 
 log = logging.getLogger("relaydesk.inbox")
