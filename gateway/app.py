@@ -72,6 +72,7 @@ from gateway.runtime.metrics import Metrics
 from gateway.storage.engine import engine_for, make_sessionmaker
 from gateway.storage.migrate import upgrade
 from gateway.storage.repositories.tenants import SettingsCache
+from gateway.tenant_ref import TenantRef
 from gateway.turns.accept import Accepted, Acceptor, LotWriter
 from gateway.turns.answer import Answerer
 from gateway.turns.backpressure import Backpressure
@@ -237,8 +238,8 @@ async def flow_ctx(app: web.Application) -> AsyncIterator[None]:
         hand_off=hand_off.turn if hand_off is not None else None,
     )
 
-    async def accept_in_background(message: InboundMessage, host: str | None) -> Accepted:
-        return await accept.accept(message, host=host, background=True)
+    async def accept_in_background(message: InboundMessage, tenant: TenantRef) -> Accepted:
+        return await accept.accept(message, tenant=tenant, background=True)
 
     processor = InboxProcessor(
         sessions,

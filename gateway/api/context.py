@@ -14,6 +14,7 @@ from gateway.http.auth import require_api_key
 from gateway.http.bodies import read_json
 from gateway.http.errors import BadRequest
 from gateway.http.openapi import document
+from gateway.http.tenant import tenant_of
 from gateway.keys import COUNTER, RECALL, SESSIONS, SETTINGS
 from gateway.storage.repositories import tenants
 from gateway.turns.window import DialogueTurn, assemble_context
@@ -79,8 +80,8 @@ async def build_context(request: web.Request) -> web.Response:
     settings = request.app[SETTINGS]
     secret = settings.webchat_secret.get_secret_value() if settings.webchat_secret else None
     async with request.app[SESSIONS].begin() as session:
-        tenant = await tenants.tenant_settings(
-            session, host=request.host, channel=body.channel, assistant_id=body.assistant_id
+        tenant = await tenants.settings_for(
+            session, tenant_of(request, assistant_id=body.assistant_id), channel=body.channel
         )
         try:
             identity = await identify(

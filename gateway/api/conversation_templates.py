@@ -52,8 +52,9 @@ async def send_template(request: web.Request) -> web.Response:
             # who does not hold it hears that first.
             holder = conversation.held_by or conversation.owner
             raise Conflict(f"the conversation is held by {holder}, not by {actor}", code="not_held")
-        tenant = await tenants.tenant_settings(
-            session, host=request.host, channel=conversation.channel
+        # The conversation's own tenant, whichever host the operator calls through.
+        tenant = await tenants.settings_for(
+            session, conversation.tenant, channel=conversation.channel
         )
         settings = tenant.whatsapp_templates.get(body.name)
         if settings is None:

@@ -23,6 +23,7 @@ from gateway.customers.resolve import identify
 from gateway.http.bodies import path_id, query_text, read_json
 from gateway.http.errors import BadRequest, Conflict, NotFound
 from gateway.http.openapi import document
+from gateway.http.tenant import tenant_of
 from gateway.keys import COUNTER, DELIVER, EVENTS, SESSIONS, SETTINGS
 from gateway.operators.actor import operator_actor
 from gateway.runtime.clock import utcnow
@@ -63,7 +64,7 @@ class OperatorMessageIn(BaseModel):
 
 async def _waiting_alert(request: web.Request) -> timedelta:
     async with request.app[SESSIONS]() as session:
-        tenant = await tenants.tenant_settings(session, host=request.host)
+        tenant = await tenants.settings_for(session, tenant_of(request))
     return timedelta(seconds=tenant.handoff_waiting_alert_s)
 
 
@@ -149,7 +150,8 @@ async def handoff(request: web.Request) -> web.Response:
     settings = request.app[SETTINGS]
     secret = settings.webchat_secret.get_secret_value() if settings.webchat_secret else None
     async with request.app[SESSIONS].begin() as session:
-        tenant = await tenants.tenant_settings(session, host=request.host, channel=body.channel)
+        tenant_ref = tenant_of(request)
+        tenant = await tenants.settings_for(session, tenant_ref, channel=body.channel)
         try:
             identity = await identify(
                 session,
@@ -175,6 +177,7 @@ async def handoff(request: web.Request) -> web.Response:
                     identity.identity_id,
                     identity.key.identifier.value,
                     utcnow(),
+                    tenant=tenant_ref,
                 )
             ],
         )

@@ -16,6 +16,7 @@ from gateway.api.operator_bodies import Decision, audit_json
 from gateway.http.bodies import path_id, query_text, read_json
 from gateway.http.ids import MAX_STORAGE_ID, storage_id
 from gateway.http.openapi import document
+from gateway.http.tenant import tenant_of
 from gateway.keys import COUNTER, MEMORY, SESSIONS, SETTINGS
 from gateway.operators import facts, preview, search
 from gateway.operators.actor import operator_actor
@@ -135,11 +136,11 @@ async def context_preview(request: web.Request) -> web.Response:
             session,
             path_id(request, "customer_id"),
             body.identity_id,
-            host=request.host,
+            tenant=tenant_of(request),
             region=request.app[SETTINGS].default_region,
         )
         assembled = await preview.preview_context(
-            session, request.app[COUNTER], resolved, body.message, host=request.host
+            session, request.app[COUNTER], resolved, body.message, tenant=tenant_of(request)
         )
     return web.json_response(
         {

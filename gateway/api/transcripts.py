@@ -16,6 +16,7 @@ from gateway.http.auth import require_api_key
 from gateway.http.bodies import read_json
 from gateway.http.errors import BadRequest, Conflict, NotFound
 from gateway.http.openapi import document
+from gateway.http.tenant import tenant_of
 from gateway.keys import COUNTER, MEMORY, SESSIONS, SETTINGS
 from gateway.memory.queue import CompactionJob
 from gateway.storage.repositories import customers, tenants
@@ -45,8 +46,9 @@ async def post_transcript(request: web.Request) -> web.Response:
     except PayloadInvalid as exc:
         raise BadRequest(f"transcript: {exc}", code="invalid_transcript") from exc
     customer_text = " ".join(s.text for s in transcript.segments if s.speaker == "customer")
+    tenant_ref = tenant_of(request)
     async with request.app[SESSIONS].begin() as session:
-        tenant = await tenants.tenant_settings(session, host=request.host, channel="phone")
+        tenant = await tenants.settings_for(session, tenant_ref, channel="phone")
         named = await _named_customer(session, body.customer_id)
         try:
             identity = await identify(
@@ -74,6 +76,7 @@ async def post_transcript(request: web.Request) -> web.Response:
                 started_at=body.started_at,
                 transcript=transcript,
                 counter=request.app[COUNTER],
+                tenant=tenant_ref,
             )
         except CallOnAnotherCustomer as exc:
             raise Conflict(str(exc), code="call_on_another_customer") from exc

@@ -18,6 +18,7 @@ from gateway.customers import operator_actions as operator_store
 from gateway.http.bodies import path_id
 from gateway.http.errors import BadRequest, NotFound
 from gateway.http.ids import storage_id
+from gateway.http.tenant import tenant_of
 from gateway.keys import COUNTER, INBOX_READY, MEMORY, SESSIONS, SETTINGS
 from gateway.operators import facts, logins, preview, search
 from gateway.operators.profile import load_profile
@@ -220,11 +221,11 @@ async def context_preview(request: web.Request, login: logins.OperatorLogin) -> 
             session,
             customer_id,
             request.query.get("identity", ""),
-            host=request.host,
+            tenant=tenant_of(request),
             region=request.app[SETTINGS].default_region,
         )
         assembled = await preview.preview_context(
-            session, request.app[COUNTER], resolved, text, host=request.host
+            session, request.app[COUNTER], resolved, text, tenant=tenant_of(request)
         )
     return html_response(
         views.preview_page(

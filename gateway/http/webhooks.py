@@ -21,6 +21,7 @@ from channels.base import (
 from channels.telegram import ignored_update
 from channels.whatsapp_cloud import WhatsAppCloudChannel
 from gateway.http.openapi import document
+from gateway.http.tenant import tenant_of
 from gateway.keys import ADAPTERS, BACKPRESSURE, INBOX_WRITER, SESSIONS
 from gateway.turns import delivery
 
@@ -50,7 +51,7 @@ async def receive(request: web.Request, channel_name: str) -> int:
             why = unstorable_field(inbound)
             if why is not None:
                 raise PayloadInvalid(why)
-        await request.app[INBOX_WRITER].put(parsed, host=request.host)
+        await request.app[INBOX_WRITER].put(parsed, tenant=tenant_of(request))
         return len(parsed)
 
 

@@ -24,6 +24,7 @@ from gateway.runtime.outages import is_storage_down
 from gateway.runtime.tasks import cancel_and_wait
 from gateway.storage.records import InboxItem
 from gateway.storage.repositories import inbox
+from gateway.tenant_ref import TenantRef
 from gateway.turns.accept import Accepted, ThreadBlocked
 
 log = logging.getLogger("relaydesk.inbox")
@@ -42,7 +43,7 @@ class InboxProcessor:
     def __init__(
         self,
         sessions: async_sessionmaker[AsyncSession],
-        accept: Callable[[InboundMessage, str | None], Awaitable[Accepted]],
+        accept: Callable[[InboundMessage, TenantRef], Awaitable[Accepted]],
         *,
         stored: Callable[[str], None],
         pause: Callable[[], Awaitable[None]] | None = None,
@@ -139,7 +140,7 @@ class InboxProcessor:
                     await self._failed(item, exc)
                     blocked.add(item.thread_key)
             outcomes = await asyncio.gather(
-                *(self._accept(message, item.host) for item, message in readable),
+                *(self._accept(message, item.tenant) for item, message in readable),
                 return_exceptions=True,
             )
             for (item, _), outcome in zip(readable, outcomes, strict=True):

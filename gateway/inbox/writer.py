@@ -14,6 +14,7 @@ from channels.base import InboundMessage
 from gateway.inbox.codec import to_payload
 from gateway.runtime.tasks import cancel_and_wait
 from gateway.storage.repositories import inbox
+from gateway.tenant_ref import TenantRef
 from gateway.turns.accept import thread_key
 
 MAX_BATCH_ROWS = 500
@@ -38,7 +39,7 @@ class InboxWriter:
         self._flusher: asyncio.Task[None] | None = None
         self.commits = 0  # statements written, for tests and metrics
 
-    async def put(self, messages: Sequence[InboundMessage], *, host: str | None) -> None:
+    async def put(self, messages: Sequence[InboundMessage], *, tenant: TenantRef) -> None:
         if not messages:
             return
         rows = [
@@ -46,7 +47,7 @@ class InboxWriter:
                 channel=m.channel,
                 provider_message_id=m.provider_message_id,
                 thread_key=thread_key(m.channel, m.sender),
-                host=host,
+                tenant=tenant,
                 payload=to_payload(m),
                 received_at=m.received_at,
             )

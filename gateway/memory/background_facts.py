@@ -28,7 +28,6 @@ from gateway.memory.service import source_message, store_facts
 from gateway.providers import ProviderError
 from gateway.providers.limits import CallLimits, ModelGate
 from gateway.storage.records import CANNED, MessageRecord
-from gateway.storage.repositories import tenants
 from gateway.tenants import TenantSettings
 
 __all__ = ["BackgroundFacts"]
@@ -122,7 +121,8 @@ class BackgroundFacts:
         fields: dict[str, object] = {"message": message.id, "model": extractor.provider.model}
         try:
             source = replace(source_message(message), text=text)
-            async with self.gate.admit(extractor.provider_key, tenants.DEFAULT_DOMAIN, limits):
+            # Keyed by the tenant the message came through: its limits are its own.
+            async with self.gate.admit(extractor.provider_key, message.tenant.encode(), limits):
                 found = await extractor.run(source)
             if found.refused:
                 refused = [f"{fact.key}: {why}" for fact, why in found.refused]

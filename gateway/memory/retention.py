@@ -4,9 +4,10 @@
 messages, each batch its own short transaction (what a batch removes besides:
 `gateway.storage.repositories.retention`).
 
-Which settings apply: a message records no tenant (no host, no assistant), so the default
-domain's settings, with their per-channel overrides (`channels: {"phone": {"retention_days":
-…}}`), govern every message; retention set on a host or assistant level is not applied.
+Which settings apply: those of the tenant each message came through (recorded with it at the
+edge: domain, host, assistant), with their per-channel overrides (`channels: {"phone":
+{"retention_days": …}}`); so retention set on a host level applies to that host's messages
+only.
 
 Stopping half-way loses nothing that should stay: every batch picks only messages older than
 the cutoff, commits, and the next run starts again from what is left.
@@ -29,6 +30,7 @@ from gateway.runtime.metrics import Metrics
 from gateway.runtime.outages import is_storage_down
 from gateway.runtime.tasks import cancel_and_wait
 from gateway.storage.repositories import retention, tenants
+from gateway.tenant_ref import TenantRef
 
 log = logging.getLogger("relaydesk.retention")
 
@@ -43,9 +45,10 @@ CHANNELS: Final = ("whatsapp", "whatsapp_cloud", "telegram", "webchat", "phone")
 
 @dataclass(frozen=True, slots=True)
 class ChannelRetention:
-    """Messages of `channel` written before `before` go; `memory_too`: with what memory
-    derived from them."""
+    """Messages of `tenant` on `channel` written before `before` go; `memory_too`: with what
+    memory derived from them."""
 
+    tenant: TenantRef
     channel: str
     before: datetime
     memory_too: bool
@@ -54,13 +57,17 @@ class ChannelRetention:
 async def policies(
     session: AsyncSession, now: datetime, channels: Iterable[str] = CHANNELS
 ) -> list[ChannelRetention]:
-    """The channels whose messages are not kept forever, with their cutoffs."""
+    """The (tenant, channel) pairs whose messages are not kept forever, with their cutoffs."""
     found = []
-    for channel in channels:
-        settings = await tenants.tenant_settings(session, channel=channel)
-        if settings.retention_days is not None:
-            before = now - timedelta(days=settings.retention_days)
-            found.append(ChannelRetention(channel, before, settings.retention_covers_memory))
+    wanted = tuple(channels)
+    for tenant in await retention.message_tenants(session):
+        for channel in wanted:
+            settings = await tenants.settings_for(session, tenant, channel=channel)
+            if settings.retention_days is not None:
+                before = now - timedelta(days=settings.retention_days)
+                found.append(
+                    ChannelRetention(tenant, channel, before, settings.retention_covers_memory)
+                )
     return found
 
 
@@ -83,7 +90,11 @@ async def run_retention(
         while max_batches is None or batches < max_batches:
             async with sessions.begin() as session:
                 ids = await retention.expired_message_ids(
-                    session, channel=policy.channel, before=policy.before, limit=batch
+                    session,
+                    channel=policy.channel,
+                    before=policy.before,
+                    limit=batch,
+                    tenant=policy.tenant,
                 )
                 removed = await retention.delete_expired(session, ids, memory_too=policy.memory_too)
             batches += 1

@@ -41,7 +41,8 @@ class MemoryWorker:
     async def handle(self, job: CompactionJob) -> CompactionOutcome:
         async with self.sessions() as session:
             episode = await episodes.get_episode(session, job.customer_id, job.episode_id)
-            settings = await tenants.tenant_settings(session, channel=episode.channel)
+            # The tenant the episode's messages came through, as accepting stored it.
+            settings = await tenants.settings_for(session, episode.tenant, channel=episode.channel)
         outcome = await compact_episode(
             self.sessions,
             job,

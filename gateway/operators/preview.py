@@ -10,20 +10,26 @@ from gateway.customers.resolve import ResolvedIdentity, rules_for
 from gateway.storage.errors import RecordNotFound
 from gateway.storage.records import ChannelIdentityRecord
 from gateway.storage.repositories import customers, tenants
+from gateway.tenant_ref import TenantRef
 from gateway.turns.window import AssembledContext, assemble_context
 from identity import ChannelIdentityKey, LinkLevel
 
 
 async def preview_identity(
-    session: AsyncSession, customer_id: str, identity_id: str, *, host: str, region: str | None
+    session: AsyncSession,
+    customer_id: str,
+    identity_id: str,
+    *,
+    tenant: TenantRef,
+    region: str | None,
 ) -> tuple[ChannelIdentityRecord, ResolvedIdentity]:
     """The identity as it would resolve now: its stored link level and the tenant's scopes."""
     record = await customers.identity_by_id(session, identity_id)
     if record.customer_id != customer_id:
         raise RecordNotFound(f"identity {identity_id} is not this customer's")
     key = ChannelIdentityKey.parse(record.external_id)
-    tenant = await tenants.tenant_settings(session, host=host, channel=key.channel)
-    policy = rules_for(tenant, region).policy
+    settings = await tenants.settings_for(session, tenant, channel=key.channel)
+    policy = rules_for(settings, region).policy
     level = LinkLevel.parse(record.link_level)
     return record, ResolvedIdentity(
         customer_id=customer_id,
@@ -43,10 +49,10 @@ async def preview_context(
     identity: ResolvedIdentity,
     message: str,
     *,
-    host: str,
+    tenant: TenantRef,
 ) -> AssembledContext:
     """The window that would be sent for `message` from `identity` (nothing is stored)."""
-    tenant = await tenants.tenant_settings(session, host=host, channel=identity.key.channel)
+    settings = await tenants.settings_for(session, tenant, channel=identity.key.channel)
     return await assemble_context(
-        session, identity=identity, settings=tenant, counter=counter, message=message
+        session, identity=identity, settings=settings, counter=counter, message=message
     )

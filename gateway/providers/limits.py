@@ -105,6 +105,9 @@ class _Gate:
             await self._rate.take()
 
 
+MAX_TENANT_GATES = 1024
+
+
 class ModelGate:
     """Admission of model calls in one process (see the module docstring)."""
 
@@ -144,6 +147,10 @@ class ModelGate:
         self, provider: str, tenant: str, tenant_limits: CallLimits | None = None
     ) -> AsyncIterator[None]:
         """Hold a slot of the tenant, the provider and the process for one model call."""
+        if tenant not in self._tenants and len(self._tenants) >= MAX_TENANT_GATES:
+            # Tenants name request hosts: keep the map bounded by forgetting idle ones.
+            for key in [key for key, gate in self._tenants.items() if gate.in_flight == 0]:
+                del self._tenants[key]
         chain = [
             self._gate(self._tenants, tenant, tenant_limits or CallLimits()),
             self._gate(self._providers, provider, self._provider_limits),

@@ -31,9 +31,12 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, Mapper, mapped_column
 from sqlalchemy.types import TypeDecorator
 
 from gateway.runtime.clock import utcnow
+from gateway.tenant_ref import DEFAULT_TENANT_ENCODED
 
 # Integer autoincrement keys on SQLite need the plain INTEGER type.
 BigId = BigInteger().with_variant(Integer(), "sqlite")
+# An encoded tenant: domain, host (up to 255) and assistant id, percent-encoded.
+TENANT_LENGTH = 700
 
 NAMING = {
     "ix": "ix_%(column_0_label)s",
@@ -159,6 +162,11 @@ class Episode(Base):
     # Running sum of the stored token counts of the episode's messages, kept at ingest so the
     # full-history cost of a customer is a sum over episodes, not over messages.
     token_total: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
+    # The tenant the message entered through (`gateway.tenant_ref.TenantRef`, encoded): every
+    # later step looks its settings up by it.
+    tenant: Mapped[str] = mapped_column(
+        String(TENANT_LENGTH), default=DEFAULT_TENANT_ENCODED, server_default=DEFAULT_TENANT_ENCODED
+    )
     started_at: Mapped[datetime] = mapped_column(default=utcnow)
     last_message_at: Mapped[datetime] = mapped_column(default=utcnow)
     ended_at: Mapped[datetime | None]
@@ -192,6 +200,11 @@ class Message(Base):
     extra: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     redacted: Mapped[bool] = mapped_column(Boolean, default=False)
     supersedes_id: Mapped[int | None] = mapped_column(BigId, ForeignKey("messages.id"))
+    # The tenant the message entered through (`gateway.tenant_ref.TenantRef`, encoded): every
+    # later step looks its settings up by it.
+    tenant: Mapped[str] = mapped_column(
+        String(TENANT_LENGTH), default=DEFAULT_TENANT_ENCODED, server_default=DEFAULT_TENANT_ENCODED
+    )
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
@@ -222,6 +235,11 @@ class InboxMessage(Base):
     provider_message_id: Mapped[str] = mapped_column(String(200))
     thread_key: Mapped[str] = mapped_column(String(360))
     host: Mapped[str | None] = mapped_column(String(255))
+    # The tenant the message entered through (`gateway.tenant_ref.TenantRef`, encoded): every
+    # later step looks its settings up by it.
+    tenant: Mapped[str] = mapped_column(
+        String(TENANT_LENGTH), default=DEFAULT_TENANT_ENCODED, server_default=DEFAULT_TENANT_ENCODED
+    )
     payload: Mapped[dict[str, Any]] = mapped_column(JSON)  # the parsed InboundMessage
     received_at: Mapped[datetime]
     claimed_until: Mapped[datetime | None]
@@ -242,6 +260,11 @@ class TurnRow(Base):
     customer_id: Mapped[str] = mapped_column(ForeignKey("customers.id"), index=True)
     episode_id: Mapped[str] = mapped_column(ForeignKey("episodes.id"))
     conversation_key: Mapped[str] = mapped_column(String(200))
+    # The tenant the message entered through (`gateway.tenant_ref.TenantRef`, encoded): every
+    # later step looks its settings up by it.
+    tenant: Mapped[str] = mapped_column(
+        String(TENANT_LENGTH), default=DEFAULT_TENANT_ENCODED, server_default=DEFAULT_TENANT_ENCODED
+    )
     status: Mapped[str] = mapped_column(String(16), default="pending")
     reply_message_id: Mapped[int | None] = mapped_column(BigId, ForeignKey("messages.id"))
     provider: Mapped[str | None] = mapped_column(String(32))
@@ -304,6 +327,11 @@ class Conversation(Base):
     identity_id: Mapped[str | None] = mapped_column(ForeignKey("channel_identities.id"))
     # The channel identity's external id as the channel spells it ("+5511…", a chat id).
     external_id: Mapped[str] = mapped_column(String(200))
+    # The tenant the message entered through (`gateway.tenant_ref.TenantRef`, encoded): every
+    # later step looks its settings up by it.
+    tenant: Mapped[str] = mapped_column(
+        String(TENANT_LENGTH), default=DEFAULT_TENANT_ENCODED, server_default=DEFAULT_TENANT_ENCODED
+    )
     owner: Mapped[str] = mapped_column(String(16), default="bot", server_default="bot")
     held_by: Mapped[str | None] = mapped_column(String(200))
     owner_since: Mapped[datetime] = mapped_column(default=utcnow)

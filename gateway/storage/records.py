@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any
 
+from gateway.tenant_ref import DEFAULT_TENANT, TenantRef
+
 # A reply the gateway wrote itself rather than a model (`extra[CANNED]` names which): shown in
 # its conversation, but never summarized, mined for facts or recalled in other episodes.
 CANNED = "canned"
@@ -86,6 +88,7 @@ class EpisodeRecord:
     last_message_at: datetime
     ended_at: datetime | None
     token_total: int = 0  # the stored token counts of its messages, summed at ingest
+    tenant: TenantRef = DEFAULT_TENANT  # the tenant it entered through
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +122,7 @@ class MessageRecord:
     extra: dict[str, Any] | None = None
     thread_key: str | None = None
     sender: SenderSnapshot | None = None
+    tenant: TenantRef = DEFAULT_TENANT  # the tenant it entered through
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,6 +185,7 @@ class NewTurn:
     customer_id: str
     episode_id: str
     conversation_key: str
+    tenant: TenantRef = DEFAULT_TENANT
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,6 +209,7 @@ class NewMessage:
     created_at: datetime | None = None
     thread_key: str | None = None
     sender: SenderSnapshot | None = None
+    tenant: TenantRef = DEFAULT_TENANT
 
 
 @dataclass(frozen=True, slots=True)
@@ -347,6 +353,7 @@ class TurnRecord:
     error: str | None
     delivery_status: str | None
     delivery_attempts: int = 0
+    tenant: TenantRef = DEFAULT_TENANT  # the tenant it entered through
 
 
 @dataclass(frozen=True, slots=True)
@@ -394,7 +401,7 @@ class InboxItem:
 
     id: int
     thread_key: str
-    host: str | None
+    tenant: TenantRef
     payload: dict[str, Any]
     attempts: int
 
@@ -417,3 +424,4 @@ class ConversationRecord:
     # WhatsApp's customer-service window (`identity.service_window`).
     last_inbound_at: datetime | None = None
     window_closed_at: datetime | None = None
+    tenant: TenantRef = DEFAULT_TENANT  # the tenant it entered through

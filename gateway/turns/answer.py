@@ -73,6 +73,7 @@ from gateway.storage.repositories import (
     tenants,
     turns,
 )
+from gateway.tenant_ref import TenantRef
 from gateway.tenants import TenantSettings
 from gateway.turns.backpressure import Backpressure
 from gateway.turns.contact_cards import is_contact_card, read_contact_card
@@ -177,7 +178,9 @@ class Answerer:
                     pending = await turns.next_pending_turn(session, key)
                     if pending is None:
                         return answered
-                    tenant = await self.tenant_cache.get(session, channel=pending.inbound.channel)
+                    tenant = await self.tenant_cache.for_tenant(
+                        session, pending.turn.tenant, channel=pending.inbound.channel
+                    )
                     ready: _Prepared | None = None
                     human = pending.owner != Owner.BOT
                     asked = not human and asks_for_human(
@@ -298,7 +301,7 @@ class Answerer:
         heard = heard or inbound
         if await store_message_facts(session, heard, heard.text):
             await session.commit()
-        tenant = await self.tenant_cache.get(session, channel=inbound.channel)
+        tenant = await self.tenant_cache.for_tenant(session, turn.tenant, channel=inbound.channel)
         self.model_facts.start(turn.conversation_key, tenant, heard, heard.text)
         assembled = await assemble_context(
             session,
@@ -326,7 +329,7 @@ class Answerer:
         preview = Preview.of(adapter, recipient, inbound.provider_message_id, typing.stop)
         try:
             completion = await self._call_model(
-                provider, tenant, window.messages, budget.output_reserve, preview
+                provider, tenant, turn.tenant, window.messages, budget.output_reserve, preview
             )
             text = completion.text
             # The offline model's text is about the gateway, not the customer: kept out of
@@ -402,6 +405,7 @@ class Answerer:
         self,
         provider: ModelProvider,
         tenant: TenantSettings,
+        tenant_ref: TenantRef,
         window: Sequence[ChatMessage],
         max_tokens: int,
         preview: Preview | None,
@@ -410,7 +414,7 @@ class Answerer:
             in_flight=tenant.model_max_in_flight, per_minute=tenant.model_requests_per_minute
         )
         provider_key = f"{provider.name}:{provider.model}"
-        async with self.gate.admit(provider_key, tenants.DEFAULT_DOMAIN, limits):
+        async with self.gate.admit(provider_key, tenant_ref.encode(), limits):
             if preview is None:
                 return await provider.complete(window, max_tokens=max_tokens)
             return await provider.complete(window, max_tokens=max_tokens, on_text=preview.on_text)
@@ -489,6 +493,7 @@ class Answerer:
                     thread_key=inbound.thread_key,
                     media=stored_media(media),
                     extra={"in_reply_to": inbound.id, **({CANNED: canned} if canned else {})},
+                    tenant=turn.tenant,
                 ),
                 add_to_episode=False,
             )

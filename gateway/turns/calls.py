@@ -25,6 +25,7 @@ from context import TokenCounter
 from gateway.customers.resolve import ResolvedIdentity
 from gateway.storage.records import NewMessage
 from gateway.storage.repositories import episodes, messages, summaries
+from gateway.tenant_ref import DEFAULT_TENANT, TenantRef
 
 
 class CallOnAnotherCustomer(Exception):
@@ -80,6 +81,7 @@ async def store_call(
     started_at: datetime,
     transcript: Transcript,
     counter: TokenCounter,
+    tenant: TenantRef = DEFAULT_TENANT,
 ) -> StoredCall:
     digest = transcript_digest(transcript)
     ref = f"call:{call_id}"
@@ -110,6 +112,7 @@ async def store_call(
             external_ref=ref,
             started_at=started_at,
             transcript_confidence=transcript.customer_confidence,
+            tenant=tenant,
         )
         episode_id, version = episode.id, 1
     stored = 0
@@ -146,6 +149,7 @@ async def store_call(
                 },
                 created_at=at,
                 thread_key=f"phone:{call_id}",
+                tenant=tenant,
             ),
         )
         stored += 1

@@ -38,4 +38,5 @@ def read_version(
         supersedes_id=placeholder.id,
         created_at=placeholder.created_at,
         thread_key=placeholder.thread_key,
+        tenant=placeholder.tenant,
     )

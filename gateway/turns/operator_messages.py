@@ -79,6 +79,7 @@ async def send_operator_message(
                     conversation.identity_id,
                     conversation.external_id,
                     message.created_at,
+                    tenant=message.tenant,
                 )
             ],
         )
@@ -109,6 +110,7 @@ async def _store(
             customer_id=conversation.customer_id,
             channel=conversation.channel,
             identity_id=latest.identity_id,
+            tenant=conversation.tenant,
         )
     recipient = latest.sender.sender if latest.sender is not None else ""
     message = await messages.append_message(
@@ -125,6 +127,7 @@ async def _store(
             thread_key=latest.thread_key,
             media=stored_media(media),
             extra={**extra, "author": OPERATOR_AUTHOR, "actor": actor, RECIPIENT: recipient},
+            tenant=conversation.tenant,
         ),
         add_to_episode=False,
     )

@@ -101,7 +101,9 @@ class ServiceWindows:
         ):
             return message
         async with self.sessions() as session:
-            tenant = await self.tenant_cache.get(session, channel=message.channel)
+            tenant = await self.tenant_cache.for_tenant(
+                session, turn.tenant, channel=message.channel
+            )
             chosen = _chosen(reply)
             if chosen is not None:
                 try:

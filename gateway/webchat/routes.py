@@ -44,6 +44,7 @@ from channels.webchat import (
 )
 from gateway.http.errors import BadRequest, GatewayError
 from gateway.http.openapi import document
+from gateway.http.tenant import tenant_of
 from gateway.keys import ACCEPT, ADAPTERS, HUB, SCHEDULER, SESSIONS
 from gateway.runtime.clock import utcnow
 from gateway.storage.attachments import media_of
@@ -88,7 +89,7 @@ async def post_message(request: web.Request) -> web.Response:
         raise PayloadInvalid(f"body is not usable JSON: {exc}") from exc
     check_storable(inbound.text)
     require_signed(request.app, inbound.sender)
-    accepted = await request.app[ACCEPT].accept(inbound, host=request.host)
+    accepted = await request.app[ACCEPT].accept(inbound, tenant=tenant_of(request))
     if not accepted.duplicate:
         request.app[SCHEDULER].kick(accepted.conversation_key)
     return web.json_response(
@@ -180,7 +181,7 @@ async def _message(
 ) -> None:
     inbound = message_from(data, visitor_id=visitor, token=token, received_at=utcnow())
     check_storable(inbound.text)
-    accepted = await request.app[ACCEPT].accept(inbound, host=request.host)
+    accepted = await request.app[ACCEPT].accept(inbound, tenant=tenant_of(request))
     client_id = inbound.extra["client_message_id"]
     await socket.send_json(
         {

@@ -24,6 +24,7 @@ from gateway.runtime.clock import utcnow
 from gateway.storage.engine import make_engine, make_sessionmaker
 from gateway.storage.models import InboxMessage, Message
 from gateway.storage.repositories import inbox
+from gateway.tenant_ref import DEFAULT_TENANT
 from tests.support.databases import create_database, drop_database, postgres_reachable, unavailable
 from tests.support.signed_twilio import inbound_params, post_signed
 from tests.support.stack import Stack, running_stack
@@ -127,7 +128,7 @@ async def test_a_claim_never_shares_a_sender_with_a_live_claim(
                         channel="whatsapp",
                         provider_message_id=f"SM-claim-{i}",
                         thread_key=f"whatsapp:{sender}",
-                        host=None,
+                        tenant=DEFAULT_TENANT,
                         payload={},
                         received_at=utcnow(),
                     )
@@ -209,7 +210,7 @@ async def test_a_row_that_keeps_failing_is_kept_aside_and_frees_its_sender(
                         channel="whatsapp",
                         provider_message_id="SM-broken",
                         thread_key=f"whatsapp:{sender}",
-                        host=None,
+                        tenant=DEFAULT_TENANT,
                         payload={"not": "a message"},
                         received_at=utcnow(),
                     )
@@ -241,7 +242,7 @@ async def test_a_failed_commit_fails_every_waiting_webhook(tmp_path: Path) -> No
     ]
     try:
         results = await asyncio.gather(
-            *(writer.put([m], host=None) for m in messages), return_exceptions=True
+            *(writer.put([m], tenant=DEFAULT_TENANT) for m in messages), return_exceptions=True
         )
         assert all(isinstance(r, Exception) for r in results), results
         assert writer.commits == 0
@@ -308,7 +309,7 @@ async def test_a_message_that_cannot_be_stored_holds_back_only_its_senders_later
         )
         later = InboundMessage("whatsapp", "SM-a-later", a, "e agora?", now)
         other = InboundMessage("whatsapp", "SM-b", b, "olá", now)
-        await stack.app[INBOX_WRITER].put([broken, later, other], host=None)
+        await stack.app[INBOX_WRITER].put([broken, later, other], tenant=DEFAULT_TENANT)
         assert await stack.app[INBOX].process_claim() == 3
         async with stack.app[SESSIONS]() as session:
             rows = await session.execute(_USER_SIDS)

@@ -30,6 +30,7 @@ from gateway.storage.repositories.tables import (
     TURNS,
     AnyRow,
 )
+from gateway.tenant_ref import DEFAULT_TENANT, TenantRef
 
 OWNERS = ("bot", "waiting", "human")
 
@@ -46,6 +47,7 @@ class MessageSeen:
     at: datetime
     # A customer's message (it opens WhatsApp's window), not ours or an operator's.
     inbound: bool = False
+    tenant: TenantRef = DEFAULT_TENANT  # the tenant the message entered through
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +83,7 @@ def conversation_record(row: Conversation | AnyRow) -> ConversationRecord:
         created_at=row.created_at,
         last_inbound_at=row.last_inbound_at,
         window_closed_at=row.window_closed_at,
+        tenant=TenantRef.decode(row.tenant),
     )
 
 
@@ -95,14 +98,14 @@ async def note_messages(
     customer's message `last_inbound_at`, only move forward) in one statement; the
     conversations by key."""
     latest: dict[str, MessageSeen] = {}
-    inbound: dict[str, datetime] = {}
+    inbound: dict[str, MessageSeen] = {}
     for message in seen:
         key = message.conversation_key
         known = latest.get(key)
         if known is None or message.at > known.at:
             latest[key] = message
-        if message.inbound and (key not in inbound or message.at > inbound[key]):
-            inbound[key] = message.at
+        if message.inbound and (key not in inbound or message.at > inbound[key].at):
+            inbound[key] = message
     if not latest:
         return {}
     now = utcnow()
@@ -117,7 +120,9 @@ async def note_messages(
             "owner": "bot",
             "owner_since": now,
             "last_message_at": m.at,
-            "last_inbound_at": inbound.get(m.conversation_key),
+            "last_inbound_at": _at(inbound.get(m.conversation_key)),
+            # The tenant of the customer's latest message: where the conversation is held now.
+            "tenant": (inbound.get(m.conversation_key) or m).tenant.encode(),
             "created_at": now,
         }
         # Sorted, so two lots touching the same conversations lock them in the same order.
@@ -138,10 +143,19 @@ async def note_messages(
             "last_inbound_at": _later(
                 statement.excluded.last_inbound_at, CONVERSATIONS.c.last_inbound_at
             ),
+            # Only a customer's message moves the conversation to another tenant.
+            "tenant": case(
+                (statement.excluded.last_inbound_at.is_(None), CONVERSATIONS.c.tenant),
+                else_=statement.excluded.tenant,
+            ),
         },
     ).returning(*CONVERSATIONS.c)
     result = await session.execute(upsert)
     return {row.conversation_key: conversation_record(row) for row in result}
+
+
+def _at(message: MessageSeen | None) -> datetime | None:
+    return message.at if message is not None else None
 
 
 def _later(new: Any, current: Any) -> Any:

@@ -13,6 +13,7 @@ from gateway.storage.errors import RecordNotFound, require_customer
 from gateway.storage.models import Episode
 from gateway.storage.records import EpisodeRecord
 from gateway.storage.repositories.tables import EPISODES, AnyRow
+from gateway.tenant_ref import DEFAULT_TENANT, TenantRef
 
 # Plain rows of the table, not ORM objects: every message reads its episode, every answer
 # all of the customer's.
@@ -71,6 +72,7 @@ def episode_record(row: Episode | AnyRow) -> EpisodeRecord:
         last_message_at=row.last_message_at,
         ended_at=row.ended_at,
         token_total=row.token_total,
+        tenant=TenantRef.decode(row.tenant),
     )
 
 
@@ -84,6 +86,7 @@ async def open_episode(
     campaign_id: str | None = None,
     started_at: datetime | None = None,
     transcript_confidence: float | None = None,
+    tenant: TenantRef = DEFAULT_TENANT,
 ) -> EpisodeRecord:
     now = started_at or utcnow()
     row = Episode(
@@ -95,6 +98,7 @@ async def open_episode(
         started_at=now,
         last_message_at=now,
         transcript_confidence=transcript_confidence,
+        tenant=tenant.encode(),
     )
     session.add(row)
     await session.flush()

@@ -15,6 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from gateway.storage.models import InboxMessage
 from gateway.storage.records import InboxDepth, InboxItem, SetAsideItem
 from gateway.storage.repositories.tables import INBOX
+from gateway.tenant_ref import DEFAULT_TENANT_ENCODED, TenantRef
 
 # A replayed webhook whose first delivery is still waiting adds nothing; one already stored as
 # a message adds a row that processing finds to be a duplicate and deletes.
@@ -50,7 +51,14 @@ _FREE = (
 )
 _FREE_EXCEPT = _FREE.where(InboxMessage.thread_key.not_in(bindparam("held", expanding=True)))
 _CLAIMED = (
-    select(INBOX.c.id, INBOX.c.thread_key, INBOX.c.host, INBOX.c.payload, INBOX.c.attempts)
+    select(
+        INBOX.c.id,
+        INBOX.c.thread_key,
+        INBOX.c.host,
+        INBOX.c.tenant,
+        INBOX.c.payload,
+        INBOX.c.attempts,
+    )
     .where(INBOX.c.id.in_(bindparam("ids", expanding=True)))
     .order_by(INBOX.c.id)
 )
@@ -67,7 +75,7 @@ def inbox_row(
     channel: str,
     provider_message_id: str,
     thread_key: str,
-    host: str | None,
+    tenant: TenantRef,
     payload: dict[str, Any],
     received_at: datetime,
 ) -> dict[str, Any]:
@@ -75,7 +83,9 @@ def inbox_row(
         "channel": channel,
         "provider_message_id": provider_message_id,
         "thread_key": thread_key,
-        "host": host,
+        # `host` still written: a processor of the previous version reads it mid-deploy.
+        "host": tenant.host,
+        "tenant": tenant.encode(),
         "payload": payload,
         "received_at": received_at,
         "claimed_until": None,
@@ -119,12 +129,20 @@ async def claim(
         InboxItem(
             id=int(row.id),
             thread_key=row.thread_key,
-            host=row.host,
+            tenant=_tenant_of(row.tenant, row.host),
             payload=dict(row.payload),
             attempts=row.attempts,
         )
         for row in rows
     ]
+
+
+def _tenant_of(encoded: str, host: str | None) -> TenantRef:
+    """A row written by a gateway of the previous version names only its host (the tenant
+    column took its default): it still belongs to that host."""
+    if encoded == DEFAULT_TENANT_ENCODED and host:
+        return TenantRef.for_host(host)
+    return TenantRef.decode(encoded)
 
 
 async def remove(session: AsyncSession, ids: Sequence[int]) -> None:

@@ -24,6 +24,7 @@ from gateway.storage.records import (
     WindowLine,
 )
 from gateway.storage.repositories.tables import EPISODES, MESSAGES, AnyRow
+from gateway.tenant_ref import TenantRef
 
 # A repeated (channel, provider id) inserts nothing and returns no id.
 _INSERT = {
@@ -139,6 +140,7 @@ def message_from(column: Callable[[str], Any]) -> MessageRecord:
         extra=extra,
         thread_key=column("thread_key"),
         sender=_sender_of(extra),
+        tenant=TenantRef.decode(column("tenant")),
     )
 
 
@@ -189,6 +191,7 @@ def _row_values(new: NewMessage) -> dict[str, Any]:
         "supersedes_id": new.supersedes_id,
         "created_at": new.created_at or utcnow(),
         "thread_key": new.thread_key,
+        "tenant": new.tenant.encode(),
     }
 
 
@@ -212,6 +215,7 @@ def _stored(message_id: int, new: NewMessage, values: dict[str, Any]) -> Message
         extra=values["extra"],
         thread_key=new.thread_key,
         sender=new.sender,
+        tenant=new.tenant,
     )
 
 

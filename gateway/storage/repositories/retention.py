@@ -33,6 +33,7 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from gateway.storage.models import CompactionTrace, EpisodeSummary, Fact, OutboundMessage, TurnRow
 from gateway.storage.repositories.tables import EPISODES, MESSAGES
+from gateway.tenant_ref import TenantRef
 
 # What a message erased for memory looks like; such rows are not picked again.
 _ERASED = and_(MESSAGES.c.redacted.is_(True), MESSAGES.c.text == "")
@@ -49,14 +50,28 @@ class RetentionBatch:
         return self.counts["messages"] + self.counts["messages_erased"]
 
 
+async def message_tenants(session: AsyncSession) -> list[TenantRef]:
+    """The tenants stored messages came through, each once."""
+    rows = await session.scalars(select(MESSAGES.c.tenant).distinct().order_by(MESSAGES.c.tenant))
+    return [TenantRef.decode(encoded) for encoded in rows]
+
+
 async def expired_message_ids(
-    session: AsyncSession, *, channel: str, before: datetime, limit: int
+    session: AsyncSession,
+    *,
+    channel: str,
+    before: datetime,
+    limit: int,
+    tenant: TenantRef | None = None,
 ) -> list[int]:
-    """The oldest `limit` ids of the channel's messages written before `before`, not yet
-    erased."""
+    """The oldest `limit` ids of the channel's messages (of `tenant`, unless None) written
+    before `before`, not yet erased."""
+    conditions = [MESSAGES.c.channel == channel, MESSAGES.c.created_at < before, not_(_ERASED)]
+    if tenant is not None:
+        conditions.append(MESSAGES.c.tenant == tenant.encode())
     rows = await session.scalars(
         select(MESSAGES.c.id)
-        .where(MESSAGES.c.channel == channel, MESSAGES.c.created_at < before, not_(_ERASED))
+        .where(*conditions)
         .order_by(MESSAGES.c.id)
         .limit(limit)
         # Two background processes running retention at once take different rows (PostgreSQL;

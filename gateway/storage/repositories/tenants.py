@@ -11,7 +11,17 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from gateway.storage.models import TenantConfig
+from gateway.tenant_ref import DEFAULT_DOMAIN, TenantRef
 from gateway.tenants import TenantSettings, effective_settings
+
+__all__ = [
+    "DEFAULT_DOMAIN",
+    "SettingsCache",
+    "save_tenant_settings",
+    "settings_for",
+    "settings_layers",
+    "tenant_settings",
+]
 
 
 async def save_tenant_settings(
@@ -67,7 +77,17 @@ async def settings_layers(
     return [layer for layer in candidates if layer is not None]
 
 
-DEFAULT_DOMAIN = "default"
+async def settings_for(
+    session: AsyncSession, tenant: TenantRef, *, channel: str | None = None
+) -> TenantSettings:
+    """The effective settings of a stored tenant (`TenantRef`), uncached."""
+    return await tenant_settings(
+        session,
+        host=tenant.host,
+        channel=channel,
+        assistant_id=tenant.assistant_id,
+        domain=tenant.domain,
+    )
 
 
 async def tenant_settings(
@@ -127,3 +147,15 @@ class SettingsCache:
             self._entries.clear()
         self._entries[key] = (now + self._ttl_s, settings)
         return settings
+
+    async def for_tenant(
+        self, session: AsyncSession, tenant: TenantRef, *, channel: str | None = None
+    ) -> TenantSettings:
+        """`get` for a stored tenant: the settings every step of its messages follows."""
+        return await self.get(
+            session,
+            host=tenant.host,
+            channel=channel,
+            assistant_id=tenant.assistant_id,
+            domain=tenant.domain,
+        )

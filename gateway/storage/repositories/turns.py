@@ -25,6 +25,7 @@ from gateway.storage.repositories.tables import (
     TURNS,
     AnyRow,
 )
+from gateway.tenant_ref import DEFAULT_TENANT, TenantRef
 
 _INSERT = TURNS.insert().returning(TURNS.c.id)
 _INSERT_MANY = TURNS.insert().returning(TURNS.c.id, sort_by_parameter_order=True)
@@ -92,6 +93,7 @@ def turn_record(row: TurnRow | AnyRow) -> TurnRecord:
         error=row.error,
         delivery_status=row.delivery_status,
         delivery_attempts=row.delivery_attempts,
+        tenant=TenantRef.decode(row.tenant),
     )
 
 
@@ -103,7 +105,10 @@ async def create_operator_turn(
     delivery lease taken for the send that follows."""
     now = utcnow()
     values = _turn_values(
-        NewTurn(message.id, message.customer_id, message.episode_id, conversation_key), now
+        NewTurn(
+            message.id, message.customer_id, message.episode_id, conversation_key, message.tenant
+        ),
+        now,
     )
     values.update(
         status="operator",
@@ -122,9 +127,10 @@ async def create_turn(
     customer_id: str,
     episode_id: str,
     conversation_key: str,
+    tenant: TenantRef = DEFAULT_TENANT,
 ) -> TurnRecord:
     """A pending turn for a stored inbound message (one INSERT … RETURNING)."""
-    new = NewTurn(inbound_message_id, customer_id, episode_id, conversation_key)
+    new = NewTurn(inbound_message_id, customer_id, episode_id, conversation_key, tenant)
     now = utcnow()
     inserted = await session.execute(_INSERT, _turn_values(new, now))
     return _pending(int(inserted.scalar_one()), new)
@@ -145,6 +151,7 @@ def _turn_values(new: NewTurn, now: datetime) -> dict[str, Any]:
         "customer_id": new.customer_id,
         "episode_id": new.episode_id,
         "conversation_key": new.conversation_key,
+        "tenant": new.tenant.encode(),
         "status": "pending",
         "created_at": now,
         "updated_at": now,
@@ -170,6 +177,7 @@ def _pending(turn_id: int, new: NewTurn) -> TurnRecord:
         error=None,
         delivery_status=None,
         delivery_attempts=0,
+        tenant=new.tenant,
     )
 
 

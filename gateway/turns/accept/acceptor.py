@@ -13,6 +13,7 @@ from channels.base import InboundMessage
 from gateway.coordination.dedupe import SeenKeys
 from gateway.memory.queue import CompactionQueue
 from gateway.runtime.metrics import Metrics
+from gateway.tenant_ref import DEFAULT_TENANT, TenantRef
 from gateway.turns.accept.accepted import Accepted
 from gateway.turns.accept.arrival import Arrival
 from gateway.turns.accept.gathering import LotGathering
@@ -42,7 +43,11 @@ class Acceptor:
         self._inflight: dict[tuple[str, str], asyncio.Future[Accepted]] = {}
 
     async def accept(
-        self, inbound: InboundMessage, *, host: str | None = None, background: bool = False
+        self,
+        inbound: InboundMessage,
+        *,
+        tenant: TenantRef = DEFAULT_TENANT,
+        background: bool = False,
     ) -> Accepted:
         """Store one inbound message (idempotent on channel + provider message id).
 
@@ -51,20 +56,20 @@ class Acceptor:
         (before any of them awaits) are stored together, see `gateway.turns.accept`. One that
         raises `ThreadBlocked` was not stored."""
         if background:
-            return await self._once(inbound, host, self._gathering.join)
+            return await self._once(inbound, tenant, self._gathering.join)
         with self.backpressure.ingest_request():
-            return await self._once(inbound, host, self._store_now)
+            return await self._once(inbound, tenant, self._store_now)
 
-    async def _store_now(self, inbound: InboundMessage, host: str | None) -> Accepted:
-        arrival = Arrival.of(inbound, host)
+    async def _store_now(self, inbound: InboundMessage, tenant: TenantRef) -> Accepted:
+        arrival = Arrival.of(inbound, tenant)
         await self._storage.store([arrival])
         return arrival.done.result()
 
     async def _once(
         self,
         inbound: InboundMessage,
-        host: str | None,
-        store: Callable[[InboundMessage, str | None], Awaitable[Accepted]],
+        tenant: TenantRef,
+        store: Callable[[InboundMessage, TenantRef], Awaitable[Accepted]],
     ) -> Accepted:
         key = (inbound.channel, inbound.provider_message_id)
         running = self._inflight.get(key)
@@ -74,7 +79,7 @@ class Acceptor:
         future: asyncio.Future[Accepted] = asyncio.get_running_loop().create_future()
         self._inflight[key] = future
         try:
-            accepted = await store(inbound, host)
+            accepted = await store(inbound, tenant)
             future.set_result(accepted)
             return accepted
         except BaseException as exc:

@@ -7,19 +7,20 @@ from dataclasses import dataclass, replace
 
 from channels.base import InboundMessage
 from gateway.coordination.dedupe import Sighting
+from gateway.tenant_ref import TenantRef
 from gateway.turns.accept.accepted import Accepted, thread_key
 
 
 @dataclass(frozen=True, slots=True)
 class Arrival:
     inbound: InboundMessage
-    host: str | None
+    tenant: TenantRef  # resolved at the edge; every row of the message carries it
     done: asyncio.Future[Accepted]  # settled once with the outcome
     sighting: Sighting = Sighting.UNKNOWN  # what Redis said of its key, once asked
 
     @classmethod
-    def of(cls, inbound: InboundMessage, host: str | None) -> Arrival:
-        return cls(inbound, host, asyncio.get_running_loop().create_future())
+    def of(cls, inbound: InboundMessage, tenant: TenantRef) -> Arrival:
+        return cls(inbound, tenant, asyncio.get_running_loop().create_future())
 
     @property
     def key(self) -> tuple[str, str]:

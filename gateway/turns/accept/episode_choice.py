@@ -11,6 +11,7 @@ from channels.base import InboundMessage
 from gateway.customers.resolve import ResolvedIdentity
 from gateway.storage.records import EpisodeRecord
 from gateway.storage.repositories import episodes
+from gateway.tenant_ref import TenantRef
 from gateway.tenants import TenantSettings
 
 
@@ -20,6 +21,7 @@ async def episode_for(
     inbound: InboundMessage,
     identity: ResolvedIdentity,
     tenant: TenantSettings,
+    tenant_ref: TenantRef,
 ) -> tuple[EpisodeRecord, str | None]:
     """The conversation's open `episode`, or a new one; and the id of the episode closed, if
     any."""
@@ -37,5 +39,6 @@ async def episode_for(
             identity_id=identity.identity_id,
             started_at=now,
             campaign_id=inbound.extra.get("campaign_id") or None,
+            tenant=tenant_ref,
         )
     return episode, closed

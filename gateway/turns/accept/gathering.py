@@ -8,6 +8,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 
 from channels.base import InboundMessage
+from gateway.tenant_ref import TenantRef
 from gateway.turns.accept.accepted import Accepted
 from gateway.turns.accept.arrival import Arrival
 
@@ -18,10 +19,10 @@ class LotGathering:
         self._waiting: list[Arrival] = []  # the lot being gathered
         self._lots = asyncio.Lock()
 
-    async def join(self, inbound: InboundMessage, host: str | None) -> Accepted:
+    async def join(self, inbound: InboundMessage, tenant: TenantRef) -> Accepted:
         """Join the lot being gathered; the first to join stores it once the others started
         together with it have joined (one turn of the event loop)."""
-        arrival = Arrival.of(inbound, host)
+        arrival = Arrival.of(inbound, tenant)
         self._waiting.append(arrival)
         if len(self._waiting) == 1:
             await self._lead()

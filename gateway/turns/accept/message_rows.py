@@ -13,6 +13,7 @@ from gateway.storage.attachments import stored_media
 from gateway.storage.records import MessageRecord, NewMessage, SenderSnapshot
 from gateway.storage.repositories import messages
 from gateway.storage.repositories.conversations import MessageSeen
+from gateway.tenant_ref import TenantRef
 
 # Rows read per statement while looking for an edit's previous version.
 _THREAD_PAGE = 200
@@ -26,6 +27,7 @@ def new_message(
     thread: str,
     supersedes_id: int | None,
     counter: TokenCounter,
+    tenant: TenantRef,
 ) -> NewMessage:
     # Card numbers and security codes never reach storage, windows or logs.
     cleaned = redact(inbound.text)
@@ -59,6 +61,7 @@ def new_message(
             allowed_scopes=tuple(sorted(identity.allowed_scopes)),
             own_facts_only=identity.own_facts_only,
         ),
+        tenant=tenant,
     )
 
 
@@ -71,6 +74,7 @@ def message_seen(key: str, message: MessageRecord, identity: ResolvedIdentity) -
         external_id=identity.key.identifier.value,
         at=message.created_at,
         inbound=True,
+        tenant=message.tenant,
     )
 
 

@@ -89,7 +89,7 @@ class LotWriter:
         await turns.create_turns(
             session,
             [
-                NewTurn(message.id, message.customer_id, message.episode_id, key)
+                NewTurn(message.id, message.customer_id, message.episode_id, key, message.tenant)
                 for message, key, arrival in zip(stored, keys, lot, strict=True)
                 # An edit is kept as history, not answered as a new question.
                 if arrival.inbound.kind != "edit"
@@ -127,7 +127,7 @@ class LotWriter:
             inbound = arrival.inbound
             conversation = (identity.customer_id, inbound.channel, identity.identity_id)
             episode, closed_id = await episode_for(
-                session, opened.get(conversation), inbound, identity, tenant
+                session, opened.get(conversation), inbound, identity, tenant, arrival.tenant
             )
             supersedes_id = None
             if inbound.edit_of is not None:
@@ -139,6 +139,7 @@ class LotWriter:
                 thread=arrival.thread,
                 supersedes_id=supersedes_id,
                 counter=self._counter,
+                tenant=arrival.tenant,
             )
             # Later messages of the conversation see this one's time, as after its commit.
             opened[conversation] = replace(
@@ -151,6 +152,6 @@ class LotWriter:
         return _Prepared(tuple(new_messages), tuple(identities), tuple(closed), added)
 
     async def _tenant_of(self, session: AsyncSession, arrival: Arrival) -> TenantSettings:
-        return await self._tenant_cache.get(
-            session, host=arrival.host, channel=arrival.inbound.channel
+        return await self._tenant_cache.for_tenant(
+            session, arrival.tenant, channel=arrival.inbound.channel
         )

@@ -18,6 +18,7 @@ from gateway.operators.accounts import create_operator
 from gateway.runtime.clock import utcnow
 from gateway.storage.models import InboxMessage, Message
 from gateway.storage.repositories import audit, inbox
+from gateway.tenant_ref import DEFAULT_TENANT
 from tests.gateway.console.conftest import log_in
 from tests.support.stack import Stack, running_stack
 
@@ -35,7 +36,7 @@ def _row(sid: str, sender: str, text: str, *, received_ago_s: float = 0.0) -> di
         channel="whatsapp",
         provider_message_id=sid,
         thread_key=f"whatsapp:{sender}",
-        host=None,
+        tenant=DEFAULT_TENANT,
         payload=to_payload(message),
         received_at=received,
     )
