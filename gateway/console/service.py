@@ -26,6 +26,7 @@ from context import TokenCounter
 from gateway.console.errors import Invalid
 from gateway.customers.resolve import ResolvedIdentity, rules_for
 from gateway.storage.errors import RecordNotFound
+from gateway.storage.message_meta import MessageMeta
 from gateway.storage.records import (
     AuditRecord,
     ChannelIdentityRecord,
@@ -113,7 +114,7 @@ async def operator_note(
             role=OPERATOR_ROLE,
             text=text,
             token_count=counter.count(text),
-            extra={"operator": actor, "action": action},
+            meta=MessageMeta(operator=actor, action=action),
         ),
     )
 

@@ -42,8 +42,8 @@ from gateway.events.outbox import EventOutbox
 from gateway.memory.queue import CompactionJob, CompactionQueue
 from gateway.runtime.metrics import Metrics
 from gateway.runtime.outages import is_storage_down
-from gateway.storage.attachments import stored_media
 from gateway.storage.errors import DuplicateMessage, IdentityRace
+from gateway.storage.message_meta import decode_meta
 from gateway.storage.records import (
     EpisodeRecord,
     MessageRecord,
@@ -412,7 +412,7 @@ class Acceptor:
                 channel=inbound.channel,
                 identity_id=identity.identity_id,
                 started_at=now,
-                campaign_id=inbound.extra.get("campaign_id") or None,
+                campaign_id=inbound.field("campaign_id"),
             )
         return episode, closed
 
@@ -436,17 +436,13 @@ class Acceptor:
             identity_id=identity.identity_id,
             provider_message_id=inbound.provider_message_id,
             transcript_confidence=inbound.transcript_confidence,
-            media=stored_media(inbound.media),
-            extra={
-                **dict(inbound.extra),
-                "kind": inbound.kind,
-                **(
-                    {"reply_to_provider_id": inbound.reply_to_provider_id}
-                    if inbound.reply_to_provider_id
-                    else {}
-                ),
-                **({"redactions": cleaned.redacted_count} if cleaned.redacted_count else {}),
-            },
+            media=inbound.media,
+            meta=replace(
+                decode_meta(inbound.extra),
+                kind=inbound.kind,
+                reply_to_provider_id=inbound.reply_to_provider_id or None,
+                redactions=cleaned.redacted_count or None,
+            ),
             created_at=inbound.received_at,
             thread_key=thread,
             supersedes_id=supersedes_id,
@@ -512,13 +508,13 @@ def _seen(key: str, message: MessageRecord, identity: ResolvedIdentity) -> Messa
 
 async def _latest_version(session: AsyncSession, thread: str, message_key: str) -> int | None:
     """The newest stored version (original or earlier edit) of the channel message an edit
-    replaces: the thread's user rows whose `extra["message_key"]` is `message_key`."""
+    replaces: the thread's user rows whose `meta.message_key` is `message_key`."""
     found: int | None = None
     after: int | None = None
     while True:
         page = await messages.thread_messages(session, thread, after_id=after, limit=200)
         for record in page:
-            if record.role == "user" and (record.extra or {}).get("message_key") == message_key:
+            if record.role == "user" and record.meta.message_key == message_key:
                 found = record.id
         if len(page) < 200:
             return found
