@@ -140,7 +140,7 @@ class InboundMessage:
     reply_to_provider_id: str | None = None
     extra: Mapping[str, str] = field(default_factory=dict)
 
-    def field(self, name: str) -> str | None:
+    def provider_field(self, name: str) -> str | None:
         """One of the provider's other fields (`extra`); None when absent or empty."""
         return self.extra.get(name) or None
 

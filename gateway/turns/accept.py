@@ -412,7 +412,7 @@ class Acceptor:
                 channel=inbound.channel,
                 identity_id=identity.identity_id,
                 started_at=now,
-                campaign_id=inbound.field("campaign_id"),
+                campaign_id=inbound.provider_field("campaign_id"),
             )
         return episode, closed
 

@@ -9,8 +9,8 @@ from pathlib import Path
 from sqlalchemy import select, update
 
 from gateway.keys import MEMORY
-from gateway.storage.models import Episode, EpisodeSummary, Fact, Message
 from gateway.storage.message_meta import CANNED_KEY, CANNED_OFFLINE
+from gateway.storage.models import Episode, EpisodeSummary, Fact, Message
 from gateway.storage.repositories import tenants
 from tests.support.context_api import post_context
 from tests.support.stack import API_KEY, running_stack
