@@ -140,6 +140,10 @@ class InboundMessage:
     reply_to_provider_id: str | None = None
     extra: Mapping[str, str] = field(default_factory=dict)
 
+    def provider_field(self, name: str) -> str | None:
+        """One of the provider's other fields (`extra`); None when absent or empty."""
+        return self.extra.get(name) or None
+
 
 def unstorable(text: str) -> str | None:
     """Why `text` cannot be stored on every backend, or None when it can: PostgreSQL refuses

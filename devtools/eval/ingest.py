@@ -8,7 +8,7 @@
   confidence ``PHONE_CONFIDENCE`` (0.85) on the episode and on each of its turns.
 * Turn *k* (0-based) of a session is stored at the session's timestamp + *k* × ``TURN_GAP``,
   with its token count from the counter (`messages.append_message`), the speaker's name and the
-  ``dia_id`` in ``extra``. Image turns carry their caption as ``[image: caption]`` (see
+  ``dia_id`` in its `MessageMeta`. Image turns carry their caption as ``[image: caption]`` (see
   `devtools.eval.locomo`).
 * Every episode is closed and compacted by `MemoryWorker.handle` with a ``closed`` job — the
   offline compactor, as the worker runs it.
@@ -27,6 +27,7 @@ from devtools.eval.locomo import Conversation
 from gateway.customers.resolve import ResolvedIdentity, resolve_identity
 from gateway.memory.queue import CompactionJob, InProcessQueue
 from gateway.memory.worker import MemoryWorker
+from gateway.storage.message_meta import MessageMeta
 from gateway.storage.records import NewMessage
 from gateway.storage.repositories import bulk, episodes, messages
 from identity import ChannelIdentityKey, LinkLevel, ScopePolicy, WhatsAppSender, observe
@@ -119,7 +120,7 @@ async def ingest(
                         token_count=tokens,
                         identity_id=identities[channel][0] if customer else None,
                         transcript_confidence=confidence,
-                        extra={"speaker": turn.speaker, "dia_id": turn.dia_id},
+                        meta=MessageMeta(speaker=turn.speaker, fields=(("dia_id", turn.dia_id),)),
                         created_at=at,
                     ),
                 )

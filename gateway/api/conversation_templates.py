@@ -19,11 +19,12 @@ from gateway.http.errors import BadRequest, Conflict, NotFound
 from gateway.http.openapi import document
 from gateway.keys import COUNTER, DELIVER, EVENTS, SESSIONS
 from gateway.operators.actor import operator_actor
+from gateway.storage.message_meta import MessageMeta, TemplateUse
 from gateway.storage.records import MessageRecord
 from gateway.storage.repositories import audit, conversations, tenants
 from gateway.turns.handoff import AUDIT_SUBJECT
 from gateway.turns.operator_messages import send_operator_message
-from gateway.turns.service_window import TEMPLATE, fact_values, filled
+from gateway.turns.service_window import fact_values, filled
 from identity.service_window import MissingVariable, has_window
 
 
@@ -86,7 +87,7 @@ async def send_template(request: web.Request) -> web.Response:
             conversation_id=conversation_id,
             text=template_text(body.name, variables),
             actor=actor,
-            extra={TEMPLATE: {"name": body.name, "variables": variables}},
+            meta=MessageMeta(template=TemplateUse(body.name, tuple(variables.items()))),
             stored=audited,
         )
     return web.json_response(

@@ -15,7 +15,6 @@ from gateway.console.views_traces import traces_section
 from gateway.memory.summaries import summary_item
 from gateway.operators.logins import OperatorLogin
 from gateway.operators.profile import Profile
-from gateway.storage.attachments import media_of
 from gateway.storage.records import (
     FactRecord,
     MessageRecord,
@@ -67,7 +66,7 @@ def attachment_links(message: MessageRecord) -> Html | None:
             {"href": m.url, "class_": "attachment", "rel": "noopener noreferrer"},
             f"📎 {m.caption or m.filename or m.content_type or 'attachment'}",
         )
-        for m in media_of(message.media)
+        for m in message.media
         if urlsplit(m.url).scheme in ("http", "https")
     ]
     return el("span", {"class_": "attachments"}, links) if links else None

@@ -27,7 +27,7 @@ from gateway.memory.llm_message_facts import LLMMessageFacts
 from gateway.memory.service import source_message, store_facts
 from gateway.providers import ProviderError
 from gateway.providers.limits import CallLimits, ModelGate
-from gateway.storage.records import CANNED, MessageRecord
+from gateway.storage.records import MessageRecord
 from gateway.tenants import TenantSettings
 
 __all__ = ["BackgroundFacts"]
@@ -55,7 +55,7 @@ class BackgroundFacts:
     def start(self, key: str, tenant: TenantSettings, message: MessageRecord, text: str) -> None:
         """Extract the facts of ``message`` (``text``: what it says, transcribed for a voice
         note) in the background, if the tenant has a summary model."""
-        if message.role != "user" or (message.extra or {}).get(CANNED) or not text.strip():
+        if message.role != "user" or message.meta.canned or not text.strip():
             return
         extractor = self._extractor(tenant)
         if extractor is None:

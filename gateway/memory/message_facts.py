@@ -17,13 +17,13 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from context.compaction import accept_facts, extract_facts
 from gateway.memory.service import source_message, store_facts
-from gateway.storage.records import CANNED, MessageRecord
+from gateway.storage.records import MessageRecord
 
 
 async def store_message_facts(session: AsyncSession, message: MessageRecord, text: str) -> int:
     """Store the facts the customer's ``message`` states (``text``: what it says, transcribed
     for a voice note); returns how many were written."""
-    if message.role != "user" or (message.extra or {}).get(CANNED):
+    if message.role != "user" or message.meta.canned:
         return 0
     source = replace(source_message(message), text=text)
     accepted, _refused = accept_facts(extract_facts(source), {message.id})

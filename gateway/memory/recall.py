@@ -62,13 +62,6 @@ class RecallScope:
         return not self.own_facts_only and RAW_TURN_SCOPES <= set(self.allowed_scopes)
 
 
-def _speaker(extra: dict[str, object] | None, role: str) -> str:
-    name = (extra or {}).get("speaker")
-    if name:
-        return str(name)
-    return "Customer" if role == "user" else "Assistant"
-
-
 def _episode(record: EpisodeRecord) -> RecallEpisode:
     transcript = record.channel in TRANSCRIPT_CHANNELS
     return RecallEpisode(

@@ -30,10 +30,9 @@ from context.compaction import (
 from gateway.memory.llm_compactor import CompactionFailed, LLMCompactor, describe
 from gateway.memory.queue import CompactionJob
 from gateway.providers import ProviderError
-from gateway.storage.records import CANNED, FactRecord, MessageRecord, NewFact
+from gateway.storage.records import FactRecord, MessageRecord, NewFact
 from gateway.storage.repositories import customers, episodes, facts, messages, summaries
 from gateway.tenants import TenantSettings
-from gateway.turns.calls import current_turn, speech
 
 log = logging.getLogger("relaydesk.memory")
 
@@ -49,8 +48,7 @@ class CompactionOutcome:
 
 
 def source_message(record: MessageRecord) -> SourceMessage:
-    extra = record.extra or {}
-    speaker = extra.get("speaker") or ("customer" if record.role == "user" else "assistant")
+    speaker = record.meta.speaker or ("customer" if record.role == "user" else "assistant")
     return SourceMessage(
         id=record.id,
         role="user" if record.role == "user" else "assistant",
@@ -205,10 +203,10 @@ async def _load(
         m
         for m in pending
         if m.role in ("user", "assistant")
-        and not (m.extra or {}).get(CANNED)
+        and not m.meta.canned
         and m.id not in replaced
-        and current_turn(m.extra, episode.version)
-        and speech(m.extra)
+        and m.meta.in_transcript(episode.version)
+        and m.meta.is_speech
     ]
     sources = [source_message(m) for m in usable]
     compact_ids = _to_compact(sources, settings, final=final)

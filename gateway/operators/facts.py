@@ -21,6 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from context import TokenCounter
 from gateway.http.errors import BadRequest
 from gateway.operators.reasons import check_reason
+from gateway.storage.message_meta import MessageMeta
 from gateway.storage.records import AuditRecord, FactRecord, MessageRecord, NewFact, NewMessage
 from gateway.storage.repositories import audit, episodes, facts, messages, profiles
 
@@ -62,7 +63,7 @@ async def operator_note(
             role=OPERATOR_ROLE,
             text=text,
             token_count=counter.count(text),
-            extra={"operator": actor, "action": action},
+            meta=MessageMeta(operator=actor, action=action),
         ),
     )
 

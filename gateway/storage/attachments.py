@@ -1,7 +1,6 @@
 """Attachments as a message stores them (`messages.media`): `{"items": [{"url", "content_type",
-"media_id", "caption", "filename"}]}`, references only. One mapping, read by every step that
-stores a message with attachments (accept, operator messages, replies) and by the deliver
-step, which sends them again."""
+"media_id", "caption", "filename"}]}`, references only. The repositories encode a message's
+`Media` tuple with it on write and decode it on read; nothing past storage sees the dict."""
 
 from __future__ import annotations
 

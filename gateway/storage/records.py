@@ -6,16 +6,9 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any
 
+from channels.base import Media
+from gateway.storage.message_meta import MessageMeta
 from gateway.tenant_ref import DEFAULT_TENANT, TenantRef
-
-# A reply the gateway wrote itself rather than a model (`extra[CANNED]` names which): shown in
-# its conversation, but never summarized, mined for facts or recalled in other episodes.
-CANNED = "canned"
-CANNED_OFFLINE = "offline"  # the offline model's notice
-CANNED_FALLBACK = "fallback"  # the message sent when the model failed
-CANNED_HANDOFF = "handoff"  # the customer is told a person will answer
-# A message an operator wrote (`extra["author"]`, with `extra["actor"]` naming who).
-OPERATOR_AUTHOR = "operator"
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,8 +111,8 @@ class MessageRecord:
     supersedes_id: int | None
     created_at: datetime
     words: dict[str, Any] | None = None
-    media: dict[str, Any] | None = None
-    extra: dict[str, Any] | None = None
+    media: tuple[Media, ...] = ()
+    meta: MessageMeta = MessageMeta()
     thread_key: str | None = None
     sender: SenderSnapshot | None = None
     tenant: TenantRef = DEFAULT_TENANT  # the tenant it entered through
@@ -151,8 +144,8 @@ class WindowLine:
     created_at: datetime
     transcript_confidence: float | None
     supersedes_id: int | None
-    canned: bool = False  # the gateway's own notice (see `CANNED`): no memory, no compaction
-    human_agent: str | None = None  # the operator who wrote it (see `OPERATOR_AUTHOR`)
+    canned: bool = False  # `MessageMeta.canned`: no memory, no compaction
+    human_agent: str | None = None  # the operator who wrote it (`MessageMeta.actor`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,8 +195,8 @@ class NewMessage:
     provider_message_id: str | None = None
     transcript_confidence: float | None = None
     words: dict[str, Any] | None = None
-    media: dict[str, Any] | None = None
-    extra: dict[str, Any] | None = None
+    media: tuple[Media, ...] = ()
+    meta: MessageMeta = MessageMeta()
     supersedes_id: int | None = None
     redacted: bool = False
     created_at: datetime | None = None

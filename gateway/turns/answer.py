@@ -53,13 +53,14 @@ from gateway.providers.limits import CallLimits, ModelGate
 from gateway.providers.pool import ProviderPool
 from gateway.providers.transcriber import Transcriber
 from gateway.runtime.clock import utcnow
-from gateway.storage.attachments import stored_media
 from gateway.storage.errors import RecordNotFound
-from gateway.storage.records import (
-    CANNED,
+from gateway.storage.message_meta import (
     CANNED_FALLBACK,
     CANNED_HANDOFF,
     CANNED_OFFLINE,
+    MessageMeta,
+)
+from gateway.storage.records import (
     MessageRecord,
     NewMessage,
     PendingTurn,
@@ -397,7 +398,7 @@ class Answerer:
             await self._maybe_compact(turn, tenant)
         else:
             # What the window read, and the two messages of this turn that memory keeps.
-            kept = [m for m in (inbound, reply) if not (m.extra or {}).get(CANNED)]
+            kept = [m for m in (inbound, reply) if not m.meta.canned]
             pending_tokens = assembled.unsummarized_tokens + sum(m.token_count for m in kept)
             await self._compact_past(turn, tenant, pending_tokens)
 
@@ -491,8 +492,8 @@ class Answerer:
                     identity_id=inbound.identity_id,
                     provider_message_id=f"reply:{inbound.id}",
                     thread_key=inbound.thread_key,
-                    media=stored_media(media),
-                    extra={"in_reply_to": inbound.id, **({CANNED: canned} if canned else {})},
+                    media=media,
+                    meta=MessageMeta(in_reply_to=inbound.id, canned=canned or None),
                     tenant=turn.tenant,
                 ),
                 add_to_episode=False,

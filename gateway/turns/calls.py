@@ -23,6 +23,7 @@ from channels.redaction import redact, redact_words
 from channels.transcripts import Transcript, TranscriptSegment, rendered_text, to_native
 from context import TokenCounter
 from gateway.customers.resolve import ResolvedIdentity
+from gateway.storage.message_meta import MessageMeta
 from gateway.storage.records import NewMessage
 from gateway.storage.repositories import episodes, messages, summaries
 from gateway.tenant_ref import DEFAULT_TENANT, TenantRef
@@ -93,7 +94,7 @@ async def store_call(
         )
     if known is not None:
         latest = await messages.latest_in_episode(session, known.id)
-        if latest is not None and (latest.extra or {}).get("transcript_sha256") == digest:
+        if latest is not None and latest.meta.transcript_sha256 == digest:
             count = await _count(session, known.id, known.version)
             return StoredCall(known.id, count, known.version, True)
         version = known.version + 1
@@ -136,17 +137,17 @@ async def store_call(
                 provider_message_id=f"{call_id}:v{version}:{index}",
                 transcript_confidence=segment.confidence,
                 words={"words": words} if words else None,
-                extra={
-                    "call_id": call_id,
-                    "transcript_version": version,
-                    "speaker": segment.speaker,
-                    "flags": list(segment.flags),
-                    "start": segment.start,
-                    "end": segment.end,
-                    "redactions": redactions,
-                    "transcript_sha256": digest,
-                    "link_level": identity.level.value,
-                },
+                meta=MessageMeta(
+                    call_id=call_id,
+                    transcript_version=version,
+                    speaker=segment.speaker,
+                    flags=tuple(segment.flags),
+                    start=segment.start,
+                    end=segment.end,
+                    redactions=redactions,
+                    transcript_sha256=digest,
+                    link_level=identity.level.value,
+                ),
                 created_at=at,
                 thread_key=f"phone:{call_id}",
                 tenant=tenant,
@@ -159,18 +160,5 @@ async def store_call(
 
 
 async def _count(session: AsyncSession, episode_id: str, version: int) -> int:
-    extras = await messages.extras_of_episode(session, episode_id)
-    return sum(1 for extra in extras if (extra or {}).get("transcript_version") == version)
-
-
-NOT_SPEECH = frozenset({"probable_hallucination", "no_speech"})
-
-
-def current_turn(extra: dict[str, Any] | None, episode_version: int) -> bool:
-    """Whether a stored phone turn belongs to the episode's current transcript version."""
-    return int((extra or {}).get("transcript_version", 1)) == episode_version
-
-
-def speech(extra: dict[str, Any] | None) -> bool:
-    """False for segments flagged as probably not speech (hallucinations on silence)."""
-    return not NOT_SPEECH.intersection((extra or {}).get("flags", ()))
+    metas = await messages.metas_of_episode(session, episode_id)
+    return sum(1 for meta in metas if meta.transcript_version == version)

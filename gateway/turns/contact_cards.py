@@ -10,7 +10,7 @@ placeholder, which a failure keeps.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from dataclasses import replace
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -26,18 +26,17 @@ from gateway.turns.message_versions import read_version
 log = logging.getLogger("relaydesk.contact_cards")
 
 
-def _cards(message: MessageRecord) -> list[dict[str, Any]]:
-    items = (message.media or {}).get("items", [])
+def _cards(message: MessageRecord) -> list[Media]:
     return [
         m
-        for m in items
-        if str(m.get("content_type") or "").split(";")[0].strip().lower() in VCARD_TYPES
+        for m in message.media
+        if (m.content_type or "").split(";")[0].strip().lower() in VCARD_TYPES
     ]
 
 
 def is_contact_card(message: MessageRecord) -> bool:
     """A shared contact's placeholder, with its vCard to read."""
-    return (message.extra or {}).get("kind") == "contact" and bool(_cards(message))
+    return message.meta.kind == "contact" and bool(_cards(message))
 
 
 async def read_contact_card(
@@ -60,7 +59,7 @@ async def read_contact_card(
         return inbound
     card = _cards(inbound)[0]
     try:
-        data, _ = await fetch(Media(card["url"], card.get("content_type")))
+        data, _ = await fetch(Media(card.url, card.content_type))
     except SendFailed as exc:
         log.warning("contact card not fetched", extra={"fields": {"error": str(exc)}})
         return inbound
@@ -76,6 +75,6 @@ async def read_contact_card(
                 text,
                 counter=counter,
                 version_id=f"contact:{inbound.id}",
-                extra={**(inbound.extra or {}), "kind": "contact_card"},
+                meta=replace(inbound.meta, kind="contact_card"),
             ),
         )

@@ -34,7 +34,6 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from channels.base import Channel, OutboundMessage, SendFailed
 from gateway.runtime.clock import utcnow
 from gateway.runtime.tasks import cancel_and_wait
-from gateway.storage.attachments import media_of
 from gateway.storage.records import MessageRecord, TurnRecord, WindowState
 from gateway.storage.repositories import messages, turns
 from gateway.storage.repositories.outbound import SentPart
@@ -46,8 +45,6 @@ from identity.service_window import closes_window
 log = logging.getLogger("relaydesk.deliver")
 
 MAX_DELIVERY_ATTEMPTS = 5
-# Where an operator's message goes, in its `extra` (it has no sender of its own).
-RECIPIENT = "recipient"
 DELIVERY_LEASE = timedelta(minutes=2)
 
 
@@ -182,7 +179,7 @@ class Deliverer:
             text=reply.text,
             reply_to=reply_to,
             message_id=str(reply.id),
-            media=media_of(reply.media),
+            media=reply.media,
         )
         for _ in range(2):  # free text the provider refuses as outside the window: once more
             if self.windows is not None:
@@ -226,7 +223,7 @@ def _addressed(inbound: MessageRecord, reply: MessageRecord) -> tuple[str, str |
     message (`turns.create_operator_turn`): it answers no message in particular and goes to
     the recipient stored with it (the sender of the conversation's latest customer message)."""
     if inbound.id == reply.id:
-        return str((reply.extra or {}).get(RECIPIENT) or ""), None
+        return reply.meta.recipient or "", None
     return (
         inbound.sender.sender if inbound.sender is not None else ""
     ), inbound.provider_message_id

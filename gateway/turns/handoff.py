@@ -56,8 +56,7 @@ def conversation_json(conversation: ConversationRecord) -> dict[str, Any]:
 
 
 def author_of(message: MessageRecord) -> str:
-    extra = message.extra or {}
-    return str(extra.get("author") or ("customer" if message.role == "user" else "bot"))
+    return message.meta.author or ("customer" if message.role == "user" else "bot")
 
 
 def message_json(message: MessageRecord) -> dict[str, Any]:

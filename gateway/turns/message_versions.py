@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from context import TokenCounter
+from gateway.storage.message_meta import MessageMeta
 from gateway.storage.records import MessageRecord, NewMessage
 
 
@@ -16,7 +17,7 @@ def read_version(
     *,
     counter: TokenCounter,
     version_id: str,
-    extra: dict[str, Any],
+    meta: MessageMeta,
     transcript_confidence: float | None = None,
     words: dict[str, Any] | None = None,
 ) -> NewMessage:
@@ -34,9 +35,10 @@ def read_version(
         transcript_confidence=transcript_confidence,
         words=words,
         media=placeholder.media,
-        extra=extra,
+        meta=meta,
         supersedes_id=placeholder.id,
         created_at=placeholder.created_at,
         thread_key=placeholder.thread_key,
         tenant=placeholder.tenant,
+        sender=placeholder.sender,
     )

@@ -1,30 +1,31 @@
 """An operator's message to a customer: stored as the conversation's assistant message (its
-`extra` names the operator), then sent through the deliver step like any reply.
+`MessageMeta` names the operator), then sent through the deliver step like any reply.
 
 The deliver step sends a turn's reply to the sender of the turn's inbound message. An
 operator's message answers no message in particular, and `turns.inbound_message_id` is unique
 (one turn per customer message), so it gets a turn of its own whose inbound message and reply
 are both the operator's message (status "operator", never pending): leases, retries
 (`retry_deliveries`) and status callbacks (`outbound_messages.turn_id`) work unchanged. Its
-recipient is stored with it (`extra["recipient"]`): the sender of the conversation's latest
+recipient is stored with it (`MessageMeta.recipient`): the sender of the conversation's latest
 customer message, as when the message was written.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import replace
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from channels.base import Media
 from context import TokenCounter
 from gateway.events.outbox import EventOutbox
-from gateway.storage.attachments import stored_media
-from gateway.storage.records import OPERATOR_AUTHOR, ConversationRecord, MessageRecord, NewMessage
+from gateway.storage.message_meta import OPERATOR_AUTHOR, MessageMeta
+from gateway.storage.records import ConversationRecord, MessageRecord, NewMessage
 from gateway.storage.repositories import conversations, episodes, messages, turns
 from gateway.storage.repositories.conversations import MessageSeen
-from gateway.turns.deliver import DELIVERY_LEASE, RECIPIENT, Deliverer
+from gateway.turns.deliver import DELIVERY_LEASE, Deliverer
 from gateway.turns.handoff import ConversationNotFound, message_created
 
 
@@ -46,11 +47,11 @@ async def send_operator_message(
     text: str,
     actor: str,
     media: Sequence[Media] = (),
-    extra: Mapping[str, object] | None = None,
+    meta: MessageMeta | None = None,
     stored: Callable[[AsyncSession, MessageRecord], Awaitable[None]] | None = None,
 ) -> MessageRecord:
     """Store the message and its attachments (by URL; only by the operator holding the
-    conversation; `extra` stored with it, e.g. the template it goes as; `stored` called in the
+    conversation; `meta` stored with it, e.g. the template it goes as; `stored` called in the
     same transaction, e.g. to audit it) and hand it to the deliver step; returns it once
     stored. Raises `ConversationNotFound`, `NotHeld`, `NoRecipient`."""
     async with sessions.begin() as session:
@@ -64,7 +65,7 @@ async def send_operator_message(
         if latest is None or latest.sender is None:
             raise NoRecipient("the customer has not written on this conversation yet")
         message = await _store(
-            session, counter, conversation, latest, text, actor, media, extra or {}
+            session, counter, conversation, latest, text, actor, media, meta or MessageMeta()
         )
         turn = await turns.create_operator_turn(
             session, message, conversation.conversation_key, DELIVERY_LEASE
@@ -98,7 +99,7 @@ async def _store(
     text: str,
     actor: str,
     media: Sequence[Media],
-    extra: Mapping[str, object],
+    meta: MessageMeta,
 ) -> MessageRecord:
     """On the conversation's open episode (a new one when none is open)."""
     episode = await episodes.latest_open_episode(
@@ -125,8 +126,8 @@ async def _store(
             identity_id=latest.identity_id,
             provider_message_id=f"operator:{uuid.uuid4().hex}",
             thread_key=latest.thread_key,
-            media=stored_media(media),
-            extra={**extra, "author": OPERATOR_AUTHOR, "actor": actor, RECIPIENT: recipient},
+            media=tuple(media),
+            meta=replace(meta, author=OPERATOR_AUTHOR, actor=actor, recipient=recipient),
             tenant=conversation.tenant,
         ),
         add_to_episode=False,

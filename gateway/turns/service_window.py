@@ -7,7 +7,7 @@ provider refused free text as outside the window (a synchronous error code here;
 callback's in `gateway.turns.delivery`). The rules are `identity.service_window`'s.
 
 An operator's template (`POST /v1/operator/conversations/{id}/template`) is stored with its
-reply (`extra["template"]`: name and filled variables) and always goes as that template.
+reply (`MessageMeta.template`: name and filled variables) and always goes as that template.
 """
 
 from __future__ import annotations
@@ -26,9 +26,6 @@ from gateway.storage.repositories import conversations, facts, service_window, t
 from gateway.tenants import TenantSettings, WhatsAppTemplateSettings
 from identity.service_window import MissingVariable, fill_variables, has_window
 from identity.service_window import service_window as window_at
-
-# Where an operator's chosen template is stored with its message.
-TEMPLATE = "template"
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,7 +93,7 @@ class ServiceWindows:
             return message
         if (
             known is not None
-            and _chosen(reply) is None
+            and reply.meta.template is None
             and window_at(known.last_inbound_at, known.closed_at, self.clock()).open
         ):
             return message
@@ -104,10 +101,11 @@ class ServiceWindows:
             tenant = await self.tenant_cache.for_tenant(
                 session, turn.tenant, channel=message.channel
             )
-            chosen = _chosen(reply)
+            chosen = reply.meta.template
             if chosen is not None:
                 try:
-                    return replace(message, template=template_for(tenant, *chosen))
+                    sent = template_for(tenant, chosen.name, dict(chosen.variables))
+                    return replace(message, template=sent)
                 except UnknownTemplate as exc:
                     return Held(str(exc))
             conversation = await conversations.by_key(session, turn.conversation_key)
@@ -155,14 +153,6 @@ def window_json(conversation: ConversationRecord, now: datetime) -> dict[str, An
         "open_until": window.open_until.isoformat() if window.open_until else None,
         "closed_by_provider": window.closed_by_provider,
     }
-
-
-def _chosen(reply: MessageRecord) -> tuple[str, dict[str, str]] | None:
-    stored: Any = (reply.extra or {}).get(TEMPLATE)
-    if not isinstance(stored, Mapping) or not isinstance(stored.get("name"), str):
-        return None
-    variables = stored.get("variables") or {}
-    return str(stored["name"]), {str(k): str(v) for k, v in dict(variables).items()}
 
 
 def _why_closed(by_provider: bool, open_until: datetime | None) -> str:

@@ -9,7 +9,7 @@ the recognizer's confidence; a failure keeps the placeholder, which the window s
 from __future__ import annotations
 
 import logging
-from typing import Any
+from dataclasses import replace
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -24,14 +24,13 @@ from gateway.turns.message_versions import read_version
 log = logging.getLogger("relaydesk.voice_notes")
 
 
-def _audio(message: MessageRecord) -> list[dict[str, Any]]:
-    items = (message.media or {}).get("items", [])
-    return [m for m in items if str(m.get("content_type") or "").startswith("audio/")]
+def _audio(message: MessageRecord) -> list[Media]:
+    return [m for m in message.media if (m.content_type or "").startswith("audio/")]
 
 
 def is_voice_note(message: MessageRecord) -> bool:
     """A voice note's placeholder, with its audio to transcribe."""
-    return (message.extra or {}).get("kind") == "voice" and bool(_audio(message))
+    return message.meta.kind == "voice" and bool(_audio(message))
 
 
 async def heard_message(
@@ -47,7 +46,6 @@ async def heard_message(
     said, and what facts of it are sourced to."""
     if not is_voice_note(inbound):
         return inbound
-    extra = inbound.extra or {}
     audio = _audio(inbound)
     async with sessions() as session:
         done = await messages.find_by_provider_id(
@@ -59,7 +57,7 @@ async def heard_message(
     if fetch is None:
         return inbound
     try:
-        data, content_type = await fetch(Media(audio[0]["url"], audio[0].get("content_type")))
+        data, content_type = await fetch(Media(audio[0].url, audio[0].content_type))
         heard = await transcriber.transcribe(data, content_type)
     except (SendFailed, TranscriptionFailed) as exc:
         log.warning("voice note not transcribed", extra={"fields": {"error": str(exc)}})
@@ -73,7 +71,7 @@ async def heard_message(
                 text,
                 counter=counter,
                 version_id=f"transcript:{inbound.id}",
-                extra={**extra, "kind": "voice_transcript", "flags": list(heard.flags)},
+                meta=replace(inbound.meta, kind="voice_transcript", flags=tuple(heard.flags)),
                 transcript_confidence=heard.confidence,
                 words={"words": list(heard.words)} if heard.words else None,
             ),

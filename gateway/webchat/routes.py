@@ -47,7 +47,6 @@ from gateway.http.openapi import document
 from gateway.http.tenant import tenant_of
 from gateway.keys import ACCEPT, ADAPTERS, HUB, SCHEDULER, SESSIONS
 from gateway.runtime.clock import utcnow
-from gateway.storage.attachments import media_of
 from gateway.storage.records import MessageRecord
 from gateway.storage.repositories import messages
 from gateway.webchat.access import require_reader, require_signed, thread_key
@@ -66,14 +65,13 @@ MAX_FRAME_BYTES = 64 * 1024
 
 
 def frame_of(record: MessageRecord) -> dict[str, Any]:
-    extra = record.extra or {}
     return message_frame(
         record.id,
         record.role,
         record.text,
         record.created_at.isoformat(),
-        extra.get("client_message_id") if record.role == "user" else None,
-        media_of(record.media),
+        record.meta.client_message_id if record.role == "user" else None,
+        record.media,
     )
 
 
@@ -182,7 +180,7 @@ async def _message(
     inbound = message_from(data, visitor_id=visitor, token=token, received_at=utcnow())
     check_storable(inbound.text)
     accepted = await request.app[ACCEPT].accept(inbound, tenant=tenant_of(request))
-    client_id = inbound.extra["client_message_id"]
+    client_id = inbound.provider_field("client_message_id")
     await socket.send_json(
         {
             "type": "ack",

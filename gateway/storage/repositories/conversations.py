@@ -20,6 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from channels.base import Media
 from gateway.runtime.clock import utcnow
 from gateway.storage.attachments import media_of
+from gateway.storage.message_meta import decode_meta
 from gateway.storage.models import Conversation, new_id
 from gateway.storage.records import ConversationRecord, MessageRecord
 from gateway.storage.repositories.messages import message_record
@@ -275,23 +276,27 @@ async def recent_messages(
         )
     )
     rows.reverse()
+    metas = [decode_meta(row.extra) for row in rows]
     current = await _transcript_versions(
-        session, {row.episode_id for row in rows if "transcript_version" in (row.extra or {})}
+        session,
+        {
+            row.episode_id
+            for row, meta in zip(rows, metas, strict=True)
+            if meta.transcript_version is not None
+        },
     )
     out: list[ConversationMessage] = []
-    for row in rows:
-        extra: dict[str, Any] = row.extra or {}
-        if extra.get("transcript_version", current.get(row.episode_id)) != current.get(
-            row.episode_id
-        ):
+    for row, meta in zip(rows, metas, strict=True):
+        version = current.get(row.episode_id)
+        if meta.transcript_version is not None and meta.transcript_version != version:
             continue  # a call's earlier transcript, kept for audit
-        author = str(extra.get("author") or ("customer" if row.role == "user" else "bot"))
+        author = meta.author or ("customer" if row.role == "user" else "bot")
         out.append(
             ConversationMessage(
                 id=row.id,
                 role=row.role,
                 author=author,
-                actor=extra.get("actor"),
+                actor=meta.actor,
                 text=row.text,
                 channel=row.channel,
                 created_at=row.created_at,

@@ -12,11 +12,21 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from gateway.runtime.clock import utcnow
+from gateway.storage.attachments import media_of, stored_media
 from gateway.storage.errors import DuplicateMessage, RecordNotFound, require_customer
+from gateway.storage.message_meta import (
+    ACTOR_KEY,
+    AUTHOR_KEY,
+    CANNED_KEY,
+    OPERATOR_AUTHOR,
+    SPEAKER_KEY,
+    MessageMeta,
+    decode_meta,
+    encode_meta,
+    meta_text,
+)
 from gateway.storage.models import ChannelIdentity, Episode, Message
 from gateway.storage.records import (
-    CANNED,
-    OPERATOR_AUTHOR,
     MessageRecord,
     NewMessage,
     SenderSnapshot,
@@ -73,11 +83,11 @@ _LINE_COLUMNS = (
     MESSAGES.c.created_at,
     MESSAGES.c.transcript_confidence,
     MESSAGES.c.supersedes_id,
-    MESSAGES.c.extra[CANNED].as_string().is_not(None).label("canned"),
+    meta_text(MESSAGES.c.extra, CANNED_KEY).is_not(None).label("canned"),
     case(
         (
-            MESSAGES.c.extra["author"].as_string() == OPERATOR_AUTHOR,
-            MESSAGES.c.extra["actor"].as_string(),
+            meta_text(MESSAGES.c.extra, AUTHOR_KEY) == OPERATOR_AUTHOR,
+            meta_text(MESSAGES.c.extra, ACTOR_KEY),
         )
     ).label("human_agent"),
 )
@@ -102,7 +112,7 @@ _HISTORY_TOKENS = select(func.coalesce(func.sum(Episode.token_total), 0)).where(
 _UNSUMMARIZED = select(func.coalesce(func.sum(Message.token_count), 0)).where(
     Message.customer_id == bindparam("customer_id"),
     Message.episode_id == bindparam("episode_id"),
-    Message.extra[CANNED].as_string().is_(None),
+    meta_text(Message.extra, CANNED_KEY).is_(None),
 )
 _UNSUMMARIZED_AFTER = _UNSUMMARIZED.where(Message.id > bindparam("after_id"))
 _ADD_TOKENS = (
@@ -136,22 +146,19 @@ def message_from(column: Callable[[str], Any]) -> MessageRecord:
         supersedes_id=column("supersedes_id"),
         created_at=column("created_at"),
         words=column("words"),
-        media=column("media"),
-        extra=extra,
+        media=media_of(column("media")),
+        meta=decode_meta(extra),
         thread_key=column("thread_key"),
         sender=_sender_of(extra),
         tenant=TenantRef.decode(column("tenant")),
     )
 
 
-# The sender snapshot is kept in the message's `extra` column under these keys.
-def _with_sender(
-    extra: dict[str, Any] | None, sender: SenderSnapshot | None
-) -> dict[str, Any] | None:
+# The sender snapshot is kept in the message's `extra` column beside its `MessageMeta`.
+def _sender_keys(sender: SenderSnapshot | None) -> dict[str, Any] | None:
     if sender is None:
-        return extra
+        return None
     return {
-        **(extra or {}),
         "sender": sender.sender,
         "link_level": sender.link_level,
         "allowed_scopes": list(sender.allowed_scopes),
@@ -159,14 +166,14 @@ def _with_sender(
     }
 
 
-def _sender_of(extra: dict[str, Any] | None) -> SenderSnapshot | None:
-    if not extra or "sender" not in extra:
+def _sender_of(stored: dict[str, Any] | None) -> SenderSnapshot | None:
+    if not stored or "sender" not in stored:
         return None
     return SenderSnapshot(
-        sender=str(extra["sender"]),
-        link_level=str(extra.get("link_level", "anonymous")),
-        allowed_scopes=tuple(extra.get("allowed_scopes", ["public"])),
-        own_facts_only=bool(extra.get("own_facts_only", True)),
+        sender=str(stored["sender"]),
+        link_level=str(stored.get("link_level", "anonymous")),
+        allowed_scopes=tuple(stored.get("allowed_scopes", ["public"])),
+        own_facts_only=bool(stored.get("own_facts_only", True)),
     )
 
 
@@ -185,8 +192,8 @@ def _row_values(new: NewMessage) -> dict[str, Any]:
         "token_count": new.token_count,
         "transcript_confidence": new.transcript_confidence,
         "words": new.words,
-        "media": new.media,
-        "extra": _with_sender(new.extra, new.sender),
+        "media": stored_media(new.media),
+        "extra": encode_meta(new.meta, _sender_keys(new.sender)),
         "redacted": new.redacted,
         "supersedes_id": new.supersedes_id,
         "created_at": new.created_at or utcnow(),
@@ -211,8 +218,10 @@ def _stored(message_id: int, new: NewMessage, values: dict[str, Any]) -> Message
         supersedes_id=new.supersedes_id,
         created_at=values["created_at"],
         words=new.words,
-        media=new.media,
-        extra=values["extra"],
+        # As a read gives them back (the codec drops what it cannot keep), so a stored record
+        # equals the one read again.
+        media=media_of(values["media"]),
+        meta=decode_meta(values["extra"]),
         thread_key=new.thread_key,
         sender=new.sender,
         tenant=new.tenant,
@@ -423,11 +432,11 @@ async def latest_in_episode(session: AsyncSession, episode_id: str) -> MessageRe
     return message_record(row) if row else None
 
 
-async def extras_of_episode(session: AsyncSession, episode_id: str) -> list[dict[str, Any] | None]:
-    """The `extra` of every message of the episode (a call's turns carry their transcript
-    version there)."""
+async def metas_of_episode(session: AsyncSession, episode_id: str) -> list[MessageMeta]:
+    """The `MessageMeta` of every message of the episode (a call's turns carry their
+    transcript version there)."""
     rows = await session.scalars(select(Message.extra).where(Message.episode_id == episode_id))
-    return list(rows)
+    return [decode_meta(extra) for extra in rows]
 
 
 async def typed_turns(
@@ -450,13 +459,13 @@ async def typed_turns(
         Message.text,
         Message.created_at,
         Message.supersedes_id,
-        Message.extra["speaker"].as_string(),
+        meta_text(Message.extra, SPEAKER_KEY),
     ).where(
         Message.customer_id == require_customer(customer_id),
         Message.channel.not_in(sorted(skip_channels)),
         Message.role.in_(("user", "assistant")),
         Message.transcript_confidence.is_(None),
-        Message.extra[CANNED].as_string().is_(None),  # the gateway's own notices are no memory
+        meta_text(Message.extra, CANNED_KEY).is_(None),  # the gateway's own notices are no memory
     )
     if exclude_episode is not None:
         query = query.where(Message.episode_id != exclude_episode)

@@ -3,13 +3,15 @@ its note on the conversation, and which earlier version an edit replaces."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from channels.base import InboundMessage
 from channels.redaction import redact
 from context import TokenCounter
 from gateway.customers.resolve import ResolvedIdentity
-from gateway.storage.attachments import stored_media
+from gateway.storage.message_meta import decode_meta
 from gateway.storage.records import MessageRecord, NewMessage, SenderSnapshot
 from gateway.storage.repositories import messages
 from gateway.storage.repositories.conversations import MessageSeen
@@ -41,17 +43,13 @@ def new_message(
         identity_id=identity.identity_id,
         provider_message_id=inbound.provider_message_id,
         transcript_confidence=inbound.transcript_confidence,
-        media=stored_media(inbound.media),
-        extra={
-            **dict(inbound.extra),
-            "kind": inbound.kind,
-            **(
-                {"reply_to_provider_id": inbound.reply_to_provider_id}
-                if inbound.reply_to_provider_id
-                else {}
-            ),
-            **({"redactions": cleaned.redacted_count} if cleaned.redacted_count else {}),
-        },
+        media=inbound.media,
+        meta=replace(
+            decode_meta(inbound.extra),
+            kind=inbound.kind,
+            reply_to_provider_id=inbound.reply_to_provider_id or None,
+            redactions=cleaned.redacted_count or None,
+        ),
         created_at=inbound.received_at,
         thread_key=thread,
         supersedes_id=supersedes_id,
@@ -80,13 +78,13 @@ def message_seen(key: str, message: MessageRecord, identity: ResolvedIdentity) -
 
 async def latest_version(session: AsyncSession, thread: str, message_key: str) -> int | None:
     """The newest stored version (original or earlier edit) of the channel message an edit
-    replaces: the thread's user rows whose `extra["message_key"]` is `message_key`."""
+    replaces: the thread's user rows whose `meta.message_key` is `message_key`."""
     found: int | None = None
     after: int | None = None
     while True:
         page = await messages.thread_messages(session, thread, after_id=after, limit=_THREAD_PAGE)
         for record in page:
-            if record.role == "user" and (record.extra or {}).get("message_key") == message_key:
+            if record.role == "user" and record.meta.message_key == message_key:
                 found = record.id
         if len(page) < _THREAD_PAGE:
             return found

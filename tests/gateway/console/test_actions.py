@@ -122,7 +122,7 @@ async def test_a_correction_supersedes_with_history_and_an_operator_note_source(
         note = await messages.get_message(session, cid, new.source_message_id)
     assert note.channel == "console" and note.role == "operator"
     assert "customer called to fix it" in note.text and "ana@new.example" in note.text
-    assert (note.extra or {})["operator"] == USERNAME
+    assert note.meta.operator == USERNAME
 
     # The profile shows the new value, the old one as history, and links the source note.
     page = await (await client.get(f"/console/customers/{cid}")).text()

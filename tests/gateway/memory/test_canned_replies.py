@@ -9,8 +9,8 @@ from pathlib import Path
 from sqlalchemy import select, update
 
 from gateway.keys import MEMORY
+from gateway.storage.message_meta import CANNED_KEY, CANNED_OFFLINE
 from gateway.storage.models import Episode, EpisodeSummary, Fact, Message
-from gateway.storage.records import CANNED, CANNED_OFFLINE
 from gateway.storage.repositories import tenants
 from tests.support.context_api import post_context
 from tests.support.stack import API_KEY, running_stack
@@ -52,7 +52,7 @@ async def test_offline_replies_are_marked_and_left_out_of_summaries_and_facts(
             summaries = list((await session.scalars(select(EpisodeSummary))).all())
             facts = list((await session.scalars(select(Fact))).all())
     assert len(replies) == 8
-    assert all((reply.extra or {}).get(CANNED) == CANNED_OFFLINE for reply in replies)
+    assert all((reply.extra or {}).get(CANNED_KEY) == CANNED_OFFLINE for reply in replies)
     [summary] = summaries  # the customer's words passed the threshold: compacted
     assert "customer: O pedido [order_id] ainda não chegou" in summary.summary  # masked facts
     assert "offline" not in summary.summary and "Relaydesk" not in summary.summary

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from gateway.storage.message_meta import MessageMeta
 from gateway.storage.records import NewFact, NewMessage
 from gateway.storage.repositories import customers, episodes, facts, messages, summaries
 
@@ -29,15 +30,15 @@ async def test_a_call_episode_is_found_by_its_reference_and_versioned(
                 "user",
                 f"t{index}",
                 1,
-                extra={"transcript_version": version},
+                meta=MessageMeta(transcript_version=version),
             ),
         )
     latest = await messages.latest_in_episode(session, episode.id)
     assert latest is not None and latest.text == "t2"
-    assert await messages.extras_of_episode(session, episode.id) == [
-        {"transcript_version": 1},
-        {"transcript_version": 1},
-        {"transcript_version": 2},
+    assert await messages.metas_of_episode(session, episode.id) == [
+        MessageMeta(transcript_version=1),
+        MessageMeta(transcript_version=1),
+        MessageMeta(transcript_version=2),
     ]
     await episodes.set_transcript_version(session, episode.id, 2, transcript_confidence=0.5)
     locked = await episodes.lock_episode(session, episode.id)
@@ -113,14 +114,14 @@ async def test_typed_turns_leave_out_calls_voice_notes_and_other_identities(
     chat = await episodes.open_episode(session, customer_id=ana.id, channel="whatsapp")
     call = await episodes.open_episode(session, customer_id=ana.id, channel="phone")
     rows = [
-        (chat.id, "whatsapp", "user", "typed", whatsapp, None, {"speaker": "Ana"}),
-        (chat.id, "whatsapp", "user", "voice note", whatsapp, 0.9, None),
-        (chat.id, "whatsapp", "system", "system line", whatsapp, None, None),
-        (chat.id, "telegram", "assistant", "reply", telegram, None, None),
-        (call.id, "phone", "user", "on the phone", whatsapp, None, None),
+        (chat.id, "whatsapp", "user", "typed", whatsapp, None, MessageMeta(speaker="Ana")),
+        (chat.id, "whatsapp", "user", "voice note", whatsapp, 0.9, MessageMeta()),
+        (chat.id, "whatsapp", "system", "system line", whatsapp, None, MessageMeta()),
+        (chat.id, "telegram", "assistant", "reply", telegram, None, MessageMeta()),
+        (call.id, "phone", "user", "on the phone", whatsapp, None, MessageMeta()),
     ]
     stored = {}
-    for episode_id, channel, role, text, identity_id, confidence, extra in rows:
+    for episode_id, channel, role, text, identity_id, confidence, meta in rows:
         message = await messages.append_message(
             session,
             NewMessage(
@@ -132,7 +133,7 @@ async def test_typed_turns_leave_out_calls_voice_notes_and_other_identities(
                 1,
                 identity_id=identity_id,
                 transcript_confidence=confidence,
-                extra=extra,
+                meta=meta,
             ),
         )
         stored[text] = message.id

@@ -7,8 +7,10 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from channels.base import Media
 from gateway.runtime.clock import utcnow
 from gateway.storage.errors import CustomerScopeRequired, DuplicateMessage, RecordNotFound
+from gateway.storage.message_meta import MessageMeta
 from gateway.storage.models import ImmutableRowError, Message
 from gateway.storage.records import NewMessage, SenderSnapshot
 from gateway.storage.repositories import customers, episodes, messages
@@ -46,14 +48,14 @@ async def test_append_and_read_back_keeps_every_field(session: AsyncSession) -> 
             text="Meu pedido 4471 não chegou",
             token_count=9,
             provider_message_id="m-1",
-            media={"items": [{"url": "https://example.org/a.jpg"}]},
+            media=(Media("https://example.org/a.jpg"),),
         ),
     )
     again = await messages.get_message(session, customer_id, stored.id)
     assert again == stored
     assert again.token_count == 9
     assert again.created_at.tzinfo is not None
-    assert again.media == {"items": [{"url": "https://example.org/a.jpg"}]}
+    assert again.media == (Media("https://example.org/a.jpg"),)
 
 
 async def test_same_provider_id_on_same_channel_is_a_duplicate(session: AsyncSession) -> None:
@@ -156,11 +158,11 @@ async def test_the_sender_snapshot_reads_back_typed(session: AsyncSession) -> No
     )
     stored = await messages.append_message(
         session,
-        _oi(customer_id, episode_id, "m-sender", extra={"kind": "text"}, sender=sender),
+        _oi(customer_id, episode_id, "m-sender", meta=MessageMeta(kind="text"), sender=sender),
     )
     again = await messages.get_message(session, customer_id, stored.id)
     assert again.sender == sender == stored.sender
-    assert again.extra is not None and again.extra["kind"] == "text"
+    assert again.meta == MessageMeta(kind="text")
     reply = await messages.append_message(
         session,
         NewMessage(customer_id, episode_id, "whatsapp", "assistant", "olá", 1, None, "r-1"),
