@@ -17,7 +17,6 @@ from gateway.storage.errors import RecordNotFound
 from gateway.storage.models import ConversationFence, TurnRow
 from gateway.storage.records import MessageRecord, NewTurn, PendingTurn, TurnRecord, WindowState
 from gateway.storage.repositories.messages import message_from
-from gateway.storage.updates import DeliveryOutcome, TurnOutcome
 from gateway.storage.repositories.tables import (
     CONVERSATIONS,
     FENCES,
@@ -26,6 +25,7 @@ from gateway.storage.repositories.tables import (
     TURNS,
     AnyRow,
 )
+from gateway.storage.updates import DeliveryOutcome, TurnOutcome
 
 _INSERT = TURNS.insert().returning(TURNS.c.id)
 _INSERT_MANY = TURNS.insert().returning(TURNS.c.id, sort_by_parameter_order=True)
