@@ -91,3 +91,33 @@ async def read_pending(sessions: async_sessionmaker[AsyncSession], key: str) -> 
         pending = await turns.next_pending_turn(session, key)
     assert pending is not None
     return pending
+
+
+async def store_next_message(
+    sessions: async_sessionmaker[AsyncSession], before: PendingTurn, text: str
+) -> None:
+    """The same sender's next message in the conversation, pending after `before`'s turn."""
+    inbound = before.inbound
+    async with sessions.begin() as session:
+        message = await messages.append_message(
+            session,
+            NewMessage(
+                inbound.customer_id,
+                before.turn.episode_id,
+                CHANNEL,
+                "user",
+                text,
+                COUNTER.count(text),
+                identity_id=inbound.identity_id,
+                provider_message_id=f"SM{inbound.id}-next",
+                thread_key=inbound.thread_key,
+                sender=inbound.sender,
+            ),
+        )
+        await turns.create_turn(
+            session,
+            inbound_message_id=message.id,
+            customer_id=inbound.customer_id,
+            episode_id=before.turn.episode_id,
+            conversation_key=before.turn.conversation_key,
+        )
