@@ -12,7 +12,14 @@ from channels.base import Channel
 from gateway.providers.limits import ModelGate
 from gateway.runtime.clock import utcnow
 from gateway.storage.records import NewMessage, PendingTurn, SenderSnapshot
-from gateway.storage.repositories import conversations, customers, episodes, messages, tenants, turns
+from gateway.storage.repositories import (
+    conversations,
+    customers,
+    episodes,
+    messages,
+    tenants,
+    turns,
+)
 from gateway.storage.repositories.conversations import MessageSeen
 from gateway.turns.accept import conversation_key
 from gateway.turns.answer import AnswerDeps

@@ -82,7 +82,9 @@ async def test_a_newer_lock_holders_write_refuses_the_reply(
         assert await turns.claim_fence(session, key, 5)
     store = ReplyStore(answer_deps(sessions))
     with pytest.raises(StaleWriter):
-        await store.store(pending.turn, Held(key, 4), pending.inbound, Draft("x", ANSWERED), _claim())
+        await store.store(
+            pending.turn, Held(key, 4), pending.inbound, Draft("x", ANSWERED), _claim()
+        )
     async with sessions() as session:
         row = await session.get(TurnRow, pending.turn.id)
         replies = await session.scalar(
@@ -127,7 +129,10 @@ async def test_a_hand_over_moves_the_conversation_to_waiting_with_the_notice(
 ) -> None:
     pending = await read_pending(sessions, await store_pending_turn(sessions, "atendente"))
     notice = Draft(
-        "Um atendente já vem.", TurnOutcome(status="done"), CANNED_HANDOFF, handoff=ASKED_BY_CUSTOMER
+        "Um atendente já vem.",
+        TurnOutcome(status="done"),
+        CANNED_HANDOFF,
+        handoff=ASKED_BY_CUSTOMER,
     )
     held = Held(pending.turn.conversation_key, None)
     reply = await ReplyStore(answer_deps(sessions)).store(
