@@ -74,7 +74,7 @@ from gateway.storage.migrate import upgrade
 from gateway.storage.repositories.tenants import SettingsCache
 from gateway.tenant_ref import TenantRef
 from gateway.turns.accept import Accepted, Acceptor, LotWriter
-from gateway.turns.answer import Answerer
+from gateway.turns.answer import AnswerDeps, Answerer
 from gateway.turns.backpressure import Backpressure
 from gateway.turns.deliver import Deliverer
 from gateway.turns.scheduler import TurnScheduler
@@ -211,20 +211,22 @@ async def flow_ctx(app: web.Application) -> AsyncIterator[None]:
         ),
     )
     answer = Answerer(
-        sessions=sessions,
-        counter=app[COUNTER],
+        AnswerDeps.of(
+            sessions=sessions,
+            counter=app[COUNTER],
+            tenant_cache=tenant_cache,
+            adapters=adapters,
+            gate=gate,
+            events=app[EVENTS],
+        ),
         locks=RedisLocks(redis) if redis is not None else InProcessLocks(),
         providers=providers_for(app),
-        tenant_cache=tenant_cache,
         recall_cache=recall,
         backpressure=backpressure,
         deliverer=deliver,
-        adapters=adapters,
         memory=queue,
         transcriber=transcriber_for(settings, http),
-        gate=gate,
         message_facts_for=compactor_for,
-        events=app[EVENTS],
     )
     # A gateway process that only acknowledges (settings make sure it has Redis) wakes the
     # background process instead of storing and answering itself.

@@ -32,6 +32,7 @@ from gateway.memory.queue import CompactionJob
 from gateway.providers import ProviderError
 from gateway.storage.records import FactRecord, MessageRecord, NewFact
 from gateway.storage.repositories import customers, episodes, facts, messages, summaries
+from gateway.storage.updates import NewCompactionTrace
 from gateway.tenants import TenantSettings
 
 log = logging.getLogger("relaydesk.memory")
@@ -293,24 +294,26 @@ async def _apply(
     after = [_fact_json(f) for f in await facts.current_facts(session, job.customer_id)]
     await summaries.add_trace(
         session,
-        customer_id=job.customer_id,
-        compactor=run.compactor,
-        model=run.model,
-        error=run.error,
-        episode_id=batch.episode_id,
-        facts_before={"facts": before},
-        facts_after={
-            "facts": after,
-            "refused": [
-                {"key": fact.key, "source_message_id": fact.source_message_id, "why": why}
-                for fact, why in result.refused
-            ],
-        },
-        summary_before=batch.previous_summary,
-        summary_after=result.summary,
-        tokens_in=run.tokens_in,
-        tokens_out=run.tokens_out,
-        duration_ms=int((time.perf_counter() - started) * 1000),
+        NewCompactionTrace(
+            customer_id=job.customer_id,
+            compactor=run.compactor,
+            model=run.model,
+            error=run.error,
+            episode_id=batch.episode_id,
+            facts_before={"facts": before},
+            facts_after={
+                "facts": after,
+                "refused": [
+                    {"key": fact.key, "source_message_id": fact.source_message_id, "why": why}
+                    for fact, why in result.refused
+                ],
+            },
+            summary_before=batch.previous_summary,
+            summary_after=result.summary,
+            tokens_in=run.tokens_in,
+            tokens_out=run.tokens_out,
+            duration_ms=int((time.perf_counter() - started) * 1000),
+        ),
     )
     return CompactionOutcome(len(batch.compact_ids), written, new_pointer)
 

@@ -1,7 +1,8 @@
 """Deliver: send a stored reply through its channel under a delivery lease.
 
-A reply is stored with its lease already taken (by the answer step), so a first send needs no
-claim of its own; a retry claims the lease first, so two processes never send one reply twice.
+A reply is stored with its lease already taken (the answer step stores the `claim` this step
+hands it), so a first send needs no claim of its own; a retry claims the lease first, so two
+processes never send one reply twice.
 A retryable failure is tried again by `retry_deliveries`, up to `MAX_DELIVERY_ATTEMPTS`; the
 provider ids of what was sent are recorded so status callbacks can move it forward.
 
@@ -27,7 +28,6 @@ import logging
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from datetime import timedelta
-from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -38,6 +38,7 @@ from gateway.storage.records import MessageRecord, TurnRecord, WindowState
 from gateway.storage.repositories import messages, turns
 from gateway.storage.repositories.outbound import SentPart
 from gateway.storage.repositories.service_window import HELD, SENT_AS_TEMPLATE
+from gateway.storage.updates import DeliveryClaim, DeliveryOutcome
 from gateway.turns.delivery_records import DeliveryRecords, SendOutcome
 from gateway.turns.service_window import Held, ServiceWindows
 from identity.service_window import closes_window
@@ -61,6 +62,11 @@ class Deliverer:
         self.windows = windows
         self.records = DeliveryRecords(sessions)
         self._last: dict[str, asyncio.Task[None]] = {}  # per conversation, its latest send
+
+    def claim(self) -> DeliveryClaim:
+        """The delivery columns a reply is stored with: the lease of its first send, taken in
+        the reply's own transaction."""
+        return DeliveryClaim(status="sending", lease_until=utcnow() + DELIVERY_LEASE)
 
     def send_in_order(
         self,
@@ -143,13 +149,7 @@ class Deliverer:
         attempts = turn.delivery_attempts + 1
         if status == "retry" and attempts >= MAX_DELIVERY_ATTEMPTS:
             status = "failed"
-        fields: dict[str, Any] = {
-            "delivery_status": status,
-            "delivery_attempts": attempts,
-            "delivery_lease_until": None,
-        }
         if error is not None:
-            fields["error"] = error[:2000]
             log.warning(
                 "reply not delivered",
                 extra={"fields": {"turn": turn.id, "status": status, "error": error}},
@@ -158,7 +158,8 @@ class Deliverer:
             SentPart(inbound.channel, provider_id, turn.id, reply.id, part)
             for part, provider_id in enumerate(sent_ids)
         )
-        await self.records.record(SendOutcome(turn.id, fields, parts))
+        delivery = DeliveryOutcome(status, attempts, error[:2000] if error is not None else None)
+        await self.records.record(SendOutcome(turn.id, delivery, parts))
 
     async def _send_once(
         self,

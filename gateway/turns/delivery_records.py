@@ -16,21 +16,21 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from gateway.storage.repositories import outbound, turns
 from gateway.storage.repositories.outbound import SentPart
+from gateway.storage.updates import DeliveryOutcome
 from gateway.turns.delivery import refused_before_recorded
 
 
 @dataclass(frozen=True, slots=True)
 class SendOutcome:
-    """A turn's delivery fields after one attempt, and the parts the provider accepted."""
+    """A turn's delivery attempt, and the parts the provider accepted."""
 
     turn_id: int
-    fields: dict[str, Any]
+    delivery: DeliveryOutcome
     parts: tuple[SentPart, ...] = field(default=())
 
 
@@ -85,8 +85,8 @@ class DeliveryRecords:
 
     async def _write(self, outcomes: Sequence[SendOutcome]) -> None:
         async with self._sessions.begin() as session:
-            await turns.set_fields_many(
-                session, [(outcome.turn_id, outcome.fields) for outcome in outcomes]
+            await turns.record_deliveries(
+                session, [(outcome.turn_id, outcome.delivery) for outcome in outcomes]
             )
             recorded = await outbound.record_parts(
                 session, [part for outcome in outcomes for part in outcome.parts]

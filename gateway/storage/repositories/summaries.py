@@ -12,6 +12,7 @@ from gateway.storage.errors import require_customer
 from gateway.storage.models import CompactionTrace, Episode, EpisodeSummary, Message
 from gateway.storage.records import CompactionTraceRecord, SummaryRecord
 from gateway.storage.repositories.tables import EPISODES, SUMMARIES, AnyRow
+from gateway.storage.updates import NewCompactionTrace
 
 _OF_EPISODE = select(SUMMARIES).where(
     SUMMARIES.c.customer_id == bindparam("customer_id"),
@@ -210,10 +211,21 @@ def trace_record(row: CompactionTrace) -> CompactionTraceRecord:
     )
 
 
-async def add_trace(
-    session: AsyncSession, *, customer_id: str, compactor: str, **fields: Any
-) -> CompactionTraceRecord:
-    row = CompactionTrace(customer_id=require_customer(customer_id), compactor=compactor, **fields)
+async def add_trace(session: AsyncSession, trace: NewCompactionTrace) -> CompactionTraceRecord:
+    row = CompactionTrace(
+        customer_id=require_customer(trace.customer_id),
+        compactor=trace.compactor,
+        episode_id=trace.episode_id,
+        model=trace.model,
+        error=trace.error,
+        facts_before=dict(trace.facts_before),
+        facts_after=dict(trace.facts_after),
+        summary_before=trace.summary_before,
+        summary_after=trace.summary_after,
+        tokens_in=trace.tokens_in,
+        tokens_out=trace.tokens_out,
+        duration_ms=trace.duration_ms,
+    )
     session.add(row)
     await session.flush()
     return trace_record(row)

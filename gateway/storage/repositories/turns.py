@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -25,6 +25,7 @@ from gateway.storage.repositories.tables import (
     TURNS,
     AnyRow,
 )
+from gateway.storage.updates import DeliveryOutcome, TurnOutcome
 from gateway.tenant_ref import DEFAULT_TENANT, TenantRef
 
 _INSERT = TURNS.insert().returning(TURNS.c.id)
@@ -231,16 +232,16 @@ async def recent_outcomes(
     return list(rows)
 
 
-async def set_fields_while_bot_owns(
-    session: AsyncSession, turn_id: int, conversation_key: str, **fields: Any
+async def record_outcome_while_bot_owns(
+    session: AsyncSession, turn_id: int, conversation_key: str, outcome: TurnOutcome
 ) -> bool:
-    """`set_fields`, unless an operator took the conversation or a human was asked for
+    """`record_outcome`, unless an operator took the conversation or a human was asked for
     meanwhile (then nothing is set and False returned): the check rides on the reply's own
     UPDATE, no extra round trip."""
-    params = {f"new_{name}": value for name, value in fields.items()}
-    params["turn_id"] = turn_id
+    columns = outcome_columns(outcome)
+    params = _params(turn_id, columns)
     params["key"] = conversation_key
-    result = await session.execute(_guarded_statement(frozenset(fields)), params)
+    result = await session.execute(_guarded_statement(frozenset(columns)), params)
     return bool(result.rowcount)  # type: ignore[attr-defined]
 
 
@@ -312,23 +313,62 @@ async def claim_delivery(session: AsyncSession, turn_id: int, lease: timedelta) 
     return bool(result.rowcount)  # type: ignore[attr-defined]
 
 
-async def set_fields(session: AsyncSession, turn_id: int, **fields: Any) -> None:
+async def record_outcome(session: AsyncSession, turn_id: int, outcome: TurnOutcome) -> None:
     """`finish_turn` without reading the turn back (the answer step has it)."""
-    params = {f"new_{name}": value for name, value in fields.items()}
-    params["turn_id"] = turn_id
-    result = await session.execute(_set_statement(frozenset(fields)), params)
+    columns = outcome_columns(outcome)
+    result = await session.execute(_set_statement(frozenset(columns)), _params(turn_id, columns))
     if not result.rowcount:  # type: ignore[attr-defined]
         raise RecordNotFound(f"turn {turn_id} not found")
 
 
-async def finish_turn(session: AsyncSession, turn_id: int, **fields: Any) -> TurnRecord:
-    """Set `fields` on the turn in one UPDATE … RETURNING."""
-    params = {f"new_{name}": value for name, value in fields.items()}
-    params["turn_id"] = turn_id
-    row = (await session.execute(_finish_statement(frozenset(fields)), params)).first()
+async def finish_turn(session: AsyncSession, turn_id: int, outcome: TurnOutcome) -> TurnRecord:
+    """Write `outcome` on the turn in one UPDATE … RETURNING."""
+    columns = outcome_columns(outcome)
+    statement = _finish_statement(frozenset(columns))
+    row = (await session.execute(statement, _params(turn_id, columns))).first()
     if row is None:
         raise RecordNotFound(f"turn {turn_id} not found")
     return turn_record(row)
+
+
+def outcome_columns(outcome: TurnOutcome) -> dict[str, object]:
+    """The turn's columns `outcome` sets: its fields that are not None."""
+    columns: dict[str, object] = {"status": outcome.status}
+    optional: dict[str, object | None] = {
+        "reply_message_id": outcome.reply_message_id,
+        "provider": outcome.provider,
+        "model": outcome.model,
+        "attempts": outcome.attempts,
+        "error": outcome.error,
+        "report": dict(outcome.report) if outcome.report is not None else None,
+    }
+    columns.update((name, value) for name, value in optional.items() if value is not None)
+    if outcome.usage is not None:
+        columns["prompt_tokens"] = outcome.usage.prompt_tokens
+        columns["completion_tokens"] = outcome.usage.completion_tokens
+        columns["cached_tokens"] = outcome.usage.cached_tokens
+    if outcome.delivery is not None:
+        columns["delivery_status"] = outcome.delivery.status
+        columns["delivery_lease_until"] = outcome.delivery.lease_until
+    return columns
+
+
+def delivery_columns(outcome: DeliveryOutcome) -> dict[str, object]:
+    """The turn's columns one delivery attempt sets: its lease let go, the error if any."""
+    columns: dict[str, object] = {
+        "delivery_status": outcome.status,
+        "delivery_attempts": outcome.attempts,
+        "delivery_lease_until": None,
+    }
+    if outcome.error is not None:
+        columns["error"] = outcome.error
+    return columns
+
+
+def _params(turn_id: int, columns: Mapping[str, object]) -> dict[str, object]:
+    params = {f"new_{name}": value for name, value in columns.items()}
+    params["turn_id"] = turn_id
+    return params
 
 
 @functools.lru_cache(maxsize=64)
@@ -351,15 +391,15 @@ def _finish_statement(names: frozenset[str]) -> Update:
     return _set_statement(names).returning(*TURNS.c)
 
 
-async def set_fields_many(
-    session: AsyncSession, changes: Sequence[tuple[int, dict[str, Any]]]
+async def record_deliveries(
+    session: AsyncSession, outcomes: Sequence[tuple[int, DeliveryOutcome]]
 ) -> None:
-    """Set each turn's fields (turn id, fields): one execution per set of field names."""
-    by_names: dict[frozenset[str], list[dict[str, Any]]] = {}
-    for turn_id, fields in changes:
-        params = {f"new_{name}": value for name, value in fields.items()}
-        params["turn_id"] = turn_id
-        by_names.setdefault(frozenset(fields), []).append(params)
+    """Write each turn's delivery attempt (turn id, outcome): one execution per set of
+    columns."""
+    by_names: dict[frozenset[str], list[dict[str, object]]] = {}
+    for turn_id, outcome in outcomes:
+        columns = delivery_columns(outcome)
+        by_names.setdefault(frozenset(columns), []).append(_params(turn_id, columns))
     for names, rows in by_names.items():
         await session.execute(_set_statement(names), rows)
 

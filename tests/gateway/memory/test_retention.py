@@ -30,6 +30,7 @@ from gateway.storage.models import (
 )
 from gateway.storage.records import NewFact, NewMessage
 from gateway.storage.repositories import facts, messages, outbound, summaries, tenants, turns
+from gateway.storage.updates import NewCompactionTrace, TurnOutcome
 from tests.support.stack import Stack, running_stack
 from tests.support.stored_conversations import COUNTER, store_episode
 
@@ -97,7 +98,9 @@ async def _seed(stack: Stack, channel: str = "whatsapp") -> Seeded:
             episode_id=episode.episode_id,
             conversation_key=key,
         )
-        await turns.finish_turn(session, old_turn.id, status="done", reply_message_id=old[3])
+        await turns.finish_turn(
+            session, old_turn.id, TurnOutcome(status="done", reply_message_id=old[3])
+        )
         await outbound.record_part(
             session, channel, "SM-old", turn_id=old_turn.id, reply_message_id=old[3], part=0
         )
@@ -129,10 +132,12 @@ async def _seed(stack: Stack, channel: str = "whatsapp") -> Seeded:
         )
         await summaries.add_trace(
             session,
-            customer_id=episode.customer_id,
-            compactor="offline",
-            episode_id=episode.episode_id,
-            summary_after="Ana perguntou do pedido.",
+            NewCompactionTrace(
+                customer_id=episode.customer_id,
+                compactor="offline",
+                episode_id=episode.episode_id,
+                summary_after="Ana perguntou do pedido.",
+            ),
         )
     return Seeded(
         episode.customer_id,

@@ -14,6 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from gateway.storage.models import OutboundMessage, TurnRow
 from gateway.storage.repositories import turns
 from gateway.storage.repositories.outbound import SentPart
+from gateway.storage.updates import DeliveryOutcome
 from gateway.turns.delivery_records import DeliveryRecords, SendOutcome
 from tests.support.stored_conversations import store_episode
 
@@ -40,13 +41,8 @@ async def _turns(sessions: async_sessionmaker[AsyncSession], count: int) -> list
 
 
 def _sent(turn_id: int, reply_id: int, attempts: int = 1) -> SendOutcome:
-    fields = {
-        "delivery_status": "sent",
-        "delivery_attempts": attempts,
-        "delivery_lease_until": None,
-    }
     parts = (SentPart("whatsapp", f"SM{turn_id}", turn_id, reply_id, 0),)
-    return SendOutcome(turn_id, fields, parts)
+    return SendOutcome(turn_id, DeliveryOutcome("sent", attempts), parts)
 
 
 async def test_outcomes_arriving_together_share_one_transaction(
@@ -92,7 +88,9 @@ async def test_an_outcome_that_cannot_be_written_fails_only_its_own_send(
 ) -> None:
     made = await _turns(sessions, 3)
     records = DeliveryRecords(sessions)
-    bad = SendOutcome(made[1][0], {"conversation_key": None})  # NOT NULL: refused
+    # A part without its provider id (NOT NULL): refused, with the turn's own columns.
+    bad_part = SentPart("whatsapp", None, made[1][0], made[1][1], 0)  # type: ignore[arg-type]
+    bad = SendOutcome(made[1][0], DeliveryOutcome("sent", 1), (bad_part,))
     outcomes = await asyncio.gather(
         records.record(_sent(*made[0])),
         records.record(bad),
@@ -106,4 +104,5 @@ async def test_an_outcome_that_cannot_be_written_fails_only_its_own_send(
         refused = await session.get(TurnRow, made[1][0])
     assert [row.delivery_status for row in good if row is not None] == ["sent", "sent"]
     assert refused is not None and refused.conversation_key == "whatsapp:+55111"
+    assert refused.delivery_status is None
     await records.close()

@@ -13,6 +13,7 @@ from gateway.storage.errors import DuplicateMessage
 from gateway.storage.models import Episode, TenantConfig
 from gateway.storage.records import NewMessage
 from gateway.storage.repositories import customers, episodes, messages, tenants, turns
+from gateway.storage.updates import TurnOutcome
 
 
 async def _episode_row(session: AsyncSession, episode_id: str) -> tuple[int, object]:
@@ -65,7 +66,7 @@ async def test_a_duplicate_adds_nothing_and_a_turn_reads_back(session: AsyncSess
         conversation_key=f"{customer.id}:whatsapp",
     )
     assert await turns.next_pending(session, turn.conversation_key) == turn
-    finished = await turns.finish_turn(session, turn.id, status="done", model="m")
+    finished = await turns.finish_turn(session, turn.id, TurnOutcome(status="done", model="m"))
     assert (finished.status, finished.model) == ("done", "m")
     assert await turns.next_pending(session, turn.conversation_key) is None
 

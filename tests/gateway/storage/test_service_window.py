@@ -22,6 +22,7 @@ from gateway.storage.repositories import (
 )
 from gateway.storage.repositories.conversations import MessageSeen
 from gateway.storage.repositories.outbound import SentPart
+from gateway.storage.updates import DeliveryOutcome
 from gateway.turns.delivery import apply_status
 from gateway.turns.delivery_records import DeliveryRecords, SendOutcome
 
@@ -194,7 +195,7 @@ async def test_a_refusal_reported_before_the_send_was_recorded_is_applied_when_i
     await records.record(
         SendOutcome(
             turn_id,
-            {"delivery_status": "sent", "delivery_attempts": 1},
+            DeliveryOutcome("sent", 1),
             (SentPart("whatsapp", sid, turn_id, None, 0),),
         )
     )

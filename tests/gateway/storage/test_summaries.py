@@ -6,6 +6,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from gateway.storage.errors import CustomerScopeRequired
 from gateway.storage.records import NewMessage
 from gateway.storage.repositories import customers, episodes, messages, summaries
+from gateway.storage.updates import NewCompactionTrace
 
 
 async def test_summary_pointer_only_moves_forward(session: AsyncSession) -> None:
@@ -82,14 +83,16 @@ async def test_traces_record_before_and_after(session: AsyncSession) -> None:
     ana = await customers.create_customer(session)
     await summaries.add_trace(
         session,
-        customer_id=ana.id,
-        compactor="offline",
-        facts_before={"facts": []},
-        facts_after={"facts": [{"key": "email"}]},
-        summary_after="s",
-        tokens_in=100,
-        tokens_out=10,
-        duration_ms=5,
+        NewCompactionTrace(
+            customer_id=ana.id,
+            compactor="offline",
+            facts_before={"facts": []},
+            facts_after={"facts": [{"key": "email"}]},
+            summary_after="s",
+            tokens_in=100,
+            tokens_out=10,
+            duration_ms=5,
+        ),
     )
     traces = await summaries.list_traces(session, ana.id)
     assert len(traces) == 1

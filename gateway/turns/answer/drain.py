@@ -1,0 +1,175 @@
+"""The drain: one conversation's pending turns, one at a time, in arrival order, under its
+lock; each turn routed (answered, left to a person, or handed over) and its steps run."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from gateway.coordination.locks import ConversationLocks, Held
+from gateway.memory.background_facts import BackgroundFacts
+from gateway.memory.llm_compactor import CompactorFactory
+from gateway.memory.queue import CompactionQueue
+from gateway.memory.recall import RecallCache
+from gateway.providers.pool import ProviderPool
+from gateway.providers.transcriber import Transcriber
+from gateway.storage.message_meta import CANNED_HANDOFF
+from gateway.storage.records import PendingTurn
+from gateway.storage.repositories import turns
+from gateway.storage.updates import TurnOutcome
+from gateway.tenants import TenantSettings
+from gateway.turns.answer.compaction import CompactionTrigger
+from gateway.turns.answer.deps import AnswerDeps
+from gateway.turns.answer.model_call import ModelCall
+from gateway.turns.answer.preparation import Preparation, Prepared
+from gateway.turns.answer.reply_steps import (
+    REPLY_STEPS,
+    Draft,
+    ReplyStep,
+    ReplyTurn,
+    run_reply_steps,
+)
+from gateway.turns.answer.routing import Route, route_turn
+from gateway.turns.answer.store import ReplyStore, TakenMeanwhile
+from gateway.turns.backpressure import Backpressure
+from gateway.turns.deliver import Deliverer
+from gateway.turns.typing import Typing
+
+
+class Answerer:
+    def __init__(
+        self,
+        deps: AnswerDeps,
+        *,
+        locks: ConversationLocks,
+        providers: ProviderPool,
+        recall_cache: RecallCache,
+        backpressure: Backpressure,
+        deliverer: Deliverer,
+        memory: CompactionQueue | None = None,
+        transcriber: Transcriber | None = None,
+        message_facts_for: CompactorFactory | None = None,
+        reply_steps: Sequence[ReplyStep] = REPLY_STEPS,
+    ) -> None:
+        self.deps = deps
+        self.locks = locks
+        self.backpressure = backpressure
+        self.deliverer = deliverer
+        # The summary model's facts of each customer message, found while its turn is answered.
+        self.model_facts = BackgroundFacts(
+            sessions=deps.sessions, extractor_for=message_facts_for, gate=deps.gate, work=deps.work
+        )
+        self.preparation = Preparation(
+            deps, recall_cache=recall_cache, model_facts=self.model_facts, transcriber=transcriber
+        )
+        self.model_call = ModelCall(deps, providers=providers)
+        self.reply_steps = tuple(reply_steps)
+        self.store = ReplyStore(deps)
+        self.compaction = CompactionTrigger(deps, memory)
+
+    async def drain(self, key: str) -> int:
+        """Answer the conversation's pending turns in order; returns how many were answered.
+
+        The lock is taken only when a turn is waiting (a kick for a turn already answered costs
+        one query) and nobody holds it; after letting it go the drain looks again."""
+        answered = 0
+        while True:
+            async with self.deps.work, self.deps.sessions() as session:
+                waiting, floor = await turns.pending_and_fence(session, key)
+            if not waiting:
+                return answered
+            async with self.locks.try_hold(key, floor=floor) as held:
+                if held is None:
+                    return answered  # another drain holds it and answers what is pending
+                answered += await self._drain_held(key, held)
+
+    async def pending_conversations(self) -> list[str]:
+        async with self.deps.sessions() as session:
+            return await turns.pending_conversations(session)
+
+    async def _drain_held(self, key: str, held: Held) -> int:
+        answered = 0
+        try:
+            while True:
+                await self.backpressure.yield_to_ingest()
+                async with self.deps.work, self.deps.sessions() as session:
+                    pending = await turns.next_pending_turn(session, key)
+                    if pending is None:
+                        return answered
+                    inbound = pending.inbound
+                    tenant = await self.deps.tenant_cache.for_tenant(
+                        session, pending.turn.tenant, channel=inbound.channel
+                    )
+                    routing = route_turn(pending.owner, inbound.text, tenant.handoff_phrases)
+                    ready: Prepared | None = None
+                    if routing.route is not Route.ANSWER:
+                        await self.preparation.store_facts(session, pending, tenant)
+                    elif not self.preparation.waits(pending):
+                        ready = await self.preparation.prepare(session, pending)
+                if routing.route is Route.LEAVE_TO_HUMAN:
+                    await self._leave_to_human(pending, tenant)
+                elif routing.route is Route.HAND_OVER:
+                    await self._hand_over(pending, tenant, held, routing.reason)
+                else:
+                    if ready is None:
+                        ready = await self.preparation.prepare_after_waiting(pending)
+                    await self._answer(pending, ready, held)
+                answered += 1
+        finally:
+            # The last message's model facts are stored before the lock is let go: the next
+            # holder's window shows them.
+            await self.model_facts.settle(key)
+            # The replies leave before the lock does: a next holder never overtakes them.
+            await self.deliverer.flush(key)
+
+    async def _leave_to_human(self, pending: PendingTurn, tenant: TenantSettings) -> None:
+        """A turn of a conversation a person answers: marked so, nothing sent."""
+        await self.store.mark_human(pending.turn)
+        await self.compaction.after_turn(pending.turn, tenant)
+
+    async def _hand_over(
+        self, pending: PendingTurn, tenant: TenantSettings, held: Held, reason: str | None
+    ) -> None:
+        """Move the conversation to waiting and tell the customer (the tenant's text), in the
+        transaction that stores the reply."""
+        turn, inbound = pending.turn, pending.inbound
+        notice = Draft(
+            tenant.handoff_message, TurnOutcome(status="done"), CANNED_HANDOFF, handoff=reason
+        )
+        reply = await self.store.store(turn, held, inbound, notice, self.deliverer.claim())
+        self.deliverer.send_in_order(
+            turn.conversation_key, turn, inbound, reply, window=pending.window
+        )
+        await self.compaction.after_turn(turn, tenant)
+
+    async def _answer(self, pending: PendingTurn, ready: Prepared, held: Held) -> None:
+        """The model's draft through the reply steps, stored and handed to the deliver step;
+        the typing signal shows until the reply is sent (or will not be)."""
+        turn, inbound = pending.turn, pending.inbound
+        reply_turn = ReplyTurn(pending, ready.tenant, ready.assembled)
+        adapter = self.deps.adapters.get(inbound.channel)
+        recipient = inbound.sender.sender if inbound.sender is not None else ""
+        typing = Typing(adapter, recipient, inbound.provider_message_id)
+        typing.start()
+        try:
+            draft = await self.model_call.draft(reply_turn, typing)
+            draft = await run_reply_steps(self.reply_steps, draft, reply_turn)
+            # The reply is stored with its delivery lease taken: sending needs no claim.
+            reply = await self.store.store(turn, held, inbound, draft, self.deliverer.claim())
+        except TakenMeanwhile:
+            typing.stop()
+            await self._leave_to_human(pending, ready.tenant)
+            return
+        except BaseException:
+            typing.stop()
+            raise
+        self.deliverer.send_in_order(
+            turn.conversation_key,
+            turn,
+            inbound,
+            reply,
+            before_send=typing.stop,
+            window=pending.window,
+        )
+        await self.compaction.after_reply(
+            turn, ready.tenant, ready.assembled.unsummarized_tokens, inbound, reply
+        )

@@ -1,0 +1,125 @@
+"""The model call of a reply: admitted by the `ModelGate`, streamed to a channel that shows a
+reply as it is written, the tenant's fallback text when the provider fails for good, and the
+conversation handed to a person at the tenant's count of failures in a row."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+from context import ChatMessage
+from gateway.providers import FALLBACK_MESSAGE, ProviderError
+from gateway.providers.base import Completion, ModelProvider
+from gateway.providers.limits import CallLimits
+from gateway.providers.pool import ProviderPool
+from gateway.storage.message_meta import CANNED_FALLBACK, CANNED_HANDOFF, CANNED_OFFLINE
+from gateway.storage.records import PendingTurn
+from gateway.storage.repositories import turns
+from gateway.storage.updates import TurnOutcome, TurnUsage
+from gateway.tenant_ref import TenantRef
+from gateway.tenants import TenantSettings
+from gateway.turns.answer.deps import AnswerDeps
+from gateway.turns.answer.reply_steps import Draft, ReplyTurn
+from gateway.turns.answer.routing import MODEL_FAILED
+from gateway.turns.preview import Preview
+from gateway.turns.typing import Typing
+from gateway.turns.window import budget_for
+
+log = logging.getLogger("relaydesk.answer")
+
+
+class ModelCall:
+    def __init__(self, deps: AnswerDeps, *, providers: ProviderPool) -> None:
+        self._deps = deps
+        self._providers = providers
+
+    async def draft(self, turn: ReplyTurn, typing: Typing) -> Draft:
+        """The model's reply to the turn's window, or the tenant's fallback (or handoff) text.
+        The typing signal stops when the first streamed text shows."""
+        pending, tenant = turn.pending, turn.tenant
+        inbound = pending.inbound
+        window = turn.assembled.window
+        provider = self._providers.for_window(tenant, window.report.estimated_tokens)
+        report = window.report.to_dict()
+        adapter = self._deps.adapters.get(inbound.channel)
+        recipient = inbound.sender.sender if inbound.sender is not None else ""
+        preview = Preview.of(adapter, recipient, inbound.provider_message_id, typing.stop)
+        try:
+            completion = await self._complete(
+                provider,
+                tenant,
+                pending.turn.tenant,
+                window.messages,
+                budget_for(tenant).output_reserve,
+                preview,
+            )
+        except ProviderError as exc:
+            log.warning(
+                "model call failed",
+                extra={"fields": {"turn": pending.turn.id, "error": str(exc)}},
+            )
+            failed = TurnOutcome(
+                status="failed",
+                provider=provider.name,
+                model=provider.model,
+                attempts=exc.attempts,
+                error=str(exc)[:2000],
+                report=report,
+            )
+        else:
+            # The offline model's text is about the gateway, not the customer: kept out of
+            # memory (summaries, facts, recall) like the fallback message.
+            done = TurnOutcome(
+                status="done",
+                provider=provider.name,
+                model=completion.model,
+                usage=TurnUsage(
+                    prompt_tokens=completion.usage.prompt_tokens,
+                    completion_tokens=completion.usage.completion_tokens,
+                    cached_tokens=completion.usage.cached_tokens,
+                ),
+                attempts=completion.attempts,
+                report=report,
+            )
+            canned = CANNED_OFFLINE if provider.name == "offline" else None
+            return Draft(completion.text, done, canned=canned)
+        finally:
+            if preview is not None:
+                await preview.close()
+        if await self._failed_repeatedly(pending, tenant):
+            return Draft(tenant.handoff_message, failed, CANNED_HANDOFF, handoff=MODEL_FAILED)
+        return Draft(tenant.fallback_message or FALLBACK_MESSAGE, failed, CANNED_FALLBACK)
+
+    async def _complete(
+        self,
+        provider: ModelProvider,
+        tenant: TenantSettings,
+        tenant_ref: TenantRef,
+        window: Sequence[ChatMessage],
+        max_tokens: int,
+        preview: Preview | None,
+    ) -> Completion:
+        limits = CallLimits(
+            in_flight=tenant.model_max_in_flight, per_minute=tenant.model_requests_per_minute
+        )
+        provider_key = f"{provider.name}:{provider.model}"
+        async with self._deps.gate.admit(provider_key, tenant_ref.encode(), limits):
+            if preview is None:
+                return await provider.complete(window, max_tokens=max_tokens)
+            return await provider.complete(window, max_tokens=max_tokens, on_text=preview.on_text)
+
+    async def _failed_repeatedly(self, pending: PendingTurn, tenant: TenantSettings) -> bool:
+        """Whether this failure is the tenant's `handoff_after_failures`-th in a row."""
+        count = tenant.handoff_after_failures
+        if count <= 0:
+            return False
+        if count == 1:
+            return True
+        async with self._deps.work, self._deps.sessions() as session:
+            before = await turns.recent_outcomes(
+                session,
+                pending.turn.conversation_key,
+                before_message_id=pending.inbound.id,
+                limit=count - 1,
+            )
+        return len(before) == count - 1 and all(status == "failed" for status in before)

@@ -1,0 +1,86 @@
+"""The reply between the model and storage: a frozen `Draft`, run through an ordered list
+of `ReplyStep`s, each returning the draft it was given or a changed copy."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Protocol
+
+from channels.base import Media
+from context.reply_attachments import split_attachments
+from gateway.storage.message_meta import CANNED_HANDOFF
+from gateway.storage.records import PendingTurn
+from gateway.storage.updates import TurnOutcome
+from gateway.tenants import TenantSettings
+from gateway.turns.answer.routing import MODEL_MARKER
+from gateway.turns.window import AssembledContext
+from identity.conversation_owner import strip_marker
+
+
+@dataclass(frozen=True, slots=True)
+class Draft:
+    """A reply not yet stored. `canned`: why it is kept out of memory (the fallback, the
+    handoff notice, the offline model's text), None for the model's own words; `handoff`: the
+    reason the conversation goes to a person with it; `outcome`: what its turn records."""
+
+    text: str
+    outcome: TurnOutcome
+    canned: str | None = None
+    handoff: str | None = None
+    attachments: tuple[Media, ...] = ()
+
+    @property
+    def failed(self) -> bool:
+        """The model call failed: the text is the tenant's, not the model's."""
+        return self.outcome.status == "failed"
+
+
+@dataclass(frozen=True, slots=True)
+class ReplyTurn:
+    """What a reply step may read: the turn, the tenant's settings and the window sent."""
+
+    pending: PendingTurn
+    tenant: TenantSettings
+    assembled: AssembledContext
+
+
+class ReplyStep(Protocol):
+    async def apply(self, draft: Draft, turn: ReplyTurn) -> Draft: ...
+
+
+class HandoffMarker:
+    """The model's handoff marker: taken out of its words, and the conversation handed to a
+    person (no words left: the tenant's text)."""
+
+    async def apply(self, draft: Draft, turn: ReplyTurn) -> Draft:
+        if draft.failed:
+            return draft
+        text, marked = strip_marker(draft.text, turn.tenant.handoff_marker)
+        if not marked:
+            return draft
+        if not text:
+            text = turn.tenant.handoff_message
+            return replace(draft, text=text, canned=CANNED_HANDOFF, handoff=MODEL_MARKER)
+        return replace(draft, text=text, handoff=MODEL_MARKER)
+
+
+class MediaAttachments:
+    """The model's media markers become attachments (`context.reply_attachments`); a canned
+    text has none."""
+
+    async def apply(self, draft: Draft, turn: ReplyTurn) -> Draft:
+        if draft.canned is not None:
+            return draft
+        text, found = split_attachments(draft.text)
+        attachments = tuple(Media(a.url, a.content_type, caption=a.caption) for a in found)
+        return replace(draft, text=text, attachments=attachments)
+
+
+REPLY_STEPS: tuple[ReplyStep, ...] = (HandoffMarker(), MediaAttachments())
+
+
+async def run_reply_steps(steps: Sequence[ReplyStep], draft: Draft, turn: ReplyTurn) -> Draft:
+    for step in steps:
+        draft = await step.apply(draft, turn)
+    return draft

@@ -1,0 +1,96 @@
+"""The reply steps over a draft, in their order, and one more step added to the list."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from channels.base import Media
+from gateway.memory.background_facts import BackgroundFacts
+from gateway.memory.recall import RecallCache
+from gateway.storage.message_meta import CANNED_FALLBACK, CANNED_HANDOFF, CANNED_OFFLINE
+from gateway.storage.updates import TurnOutcome
+from gateway.turns.answer import MODEL_MARKER, REPLY_STEPS, Draft, ReplyStep, ReplyTurn
+from gateway.turns.answer.preparation import Preparation
+from gateway.turns.answer.reply_steps import HandoffMarker, MediaAttachments, run_reply_steps
+from tests.gateway.turns.answer.stored_turns import answer_deps, read_pending, store_pending_turn
+
+DONE = TurnOutcome(status="done")
+FAILED = TurnOutcome(status="failed")
+
+
+async def _reply_turn(sessions: async_sessionmaker[AsyncSession], **tenant: object) -> ReplyTurn:
+    key = await store_pending_turn(sessions, "Vocês entregam no sábado?")
+    pending = await read_pending(sessions, key)
+    deps = answer_deps(sessions)
+    facts = BackgroundFacts(sessions=sessions, extractor_for=None, gate=deps.gate, work=deps.work)
+    preparation = Preparation(deps, recall_cache=RecallCache(), model_facts=facts)
+    async with sessions() as session:
+        prepared = await preparation.prepare(session, pending)
+    return ReplyTurn(pending, prepared.tenant.model_copy(update=tenant), prepared.assembled)
+
+
+async def test_the_handoff_marker_is_taken_out_and_hands_over(
+    sessions: async_sessionmaker[AsyncSession],
+) -> None:
+    turn = await _reply_turn(sessions)
+    marked = Draft("Vou chamar alguém.  [[handoff]]", DONE)
+    draft = await HandoffMarker().apply(marked, turn)
+    assert (draft.text, draft.handoff, draft.canned) == ("Vou chamar alguém.", MODEL_MARKER, None)
+
+    alone = await HandoffMarker().apply(Draft("[[handoff]]", DONE), turn)
+    assert (alone.text, alone.canned) == (turn.tenant.handoff_message, CANNED_HANDOFF)
+
+    # The offline model's text stays canned, marker or not.
+    offline = await HandoffMarker().apply(Draft("ok [[handoff]]", DONE, CANNED_OFFLINE), turn)
+    assert (offline.text, offline.canned, offline.handoff) == ("ok", CANNED_OFFLINE, MODEL_MARKER)
+
+
+async def test_a_failed_call_and_an_unmarked_reply_are_left_as_they_are(
+    sessions: async_sessionmaker[AsyncSession],
+) -> None:
+    turn = await _reply_turn(sessions, handoff_marker="<<pessoa>>")
+    fallback = Draft("Tente de novo <<pessoa>>", FAILED, CANNED_FALLBACK)
+    assert await HandoffMarker().apply(fallback, turn) is fallback
+    plain = Draft("Entregamos sim. [[handoff]]", DONE)
+    assert await HandoffMarker().apply(plain, turn) is plain
+
+
+async def test_media_markers_become_attachments_unless_the_text_is_canned(
+    sessions: async_sessionmaker[AsyncSession],
+) -> None:
+    turn = await _reply_turn(sessions)
+    text = "Segue o catálogo.\n[[media: https://example.com/catalogo.pdf | Catálogo]]"
+    draft = await MediaAttachments().apply(Draft(text, DONE), turn)
+    assert draft.text == "Segue o catálogo."
+    assert draft.attachments == (
+        Media("https://example.com/catalogo.pdf", "application/pdf", caption="Catálogo"),
+    )
+    canned = Draft(text, FAILED, CANNED_FALLBACK)
+    assert await MediaAttachments().apply(canned, turn) is canned
+
+
+class _Signed:
+    """A later step: it sees the draft the built-in steps left."""
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+
+    async def apply(self, draft: Draft, turn: ReplyTurn) -> Draft:
+        self.seen.append(draft.text)
+        return replace(draft, text=f"{draft.text}\n— {turn.tenant.handoff_marker}")
+
+
+async def test_the_steps_run_in_list_order_and_a_new_one_is_one_more_entry(
+    sessions: async_sessionmaker[AsyncSession],
+) -> None:
+    turn = await _reply_turn(sessions, handoff_marker="#pessoa")
+    signed = _Signed()
+    steps: tuple[ReplyStep, ...] = (*REPLY_STEPS, signed)
+    text = "Já chamo. #pessoa [[media: https://example.com/a.png]]"
+    draft = await run_reply_steps(steps, Draft(text, DONE), turn)
+    assert signed.seen == ["Já chamo."]
+    assert draft.text == "Já chamo.\n— #pessoa"
+    assert draft.handoff == MODEL_MARKER
+    assert [a.url for a in draft.attachments] == ["https://example.com/a.png"]
