@@ -9,7 +9,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from gateway.coordination.locks import InProcessLocks
 from gateway.memory.recall import RecallCache
-from gateway.storage.message_meta import CANNED_HANDOFF
+from gateway.storage.message_meta import CANNED_HANDOFF, CANNED_KEY
 from gateway.storage.models import Conversation, Message, TurnRow
 from gateway.turns.answer import Answerer
 from gateway.turns.backpressure import Backpressure
@@ -119,7 +119,7 @@ async def test_a_customer_asking_for_a_person_is_handed_over_without_the_model(
     assert row.status == "done" and row.reply_message_id is not None
     async with sessions() as session:
         notice = await session.get(Message, row.reply_message_id)
-    assert notice is not None and notice.meta.canned == CANNED_HANDOFF
+    assert notice is not None and (notice.extra or {}).get(CANNED_KEY) == CANNED_HANDOFF
 
 
 async def test_the_models_handoff_marker_hands_over_with_its_words(
@@ -133,4 +133,4 @@ async def test_the_models_handoff_marker_hands_over_with_its_words(
     async with sessions() as session:
         reply = await session.get(Message, row.reply_message_id)
     assert reply is not None and reply.text == "Sinto muito, vou chamar alguém."
-    assert reply.meta.canned is None
+    assert CANNED_KEY not in (reply.extra or {})
