@@ -1,9 +1,9 @@
 """What a sender proves about itself, per channel: a claim → identity evidence.
 
 A `SenderClaim` is read from a stored channel message or from a `/v1/context` caller; each
-channel's rule turns it into the `identity` evidence its link level comes from. The registry
-(`gateway.registry`) names the rule of each channel, so a message and a context request of the
-same channel identity always get the same evidence.
+channel's rule turns it into the `identity` evidence its link level comes from. The catalog
+(`gateway.channel_catalog`) names the rule of each channel, so a message and a context request
+of the same channel identity always get the same evidence.
 """
 
 from __future__ import annotations

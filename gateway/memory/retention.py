@@ -24,6 +24,7 @@ from typing import Final
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from gateway import channel_catalog
 from gateway.runtime.clock import utcnow
 from gateway.runtime.metrics import Metrics
 from gateway.runtime.outages import is_storage_down
@@ -36,9 +37,8 @@ BATCH: Final = 500
 # The first run waits this long after start (or the interval, if shorter): a process that
 # restarts more often than the interval still runs retention, just not while it is starting.
 FIRST_RUN_AFTER_S: Final = 60.0
-# Every registered channel (`gateway.registry.NAMES`, which this layer does not import; a test
-# keeps the two equal).
-CHANNELS: Final = ("whatsapp", "whatsapp_cloud", "telegram", "webchat", "phone")
+# Every channel of the catalog: each tenant's retention applies to all of them.
+CHANNELS: Final = channel_catalog.NAMES
 
 
 @dataclass(frozen=True, slots=True)
