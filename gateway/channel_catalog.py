@@ -3,9 +3,10 @@
 An entry names the channel (`identity.channels.ChannelName`: the name stored on its messages
 and episodes), the identity channel its senders' keys belong to, the rule that turns what a
 sender claims into identity evidence, and the prefix a `/v1/context` caller may write before
-the channel's own id. Retention, `/v1/context`, the conversations API, accept and delivery
-read this table; it imports no adapter and no route, so any layer may. The adapters and routes
-of each channel are wired in `gateway.registry`.
+the channel's own id. Accept (its evidence rules, given by `gateway.app`), retention,
+`/v1/context` and the conversations API read this table; delivery's WhatsApp window reads the
+identity channel (`identity.service_window`). It imports no adapter and no route, so any layer
+may; the adapters and routes of each channel are wired in `gateway.registry`.
 """
 
 from __future__ import annotations

@@ -65,9 +65,10 @@ def claim_for_identity(
 ) -> SenderClaim:
     """`claim_for` of a channel and external id (also what an operator names a conversation
     by)."""
+    entry = channel_catalog.entry(channel)
     return SenderClaim(
-        channel=channel,
-        sender=external_id.removeprefix(channel_catalog.entry(channel).context_prefix),
+        channel=entry.name,
+        sender=external_id.removeprefix(entry.context_prefix),
         identity_token=identity_token,
         call_id=f"context:{external_id}",
     )

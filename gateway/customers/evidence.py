@@ -26,6 +26,7 @@ from identity import (
     observe,
     verify_identity_token,
 )
+from identity.channels import ChannelName
 from identity.stated import stated_values
 
 
@@ -33,7 +34,7 @@ from identity.stated import stated_values
 class SenderClaim:
     """Who a message says its sender is: the channel's own id and what came with it."""
 
-    channel: str
+    channel: ChannelName
     sender: str
     kind: str = "text"
     identity_token: str | None = None

@@ -30,6 +30,7 @@ from gateway.runtime.metrics import Metrics
 from gateway.runtime.outages import is_storage_down
 from gateway.runtime.tasks import cancel_and_wait
 from gateway.storage.repositories import retention, tenants
+from identity.channels import ChannelName
 
 log = logging.getLogger("relaydesk.retention")
 
@@ -46,13 +47,13 @@ class ChannelRetention:
     """Messages of `channel` written before `before` go; `memory_too`: with what memory
     derived from them."""
 
-    channel: str
+    channel: ChannelName
     before: datetime
     memory_too: bool
 
 
 async def policies(
-    session: AsyncSession, now: datetime, channels: Iterable[str] = CHANNELS
+    session: AsyncSession, now: datetime, channels: Iterable[ChannelName] = CHANNELS
 ) -> list[ChannelRetention]:
     """The channels whose messages are not kept forever, with their cutoffs."""
     found = []
