@@ -1,9 +1,12 @@
 """The channel protocol: `verify` and `parse` are synchronous and pure, `send` is the only I/O
 (with, where the channel has them, the typing signal and reply previews shown while a reply is
-being written: `TypingSignals`, `ReplyPreviews`).
+being written: `TypingSignals`, `ReplyPreviews`, and the download of a received attachment:
+`MediaFetch`).
 
 The gateway reads the request body once, wraps it in a `RawRequest`, and hands it to the
-channel. A channel never stores anything and never builds its own web app.
+channel; `parse` reads it once into a `Parsed`: the customer messages, the delivery statuses
+and what was acknowledged without being stored. A channel never stores anything and never
+builds its own web app.
 
     ChannelError
     ├── SignatureInvalid    the caller is not who it claims (→ 401/403, nothing stored)
@@ -18,6 +21,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal, Protocol, runtime_checkable
 from urllib.parse import parse_qsl
+
+from identity.channels import ChannelName
 
 MessageKind = Literal[
     "text",
@@ -122,7 +127,7 @@ class InboundMessage:
     visitor id, caller number); `provider_message_id` with `channel` is the idempotency key.
     """
 
-    channel: str
+    channel: ChannelName
     provider_message_id: str
     sender: str
     text: str
@@ -214,6 +219,35 @@ class SendResult:
     provider_message_ids: tuple[str, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class DeliveryStatus:
+    """A provider's report on a message we sent: its id, the status and the provider's error
+    code when it failed."""
+
+    provider_message_id: str
+    status: str
+    error_code: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Ignored:
+    """Something a request carried that is acknowledged without being stored: what it was and
+    why (never its content)."""
+
+    what: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Parsed:
+    """Everything in one verified request, read in one pass: customer messages to store,
+    delivery statuses to apply (in order) and the items acknowledged without either."""
+
+    messages: tuple[InboundMessage, ...] = ()
+    statuses: tuple[DeliveryStatus, ...] = ()
+    ignored: tuple[Ignored, ...] = ()
+
+
 class Channel(Protocol):
     """What every adapter provides; the gateway owns routes and the registry."""
 
@@ -223,8 +257,8 @@ class Channel(Protocol):
         """Raise `SignatureInvalid` unless the request really comes from the provider."""
         ...
 
-    def parse(self, request: RawRequest) -> tuple[InboundMessage, ...]:
-        """The messages in a verified request; raise `PayloadInvalid` with the reason."""
+    def parse(self, request: RawRequest) -> Parsed:
+        """What a verified request carries; raise `PayloadInvalid` with the reason."""
         ...
 
     async def send(self, message: OutboundMessage) -> SendResult:
@@ -233,23 +267,12 @@ class Channel(Protocol):
 
 
 @runtime_checkable
-class StatusCallbacks(Protocol):
-    """An adapter whose provider calls back with the delivery status of what it sent."""
+class MediaFetch(Protocol):
+    """An adapter that can download an attachment a customer sent (a voice note to transcribe,
+    a contact card to read): the provider's URLs need the channel's credentials."""
 
-    def parse_status(self, request: RawRequest) -> tuple[str, str, str | None]:
-        """(provider message id, status, error code) of a verified status callback; raise
-        `PayloadInvalid`."""
-        ...
-
-
-@runtime_checkable
-class StatusBatches(Protocol):
-    """An adapter whose provider reports several delivery statuses in one callback (the Cloud
-    API batches `statuses[]`), each applied like a `StatusCallbacks` one."""
-
-    def parse_statuses(self, request: RawRequest) -> tuple[tuple[str, str, str | None], ...]:
-        """(provider message id, status, error code) of each status in a verified request, in
-        order; raise `PayloadInvalid`."""
+    async def fetch_media(self, media: Media) -> tuple[bytes, str]:
+        """The attachment's bytes and content type; raise `SendFailed`."""
         ...
 
 

@@ -2,12 +2,12 @@
 
 `verify` compares `X-Telegram-Bot-Api-Secret-Token` with the secret given to `setWebhook` in
 constant time (Telegram signs nothing; that shared secret is the only proof). `parse` is
-`channels.telegram_updates.read_update`: a customer's message in a private chat, or nothing
-for every other update (acknowledged so that Telegram does not deliver it again, never
-stored). `send` goes through `telegram.Bot`, split at Telegram's length limit
-(`channels.splitting`), then each attachment by its URL (`sendPhoto`, `sendDocument`), waiting
-out flood control when Telegram asks for it; `typing` is the
-chat's "typing…" action.
+`channels.telegram_updates.read_update`: a customer's message in a private chat, or, for
+every other update, its kind and why it is ignored (acknowledged so that Telegram does not
+deliver it again, never stored). `send` goes through `telegram.Bot`, split at Telegram's
+length limit (`channels.splitting`), then each attachment by its URL (`sendPhoto`,
+`sendDocument`), waiting out flood control when Telegram asks for it; `typing` is the chat's
+"typing…" action; `fetch_media` downloads a file the customer sent (`MediaFetch`).
 """
 
 from __future__ import annotations
@@ -38,9 +38,12 @@ from telegram.error import (
 from telegram.warnings import PTBDeprecationWarning
 
 from channels.base import (
-    InboundMessage,
+    Ignored as IgnoredItem,
+)
+from channels.base import (
     Media,
     OutboundMessage,
+    Parsed,
     RawRequest,
     SendFailed,
     SendResult,
@@ -140,9 +143,11 @@ class TelegramChannel:
         ):
             raise SignatureInvalid(f"{SECRET_HEADER} does not match")
 
-    def parse(self, request: RawRequest) -> tuple[InboundMessage, ...]:
+    def parse(self, request: RawRequest) -> Parsed:
         result = read_update(request.body, self._clock())
-        return () if isinstance(result, Ignored) else (result,)
+        if isinstance(result, Ignored):
+            return Parsed(ignored=(IgnoredItem(result.update_type, result.reason),))
+        return Parsed(messages=(result,))
 
     # Outbound
 

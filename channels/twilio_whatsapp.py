@@ -1,11 +1,13 @@
 """WhatsApp through Twilio: signed form webhooks in, the Messages API out.
 
 `verify` checks `X-Twilio-Signature` with the twilio library's `RequestValidator` against the
-public URL Twilio called (so it is right behind a proxy); `parse` keeps every parameter, known
-or not; `send` goes through the SDK's async client (no blocking call on the event loop),
-splitting long bodies in order (`channels.splitting`). `typing` shows the customer WhatsApp's
-typing indicator through Messaging v2's Typing Indicators resource (a public beta), which also
-marks the customer's message read.
+public URL Twilio called (so it is right behind a proxy); `parse` reads an inbound message,
+keeping every parameter, known or not, or, on `STATUS_PATH` (the callback URL every send
+names), a delivery status; `send` goes through the SDK's async client (no blocking call on
+the event loop), splitting long bodies in order (`channels.splitting`). `typing` shows the
+customer WhatsApp's typing indicator through Messaging v2's Typing Indicators resource (a
+public beta), which also marks the customer's message read; `fetch_media` downloads what the
+customer sent with the account's credentials (`MediaFetch`).
 """
 
 from __future__ import annotations
@@ -33,9 +35,11 @@ from twilio.request_validator import (
 from twilio.rest import Client
 
 from channels.base import (
+    DeliveryStatus,
     InboundMessage,
     Media,
     OutboundMessage,
+    Parsed,
     PayloadInvalid,
     RawRequest,
     SendFailed,
@@ -46,7 +50,18 @@ from channels.base import (
 from channels.splitting import split_message
 from channels.twilio_inbound import AUDIO_PLACEHOLDER, kind_of, media_of, text_of
 
-__all__ = ["AUDIO_PLACEHOLDER", "MAX_BODY_CHARS", "TwilioWhatsAppChannel", "form_params"]
+__all__ = [
+    "AUDIO_PLACEHOLDER",
+    "INBOUND_PATH",
+    "MAX_BODY_CHARS",
+    "STATUS_PATH",
+    "TwilioWhatsAppChannel",
+    "form_params",
+]
+
+# Where Twilio posts inbound messages, and the status callback every send asks for.
+INBOUND_PATH = "/webhooks/twilio/whatsapp"
+STATUS_PATH = "/webhooks/twilio/status"
 
 # Twilio accepts up to 1600 characters per WhatsApp message body.
 MAX_BODY_CHARS = 1600
@@ -114,9 +129,7 @@ class TwilioWhatsAppChannel:
         self._attempts = attempts
         self._base_delay_s = base_delay_s
         self._client: Client | None = None
-        self._status_callback = (
-            f"{self._public_url}/webhooks/twilio/status" if self._public_url else None
-        )
+        self._status_callback = f"{self._public_url}{STATUS_PATH}" if self._public_url else None
         self._http: AsyncTwilioHttpClient | None = None
 
     # Inbound
@@ -155,7 +168,13 @@ class TwilioWhatsAppChannel:
             raise PayloadInvalid("MessageSid and MessageStatus are required")
         return sid, status, params.get("ErrorCode") or None
 
-    def parse(self, request: RawRequest) -> tuple[InboundMessage, ...]:
+    def parse(self, request: RawRequest) -> Parsed:
+        """A status callback on `STATUS_PATH`, an inbound message anywhere else."""
+        if urlsplit(request.url).path == STATUS_PATH:
+            return Parsed(statuses=(DeliveryStatus(*self.parse_status(request)),))
+        return Parsed(messages=(self._message(request),))
+
+    def _message(self, request: RawRequest) -> InboundMessage:
         params = form_params(request.body)
         sid = params.get("MessageSid") or params.get("SmsMessageSid") or params.get("SmsSid")
         sender = params.get("From")
@@ -165,21 +184,19 @@ class TwilioWhatsAppChannel:
             raise PayloadInvalid("From is missing")
         media = media_of(params)
         kind = kind_of(params, media)
-        return (
-            InboundMessage(
-                channel="whatsapp",
-                provider_message_id=sid,
-                sender=sender,
-                text=text_of(params, kind, media),
-                received_at=self._clock(),
-                kind=kind,
-                sender_name=params.get("ProfileName") or None,
-                media=media,
-                reply_to_provider_id=params.get("OriginalRepliedMessageSid") or None,
-                # Every parameter is kept (new ones included), the last value of a repeat —
-                # but the body only once, as the message text (which is redacted on storing).
-                extra={key: params.getall(key)[-1] for key in params if key != "Body"},
-            ),
+        return InboundMessage(
+            channel="whatsapp",
+            provider_message_id=sid,
+            sender=sender,
+            text=text_of(params, kind, media),
+            received_at=self._clock(),
+            kind=kind,
+            sender_name=params.get("ProfileName") or None,
+            media=media,
+            reply_to_provider_id=params.get("OriginalRepliedMessageSid") or None,
+            # Every parameter is kept (new ones included), the last value of a repeat —
+            # but the body only once, as the message text (which is redacted on storing).
+            extra={key: params.getall(key)[-1] for key in params if key != "Body"},
         )
 
     # Outbound

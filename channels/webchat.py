@@ -25,7 +25,14 @@ from collections.abc import Awaitable, Callable, Mapping
 from datetime import datetime
 from typing import Any, Final
 
-from channels.base import InboundMessage, OutboundMessage, PayloadInvalid, RawRequest, SendResult
+from channels.base import (
+    InboundMessage,
+    OutboundMessage,
+    Parsed,
+    PayloadInvalid,
+    RawRequest,
+    SendResult,
+)
 
 VISITOR_ID = re.compile(r"^[A-Za-z0-9_-]{8,128}$")
 CLIENT_MESSAGE_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")
@@ -117,7 +124,7 @@ class WebChatChannel:
     def verify(self, request: RawRequest) -> None:
         """Nothing to verify: web chat has no provider signature (see module docstring)."""
 
-    def parse(self, request: RawRequest) -> tuple[InboundMessage, ...]:
+    def parse(self, request: RawRequest) -> Parsed:
         try:
             data = json.loads(request.body or b"null")
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -126,7 +133,8 @@ class WebChatChannel:
             raise PayloadInvalid("body must be a JSON object")
         visitor = visitor_id_of(data)
         token = bearer_token(request.headers)
-        return (message_from(data, visitor_id=visitor, token=token, received_at=self._clock()),)
+        inbound = message_from(data, visitor_id=visitor, token=token, received_at=self._clock())
+        return Parsed(messages=(inbound,))
 
     async def send(self, message: OutboundMessage) -> SendResult:
         await self._deliver(message)

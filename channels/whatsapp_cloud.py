@@ -1,8 +1,8 @@
 """WhatsApp through Meta's Cloud API: signed JSON webhooks in, the Graph API out (httpx).
 
-`subscription_challenge` answers Meta's webhook check (`hub.verify_token`); `verify` checks
-`X-Hub-Signature-256`, the HMAC-SHA256 of the raw body with the app secret, in constant time;
-`parse` and `parse_statuses` read one body (`channels.whatsapp_cloud_payload`). `send` posts
+`subscription_challenge` answers Meta's webhook check (`hub.verify_token`) and `verify` checks
+`X-Hub-Signature-256`, both through `channels.meta_webhooks`; `parse` reads one body once
+(`channels.whatsapp_cloud_payload`): its messages, statuses and ignored items. `send` posts
 to `/{phone_number_id}/messages`: text split at 4096 characters, attachments uploaded first
 (`/{phone_number_id}/media`), or an approved template; transient Graph errors are retried with
 jittered backoff. `typing` marks the customer's message read and shows the typing indicator;
@@ -12,8 +12,6 @@ jittered backoff. `typing` marks the customer's message read and shows the typin
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import hmac
 import random
 from collections.abc import Callable, Mapping
 from datetime import datetime
@@ -21,24 +19,22 @@ from typing import Any
 
 import httpx
 
+from channels import meta_webhooks
 from channels.base import (
-    InboundMessage,
+    DeliveryStatus,
+    Ignored,
     Media,
     OutboundMessage,
+    Parsed,
     RawRequest,
     SendFailed,
     SendResult,
     SignatureInvalid,
     Template,
 )
+from channels.meta_webhooks import SIGNATURE_HEADER
 from channels.splitting import split_message
-from channels.whatsapp_cloud_payload import (
-    CHANNEL,
-    DeliveryStatus,
-    Ignored,
-    Notification,
-    read_notification,
-)
+from channels.whatsapp_cloud_payload import CHANNEL, read_notification
 
 __all__ = [
     "MAX_TEXT_CHARS",
@@ -49,7 +45,6 @@ __all__ = [
     "graph_failure",
 ]
 
-SIGNATURE_HEADER = "X-Hub-Signature-256"
 # A text message's body takes at most 4096 characters.
 MAX_TEXT_CHARS = 4096
 # The typing indicator shows for up to 25 s or until the reply: renewed a little before.
@@ -121,38 +116,22 @@ class WhatsAppCloudChannel:
         (403) unless `hub.mode` is subscribe and `hub.verify_token` is ours."""
         if not self._verify_token:
             raise SignatureInvalid("WHATSAPP_CLOUD_VERIFY_TOKEN is not configured")
-        if query.get("hub.mode") != "subscribe":
-            raise SignatureInvalid("hub.mode must be subscribe")
-        given = query.get("hub.verify_token", "")
-        if not hmac.compare_digest(given.encode(), self._verify_token.encode()):
-            raise SignatureInvalid("hub.verify_token does not match")
-        return query.get("hub.challenge", "")
+        return meta_webhooks.subscription_challenge(query, self._verify_token)
 
     def verify(self, request: RawRequest) -> None:
         if not self._app_secret:
             raise SignatureInvalid("WHATSAPP_CLOUD_APP_SECRET is not configured")
-        given = request.header(SIGNATURE_HEADER)
-        if not given:
-            raise SignatureInvalid(f"missing {SIGNATURE_HEADER}")
-        expected = hmac.new(self._app_secret.encode(), request.body, hashlib.sha256).hexdigest()
-        if not hmac.compare_digest(given.strip().encode(), f"sha256={expected}".encode()):
-            raise SignatureInvalid(f"{SIGNATURE_HEADER} does not match")
+        meta_webhooks.verify_signature(
+            request.header(SIGNATURE_HEADER), request.body, self._app_secret
+        )
 
-    def read(self, request: RawRequest) -> Notification:
+    def parse(self, request: RawRequest) -> Parsed:
         """Everything in a verified body; `PayloadInvalid` when it is malformed."""
         return read_notification(
             request.body,
             received_at=self._clock(),
             media_base=self._api_base,
             phone_number_id=self._phone_number_id,
-        )
-
-    def parse(self, request: RawRequest) -> tuple[InboundMessage, ...]:
-        return self.read(request).messages
-
-    def parse_statuses(self, request: RawRequest) -> tuple[tuple[str, str, str | None], ...]:
-        return tuple(
-            (s.provider_message_id, s.status, s.error_code) for s in self.read(request).statuses
         )
 
     # Outbound

@@ -29,12 +29,20 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Final
 
-from channels.base import InboundMessage, Media, MessageKind, PayloadInvalid
+from channels.base import (
+    DeliveryStatus,
+    Ignored,
+    InboundMessage,
+    Media,
+    MessageKind,
+    Parsed,
+    PayloadInvalid,
+)
 from channels.media_text import describe_media
 
-CHANNEL = "whatsapp_cloud"
+CHANNEL: Final = "whatsapp_cloud"
 OBJECT = "whatsapp_business_account"
 # Attachment types and the kind each becomes; audio (a voice note or a sent file) is "voice".
 MEDIA_KINDS: Mapping[str, MessageKind] = {
@@ -54,37 +62,13 @@ JSON = dict[str, Any]
 WA_ID = re.compile(r"^\+?[0-9]{6,15}$")
 
 
-@dataclass(frozen=True, slots=True)
-class DeliveryStatus:
-    """One `statuses[]` item: the wamid we sent, its status and Meta's error code if failed."""
-
-    provider_message_id: str
-    status: str
-    error_code: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Ignored:
-    """Something acknowledged without being stored: what it was and why (no content)."""
-
-    what: str
-    reason: str
-
-
-@dataclass(frozen=True, slots=True)
-class Notification:
-    messages: tuple[InboundMessage, ...] = ()
-    statuses: tuple[DeliveryStatus, ...] = ()
-    ignored: tuple[Ignored, ...] = ()
-
-
 def read_notification(
     body: bytes,
     *,
     received_at: datetime,
     media_base: str,
     phone_number_id: str | None = None,
-) -> Notification:
+) -> Parsed:
     """The webhook body, read; raise `PayloadInvalid` with the reason when it is malformed.
 
     `media_base` is the Graph API base a media id is fetched from (each `Media.url` is the
@@ -97,9 +81,7 @@ def read_notification(
     if not isinstance(document, dict):
         raise PayloadInvalid("body is not a JSON object")
     if document.get("object") != OBJECT:
-        return Notification(
-            ignored=(Ignored(f"object {document.get('object')!r}", "not WhatsApp"),)
-        )
+        return Parsed(ignored=(Ignored(f"object {document.get('object')!r}", "not WhatsApp"),))
     messages: list[InboundMessage] = []
     statuses: list[DeliveryStatus] = []
     ignored: list[Ignored] = []
@@ -130,7 +112,7 @@ def read_notification(
                 _status(_object(item, "statuses[]"))
                 for item in _list(value, "statuses", "value", required=False)
             )
-    return Notification(_first_of_each(messages), tuple(statuses), tuple(ignored))
+    return Parsed(_first_of_each(messages), tuple(statuses), tuple(ignored))
 
 
 # The parts of a body

@@ -38,7 +38,7 @@ def test(data: bytes) -> None:
     fdp = atheris.FuzzedDataProvider(data)
     request = RawRequest("POST", "https://example.test/webhooks/twilio/whatsapp", {}, body_of(fdp))
     try:
-        [message] = CHANNEL.parse(request)
+        [message] = CHANNEL.parse(request).messages
         assert message.provider_message_id and message.sender
     except PayloadInvalid:
         pass

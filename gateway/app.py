@@ -13,6 +13,7 @@ from pydantic import SecretStr
 from channels.base import InboundMessage
 from context import TiktokenCounter, load_encoding
 from gateway.api import campaigns, context, conversation_templates, conversations, operator
+from gateway.channel_catalog import CATALOG
 from gateway.config import Settings
 from gateway.console import routes as console_routes
 from gateway.coordination.dedupe import SeenKeys
@@ -62,7 +63,6 @@ from gateway.providers.limits import CallLimits, ModelGate
 from gateway.providers.pool import ProviderPool
 from gateway.providers.transcriber import OpenAITranscriber
 from gateway.registry import (
-    CHANNELS,
     AdapterDeps,
     add_channel_routes,
     build_adapters,
@@ -190,7 +190,7 @@ async def flow_ctx(app: web.Application) -> AsyncIterator[None]:
         writer=LotWriter(
             settings=settings,
             counter=app[COUNTER],
-            evidence={entry.name: entry.evidence for entry in CHANNELS},
+            evidence={entry.name: entry.evidence for entry in CATALOG},
             tenant_cache=tenant_cache,
             events=app[EVENTS],
         ),

@@ -1,11 +1,7 @@
-"""The channels Relaydesk speaks, each registered once.
-
-An entry names the channel (the name stored on its messages and episodes), the rule that turns
-what its sender claims into identity evidence, the adapter that verifies, parses and sends
-(none for phone calls: they arrive as finished transcripts and are never answered), and the
-routes it needs. The webhook routes, the identity evidence of stored messages, `/v1/context`
-and delivery all read this table. Adding a channel: its adapter module in `channels/`, an
-evidence rule in `gateway.customers.evidence` if no existing one fits, and one entry here.
+"""How each channel of the catalog (`gateway.channel_catalog`) is wired into the app: the
+adapter that verifies, parses and sends (none for phone calls: they arrive as finished
+transcripts and are never answered) and the routes it needs. Only `gateway.app` reads this;
+everything else reads the catalog, which imports no adapter and no route.
 """
 
 from __future__ import annotations
@@ -25,17 +21,11 @@ from channels.webchat import WebChatChannel
 from channels.whatsapp_cloud import WhatsAppCloudChannel
 from gateway.api import transcripts
 from gateway.config import Settings
-from gateway.customers.evidence import (
-    EvidenceRule,
-    phone_caller,
-    telegram_sender,
-    webchat_visitor,
-    whatsapp_sender,
-)
 from gateway.http import webhooks
 from gateway.runtime.clock import utcnow
 from gateway.webchat import page, routes
 from gateway.webchat.hub import WebChatHub
+from identity.channels import ChannelName
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,11 +38,8 @@ class AdapterDeps:
 
 
 @dataclass(frozen=True, slots=True)
-class ChannelEntry:
-    name: str
-    evidence: EvidenceRule
-    # The external-id prefix a `/v1/context` caller may write before the channel's own id.
-    context_prefix: str = ""
+class ChannelWiring:
+    name: ChannelName
     adapter: Callable[[AdapterDeps], Channel] | None = None
     routes: Callable[[web.Application], None] | None = None
 
@@ -106,33 +93,26 @@ def _webchat_routes(app: web.Application) -> None:
     page.add_routes(app)
 
 
-CHANNELS: Final[tuple[ChannelEntry, ...]] = (
-    ChannelEntry("whatsapp", whatsapp_sender, "", _twilio_whatsapp, webhooks.add_twilio_routes),
-    # The Cloud API's sender is `whatsapp:+E164` too: the same identity as through Twilio, on a
-    # channel of its own so that replies go back through the provider the customer wrote to.
-    ChannelEntry(
-        "whatsapp_cloud",
-        whatsapp_sender,
-        "",
-        _whatsapp_cloud,
-        webhooks.add_whatsapp_cloud_routes,
+WIRING: Final[tuple[ChannelWiring, ...]] = (
+    ChannelWiring(
+        "whatsapp",
+        _twilio_whatsapp,
+        webhooks.routes(webhooks.TWILIO_WHATSAPP, webhooks.TWILIO_STATUS),
     ),
-    ChannelEntry("telegram", telegram_sender, "telegram:", _telegram, webhooks.add_telegram_routes),
-    ChannelEntry("webchat", webchat_visitor, "web:anon:", _webchat, _webchat_routes),
-    ChannelEntry("phone", phone_caller, "phone:", None, transcripts.add_routes),
+    ChannelWiring(
+        "whatsapp_cloud",
+        _whatsapp_cloud,
+        webhooks.routes(webhooks.WHATSAPP_CLOUD, subscription_check=True),
+    ),
+    ChannelWiring("telegram", _telegram, webhooks.routes(webhooks.TELEGRAM)),
+    ChannelWiring("webchat", _webchat, _webchat_routes),
+    ChannelWiring("phone", None, transcripts.add_routes),
 )
-BY_NAME: Final[Mapping[str, ChannelEntry]] = {entry.name: entry for entry in CHANNELS}
-NAMES: Final[tuple[str, ...]] = tuple(BY_NAME)
-
-
-def entry(name: str) -> ChannelEntry:
-    """The registered channel `name`; `KeyError` for one that is not."""
-    return BY_NAME[name]
 
 
 def build_adapters(deps: AdapterDeps) -> dict[str, Channel]:
     """One adapter per channel that has one, keyed by channel name."""
-    return {e.name: e.adapter(deps) for e in CHANNELS if e.adapter is not None}
+    return {w.name: w.adapter(deps) for w in WIRING if w.adapter is not None}
 
 
 async def close_adapters(adapters: Mapping[str, Channel]) -> None:
@@ -143,6 +123,6 @@ async def close_adapters(adapters: Mapping[str, Channel]) -> None:
 
 
 def add_channel_routes(app: web.Application) -> None:
-    for e in CHANNELS:
-        if e.routes is not None:
-            e.routes(app)
+    for w in WIRING:
+        if w.routes is not None:
+            w.routes(app)

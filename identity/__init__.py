@@ -15,6 +15,13 @@ and, for operators, `plan_merge` / `plan_split` whose moves and audit entry it p
 from __future__ import annotations
 
 from identity.blocked import DEFAULT_BLOCKED, DEFAULT_BLOCKED_TOKENS, BlockedValues
+from identity.channels import (
+    CHANNEL_NAMES,
+    ChannelName,
+    IdentityChannel,
+    channel_name,
+    identity_channel,
+)
 from identity.errors import (
     IdentityConfigError,
     IdentityError,
@@ -98,7 +105,10 @@ __all__ = [
     "MIN_SECRET_BYTES",
     "AuditEntry",
     "BlockedValues",
+    "CHANNEL_NAMES",
     "Channel",
+    "ChannelName",
+    "IdentityChannel",
     "ChannelIdentityKey",
     "Evidence",
     "GraphLookups",
@@ -136,6 +146,7 @@ __all__ = [
     "apply_plan",
     "at_least",
     "channel_identity_key",
+    "channel_name",
     "check_webchat_secret",
     "identity_keys_of",
     "lookups_for",
@@ -144,6 +155,7 @@ __all__ = [
     "normalize_opaque_id",
     "normalize_phone",
     "decimal_id",
+    "identity_channel",
     "normalize_telegram_id",
     "observe",
     "plan_merge",

@@ -15,12 +15,20 @@ from typing import Literal, get_args
 
 import phonenumbers
 
+from identity.channels import (
+    IDENTITY_CHANNELS,
+    ChannelName,
+    IdentityChannel,
+    identity_channel,
+    is_channel_name,
+)
 from identity.errors import InvalidIdentifier
 
 __all__ = [
     "DEFAULT_REGION",
     "Channel",
     "ChannelIdentityKey",
+    "IdentityChannel",
     "Identifier",
     "IdentifierKind",
     "channel_identity_key",
@@ -35,14 +43,17 @@ __all__ = [
 
 DEFAULT_REGION = "BR"
 
-Channel = Literal["whatsapp", "telegram", "webchat", "phone"]
+# Every channel a message arrives on (`identity.channels`); its identity keys are those of
+# its identity channel (`whatsapp_cloud` speaks for `whatsapp`).
+Channel = ChannelName
 IdentifierKind = Literal["phone", "email", "telegram", "web_account", "web_anon", "call"]
 
-CHANNELS: frozenset[str] = frozenset(get_args(Channel))
+# The channels an identity key may name.
+CHANNELS: frozenset[str] = frozenset(IDENTITY_CHANNELS)
 IDENTIFIER_KINDS: frozenset[str] = frozenset(get_args(IdentifierKind))
 
 # Which identifier kinds may key a channel identity, and the external-id prefix of each pair.
-_KEY_PREFIXES: dict[tuple[Channel, IdentifierKind], str] = {
+_KEY_PREFIXES: dict[tuple[IdentityChannel, IdentifierKind], str] = {
     ("whatsapp", "phone"): "whatsapp:",
     ("telegram", "telegram"): "telegram:",
     ("webchat", "web_account"): "web:acct:",
@@ -51,7 +62,7 @@ _KEY_PREFIXES: dict[tuple[Channel, IdentifierKind], str] = {
     ("phone", "call"): "phone:call:",
 }
 # Longest prefix first so that "phone:call:" wins over "phone:".
-_PREFIX_TO_PAIR: list[tuple[str, tuple[Channel, IdentifierKind]]] = sorted(
+_PREFIX_TO_PAIR: list[tuple[str, tuple[IdentityChannel, IdentifierKind]]] = sorted(
     ((prefix, pair) for pair, prefix in _KEY_PREFIXES.items()), key=lambda item: -len(item[0])
 )
 
@@ -94,7 +105,7 @@ class ChannelIdentityKey:
     reads it back.
     """
 
-    channel: Channel
+    channel: IdentityChannel
     identifier: Identifier
 
     def __post_init__(self) -> None:
@@ -261,21 +272,22 @@ def channel_identity_key(
     caller number for phone. A bare web chat id is an anonymous visitor: accounts come only
     from a verified identity token (``web:acct:`` is accepted here only when already prefixed).
     """
-    if channel not in CHANNELS:
+    if not is_channel_name(channel):
         raise InvalidIdentifier(f"unknown channel {channel!r}")
+    speaks_for = identity_channel(channel)
     if isinstance(external_id, str):
         for prefix, (key_channel, kind) in _PREFIX_TO_PAIR:
-            if key_channel == channel and external_id.startswith(prefix):
+            if key_channel == speaks_for and external_id.startswith(prefix):
                 raw = external_id[len(prefix) :]
-                return ChannelIdentityKey(channel, _key_identifier(kind, raw, region))
-    bare_kind: dict[Channel, IdentifierKind] = {
+                return ChannelIdentityKey(speaks_for, _key_identifier(kind, raw, region))
+    bare_kind: dict[IdentityChannel, IdentifierKind] = {
         "whatsapp": "phone",
         "telegram": "telegram",
         "webchat": "web_anon",
         "phone": "phone",
     }
-    kind = bare_kind[channel]
-    return ChannelIdentityKey(channel, _key_identifier(kind, external_id, region))
+    kind = bare_kind[speaks_for]
+    return ChannelIdentityKey(speaks_for, _key_identifier(kind, external_id, region))
 
 
 def _key_identifier(kind: IdentifierKind, raw: str | int, region: str | None) -> Identifier:

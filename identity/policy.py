@@ -19,9 +19,10 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Protocol, TypeVar
 
+from identity.channels import IdentityChannel
 from identity.errors import IdentityConfigError
 from identity.levels import LinkLevel
-from identity.normalize import CHANNELS, Channel, ChannelIdentityKey
+from identity.normalize import CHANNELS, ChannelIdentityKey
 
 __all__ = ["ALL_SCOPES", "DEFAULT_SCOPES", "ScopePolicy", "ScopedFact"]
 
@@ -61,7 +62,9 @@ class ScopePolicy:
 
     scopes: frozenset[str]
     levels: LevelTable
-    channels: Mapping[Channel, LevelTable] = field(default_factory=lambda: MappingProxyType({}))
+    channels: Mapping[IdentityChannel, LevelTable] = field(
+        default_factory=lambda: MappingProxyType({})
+    )
     own_facts_only: frozenset[LinkLevel] = frozenset({LinkLevel.ANONYMOUS})
 
     def __post_init__(self) -> None:
@@ -121,7 +124,7 @@ class ScopePolicy:
         channels_raw = data.get("channels", {})
         if not isinstance(channels_raw, Mapping):
             raise IdentityConfigError("channels must be a mapping")
-        channels: dict[Channel, LevelTable] = {}
+        channels: dict[IdentityChannel, LevelTable] = {}
         for channel, table in channels_raw.items():
             if channel not in CHANNELS:
                 raise IdentityConfigError(f"unknown channel {channel!r}")
@@ -134,7 +137,9 @@ class ScopePolicy:
             own_facts_only=frozenset(_level(name) for name in _names(own, "own_facts_only")),
         )
 
-    def allowed_scopes(self, level: LinkLevel, channel: Channel | None = None) -> frozenset[str]:
+    def allowed_scopes(
+        self, level: LinkLevel, channel: IdentityChannel | None = None
+    ) -> frozenset[str]:
         """The scopes ``level`` may see on ``channel`` (the base table when no override)."""
         if channel is not None:
             overrides = self.channels.get(channel)
@@ -146,7 +151,7 @@ class ScopePolicy:
         self,
         facts: Iterable[FactT],
         level: LinkLevel,
-        channel: Channel | None,
+        channel: IdentityChannel | None,
         identity_key: ChannelIdentityKey | str,
     ) -> tuple[FactT, ...]:
         """The facts, in order, that ``identity_key`` at ``level`` on ``channel`` may see."""

@@ -17,8 +17,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-# The channels WhatsApp's rules apply to (Twilio's and Meta's Cloud API).
-WHATSAPP_CHANNELS = frozenset({"whatsapp", "whatsapp_cloud"})
+from identity.channels import IDENTITY_CHANNEL_OF
+
+# The channels WhatsApp's rules apply to: every one that speaks for a WhatsApp identity
+# (Twilio's and Meta's Cloud API).
+WHATSAPP_CHANNELS = frozenset(
+    name for name, speaks_for in IDENTITY_CHANNEL_OF.items() if speaks_for == "whatsapp"
+)
 WINDOW = timedelta(hours=24)
 # Provider error codes that mean "outside the customer-service window".
 WINDOW_CLOSED_CODES = frozenset({"63016", "131047"})

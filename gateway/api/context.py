@@ -7,7 +7,7 @@ from typing import Literal
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from gateway import registry
+from gateway import channel_catalog
 from gateway.customers.evidence import SenderClaim
 from gateway.customers.resolve import identify
 from gateway.http.auth import require_api_key
@@ -33,14 +33,14 @@ class ChannelIdentityIn(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    channel: str = Field(json_schema_extra={"enum": list(registry.NAMES)})
+    channel: str = Field(json_schema_extra={"enum": list(channel_catalog.NAMES)})
     external_id: str = Field(min_length=1, max_length=320)
 
     @field_validator("channel")
     @classmethod
     def _registered(cls, channel: str) -> str:
-        if channel not in registry.BY_NAME:
-            raise ValueError(f"channel must be one of {', '.join(registry.NAMES)}")
+        if channel not in channel_catalog.BY_NAME:
+            raise ValueError(f"channel must be one of {', '.join(channel_catalog.NAMES)}")
         return channel
 
 
@@ -66,9 +66,10 @@ def claim_for_identity(
 ) -> SenderClaim:
     """`claim_for` of a channel and external id (also what an operator names a conversation
     by)."""
+    entry = channel_catalog.entry(channel)
     return SenderClaim(
-        channel=channel,
-        sender=external_id.removeprefix(registry.entry(channel).context_prefix),
+        channel=entry.name,
+        sender=external_id.removeprefix(entry.context_prefix),
         identity_token=identity_token,
         call_id=f"context:{external_id}",
     )
@@ -86,7 +87,7 @@ async def build_context(request: web.Request) -> web.Response:
         try:
             identity = await identify(
                 session,
-                registry.entry(body.channel).evidence(claim_for(body), secret),
+                channel_catalog.entry(body.channel).evidence(claim_for(body), secret),
                 text=body.message,
                 tenant=tenant,
                 region=settings.default_region,

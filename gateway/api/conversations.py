@@ -15,7 +15,7 @@ from typing import Any
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field
 
-from gateway import registry
+from gateway import channel_catalog
 from gateway.api.context import ChannelIdentityIn, claim_for_identity
 from gateway.api.operator_bodies import AttachmentIn, Decision
 from gateway.api.operator_sends import conversation_path, operator_send_answers
@@ -155,7 +155,7 @@ async def handoff(request: web.Request) -> web.Response:
         try:
             identity = await identify(
                 session,
-                registry.entry(body.channel).evidence(
+                channel_catalog.entry(body.channel).evidence(
                     claim_for_identity(body.channel, body.external_id), secret
                 ),
                 text="",

@@ -1,9 +1,9 @@
 """What a sender proves about itself, per channel: a claim → identity evidence.
 
 A `SenderClaim` is read from a stored channel message or from a `/v1/context` caller; each
-channel's rule turns it into the `identity` evidence its link level comes from. The registry
-(`gateway.registry`) names the rule of each channel, so a message and a context request of the
-same channel identity always get the same evidence.
+channel's rule turns it into the `identity` evidence its link level comes from. The catalog
+(`gateway.channel_catalog`) names the rule of each channel, so a message and a context request
+of the same channel identity always get the same evidence.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from identity import (
     observe,
     verify_identity_token,
 )
+from identity.channels import ChannelName
 from identity.stated import stated_values
 
 
@@ -33,7 +34,7 @@ from identity.stated import stated_values
 class SenderClaim:
     """Who a message says its sender is: the channel's own id and what came with it."""
 
-    channel: str
+    channel: ChannelName
     sender: str
     kind: str = "text"
     identity_token: str | None = None

@@ -1,95 +1,179 @@
 """Provider webhooks: verify, parse, store (durable before the 2xx), answer later.
 
-A wrong signature is refused before anything is read into storage; a malformed body is a 400
-with the reason; storage down is a 503 so the provider retries instead of dropping.
+Every provider's POST takes the same path (`receive`): the channel's adapter verifies the
+request (a wrong signature or secret is refused before anything is stored) and parses it once
+into its messages, delivery statuses and ignored items; the messages, all checked storable
+first, are committed to the inbox, the statuses applied (each only forward), the ignored items
+logged (their kind and reason, never content), and only then the provider's 2xx. A malformed
+body is a 400 with the reason; storage down is a 503 so the provider retries instead of
+dropping. What differs per provider is data: a `Webhook` (path, channel, the 2xx it expects,
+how its ignored items are logged).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Final
 
 from aiohttp import web
 
 from channels.base import (
+    DeliveryStatus,
+    Ignored,
     PayloadInvalid,
     RawRequest,
-    StatusBatches,
-    StatusCallbacks,
     unstorable_field,
 )
-from channels.telegram import ignored_update
-from channels.whatsapp_cloud import WhatsAppCloudChannel
+from channels.meta_webhooks import SubscriptionCheck
+from channels.telegram import SECRET_HEADER as TELEGRAM_SECRET_HEADER
+from channels.twilio_whatsapp import INBOUND_PATH as TWILIO_INBOUND_PATH
+from channels.twilio_whatsapp import STATUS_PATH as TWILIO_STATUS_PATH
 from gateway.http.openapi import document
 from gateway.http.tenant import tenant_of
 from gateway.keys import ADAPTERS, BACKPRESSURE, INBOX_WRITER, SESSIONS
 from gateway.turns import delivery
-
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+from identity.channels import ChannelName
 
 EMPTY_TWIML = '<?xml version="1.0" encoding="UTF-8"?><Response></Response>'
 
 TELEGRAM_PATH = "/webhooks/telegram"
 CLOUD_PATH = "/webhooks/whatsapp/cloud"
-CLOUD = "whatsapp_cloud"
 
 log = logging.getLogger("relaydesk.webhooks")
 
 
-async def receive(request: web.Request, channel_name: str) -> int:
-    """The shared path of every webhook; returns how many messages it held.
-
-    The 2xx waits only for the inbox row (written with the other webhooks of the moment, one
-    commit for all); the message is stored as such, and answered, in the background."""
-    with request.app[BACKPRESSURE].ingest_request():
-        body = await request.read()
-        raw = RawRequest(request.method, str(request.url), dict(request.headers), body)
-        channel = request.app[ADAPTERS][channel_name]
-        channel.verify(raw)
-        parsed = channel.parse(raw)
-        for inbound in parsed:  # checked before any is stored: a refused request stores nothing
-            why = unstorable_field(inbound)
-            if why is not None:
-                raise PayloadInvalid(why)
-        await request.app[INBOX_WRITER].put(parsed, tenant=tenant_of(request))
-        return len(parsed)
-
-
-async def twilio_whatsapp(request: web.Request) -> web.Response:
-    await receive(request, "whatsapp")
+def _twiml() -> web.Response:
     return web.Response(text=EMPTY_TWIML, content_type="text/xml")
 
 
-def status_callback(channel_name: str) -> Handler:
-    """The delivery status callback of a channel whose adapter reads them."""
+def _no_content() -> web.Response:
+    return web.Response(status=204)
 
-    async def handle(request: web.Request) -> web.Response:
+
+def _ok_json() -> web.Response:
+    return web.json_response({"ok": True})
+
+
+@dataclass(frozen=True, slots=True)
+class Webhook:
+    """One provider endpoint: where it is posted, whose adapter reads it, the 2xx the provider
+    expects, and the log line (message, field naming the item) of each ignored item."""
+
+    path: str
+    channel: ChannelName
+    answer: Callable[[], web.Response]
+    ignored_message: str = "webhook item ignored"
+    ignored_field: str = "what"
+
+
+TWILIO_WHATSAPP: Final = Webhook(TWILIO_INBOUND_PATH, "whatsapp", _twiml)
+TWILIO_STATUS: Final = Webhook(TWILIO_STATUS_PATH, "whatsapp", _no_content)
+TELEGRAM: Final = Webhook(
+    TELEGRAM_PATH,
+    "telegram",
+    _ok_json,
+    ignored_message="telegram update ignored",
+    ignored_field="update_type",
+)
+WHATSAPP_CLOUD: Final = Webhook(
+    CLOUD_PATH,
+    "whatsapp_cloud",
+    _ok_json,
+    ignored_message="whatsapp cloud notification ignored",
+)
+
+
+async def receive(request: web.Request, hook: Webhook) -> web.Response:
+    """The one path of every provider webhook.
+
+    The 2xx waits only for the inbox rows (written with the other webhooks of the moment, one
+    commit for all); the messages are stored as such, and answered, in the background."""
+    channel = request.app[ADAPTERS].get(hook.channel)
+    if channel is None:
+        raise web.HTTPNotFound()
+    with request.app[BACKPRESSURE].ingest_request():
         body = await request.read()
         raw = RawRequest(request.method, str(request.url), dict(request.headers), body)
-        channel = request.app[ADAPTERS][channel_name]
-        if not isinstance(channel, StatusCallbacks):
-            raise web.HTTPNotFound()
         channel.verify(raw)
-        sid, status, error_code = channel.parse_status(raw)
-        async with request.app[SESSIONS].begin() as session:
-            await delivery.apply_status(
-                session, channel=channel_name, provider_id=sid, status=status, error_code=error_code
-            )
-        return web.Response(status=204)
+        parsed = channel.parse(raw)
+        for inbound in parsed.messages:  # all checked first: a refused request stores nothing
+            why = unstorable_field(inbound)
+            if why is not None:
+                raise PayloadInvalid(why)
+        await request.app[INBOX_WRITER].put(parsed.messages, tenant=tenant_of(request))
+    await apply_statuses(request, hook.channel, parsed.statuses)
+    _log_ignored(hook, parsed.ignored)
+    return hook.answer()
 
-    return handle
+
+async def apply_statuses(
+    request: web.Request, channel: ChannelName, statuses: Sequence[DeliveryStatus]
+) -> None:
+    """Every delivery status of a verified request, in one transaction, each only forward."""
+    if not statuses:
+        return
+    async with request.app[SESSIONS].begin() as session:
+        for status in statuses:
+            await delivery.apply_status(
+                session,
+                channel=channel,
+                provider_id=status.provider_message_id,
+                status=status.status,
+                error_code=status.error_code,
+            )
+
+
+def _log_ignored(hook: Webhook, ignored: Sequence[Ignored]) -> None:
+    # Acknowledged so the provider stops redelivering it; only the kind is logged, never content.
+    for item in ignored:
+        log.info(
+            hook.ignored_message,
+            extra={"fields": {hook.ignored_field: item.what, "reason": item.reason}},
+        )
+
+
+async def subscription(request: web.Request, hook: Webhook) -> web.Response:
+    """Meta's check of the callback URL: the challenge back, as text, for our verify token."""
+    channel = request.app[ADAPTERS].get(hook.channel)
+    if not isinstance(channel, SubscriptionCheck):
+        raise web.HTTPNotFound()
+    challenge = channel.subscription_challenge(request.query)
+    return web.Response(text=challenge, content_type="text/plain")
+
+
+def routes(*hooks: Webhook, subscription_check: bool = False) -> Callable[[web.Application], None]:
+    """What adds `hooks`' POST routes (and, for a Meta webhook, its GET subscription check)."""
+
+    def add(app: web.Application) -> None:
+        for hook in hooks:
+            app.router.add_post(hook.path, _handler(receive, hook))
+            if subscription_check:
+                app.router.add_get(hook.path, _handler(subscription, hook))
+
+    return add
+
+
+def _handler(
+    handle: Callable[[web.Request, Webhook], Awaitable[web.Response]], hook: Webhook
+) -> Callable[[web.Request], Awaitable[web.Response]]:
+    async def handler(request: web.Request) -> web.Response:
+        return await handle(request, hook)
+
+    return handler
 
 
 document(
     "POST",
-    "/webhooks/twilio/status",
+    TWILIO_STATUS_PATH,
     "Twilio delivery status callback (only moves a message's status forward)",
     secured=False,
     responses={204: "applied or ignored", 400: "malformed", 403: "bad signature"},
 )
 document(
     "POST",
-    "/webhooks/twilio/whatsapp",
+    TWILIO_INBOUND_PATH,
     "Twilio WhatsApp inbound webhook (form-encoded, X-Twilio-Signature)",
     secured=False,
     responses={
@@ -98,24 +182,10 @@ document(
         403: "bad signature",
     },
 )
-
-
-async def telegram(request: web.Request) -> web.Response:
-    if not await receive(request, "telegram"):
-        # Acknowledged so Telegram stops redelivering it; only the kind is logged, never content.
-        ignored = ignored_update(await request.read())
-        if ignored is not None:
-            log.info(
-                "telegram update ignored",
-                extra={"fields": {"update_type": ignored.update_type, "reason": ignored.reason}},
-            )
-    return web.json_response({"ok": True})
-
-
 document(
     "POST",
     TELEGRAM_PATH,
-    "Telegram Bot API webhook (JSON Update, X-Telegram-Bot-Api-Secret-Token)",
+    f"Telegram Bot API webhook (JSON Update, {TELEGRAM_SECRET_HEADER})",
     secured=False,
     responses={
         200: "committed to the inbox, or acknowledged without a message (update kinds and chats "
@@ -125,54 +195,6 @@ document(
         413: "body too large",
     },
 )
-
-
-def _cloud(request: web.Request) -> WhatsAppCloudChannel:
-    channel = request.app[ADAPTERS].get(CLOUD)
-    if not isinstance(channel, WhatsAppCloudChannel):
-        raise web.HTTPNotFound()
-    return channel
-
-
-async def whatsapp_cloud_subscription(request: web.Request) -> web.Response:
-    """Meta's check of the callback URL: the challenge back, as text, for our verify token."""
-    challenge = _cloud(request).subscription_challenge(request.query)
-    return web.Response(text=challenge, content_type="text/plain")
-
-
-async def whatsapp_cloud(request: web.Request) -> web.Response:
-    """Messages held like every webhook's (`receive`: verified, parsed whole, then stored);
-    the statuses of the same body applied after them; the rest acknowledged and logged."""
-    channel = _cloud(request)
-    await receive(request, CLOUD)
-    raw = RawRequest(request.method, str(request.url), dict(request.headers), await request.read())
-    await apply_statuses(request, CLOUD, channel, raw)
-    for ignored in channel.read(raw).ignored:  # the kind and the reason, never content
-        log.info(
-            "whatsapp cloud notification ignored",
-            extra={"fields": {"what": ignored.what, "reason": ignored.reason}},
-        )
-    return web.json_response({"ok": True})
-
-
-async def apply_statuses(
-    request: web.Request, channel_name: str, channel: StatusBatches, raw: RawRequest
-) -> None:
-    """Every delivery status of a verified request, in one transaction, each only forward."""
-    statuses = channel.parse_statuses(raw)
-    if not statuses:
-        return
-    async with request.app[SESSIONS].begin() as session:
-        for provider_id, status, error_code in statuses:
-            await delivery.apply_status(
-                session,
-                channel=channel_name,
-                provider_id=provider_id,
-                status=status,
-                error_code=error_code,
-            )
-
-
 document(
     "GET",
     CLOUD_PATH,
@@ -193,17 +215,3 @@ document(
         413: "body too large",
     },
 )
-
-
-def add_whatsapp_cloud_routes(app: web.Application) -> None:
-    app.router.add_get(CLOUD_PATH, whatsapp_cloud_subscription)
-    app.router.add_post(CLOUD_PATH, whatsapp_cloud)
-
-
-def add_twilio_routes(app: web.Application) -> None:
-    app.router.add_post("/webhooks/twilio/whatsapp", twilio_whatsapp)
-    app.router.add_post("/webhooks/twilio/status", status_callback("whatsapp"))
-
-
-def add_telegram_routes(app: web.Application) -> None:
-    app.router.add_post(TELEGRAM_PATH, telegram)

@@ -25,12 +25,14 @@ from typing import Final
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from gateway import channel_catalog
 from gateway.runtime.clock import utcnow
 from gateway.runtime.metrics import Metrics
 from gateway.runtime.outages import is_storage_down
 from gateway.runtime.tasks import cancel_and_wait
 from gateway.storage.repositories import retention, tenants
 from gateway.tenant_ref import TenantRef
+from identity.channels import ChannelName
 
 log = logging.getLogger("relaydesk.retention")
 
@@ -38,9 +40,8 @@ BATCH: Final = 500
 # The first run waits this long after start (or the interval, if shorter): a process that
 # restarts more often than the interval still runs retention, just not while it is starting.
 FIRST_RUN_AFTER_S: Final = 60.0
-# Every registered channel (`gateway.registry.NAMES`, which this layer does not import; a test
-# keeps the two equal).
-CHANNELS: Final = ("whatsapp", "whatsapp_cloud", "telegram", "webchat", "phone")
+# Every channel of the catalog: each tenant's retention applies to all of them.
+CHANNELS: Final = channel_catalog.NAMES
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,13 +50,13 @@ class ChannelRetention:
     memory derived from them."""
 
     tenant: TenantRef
-    channel: str
+    channel: ChannelName
     before: datetime
     memory_too: bool
 
 
 async def policies(
-    session: AsyncSession, now: datetime, channels: Iterable[str] = CHANNELS
+    session: AsyncSession, now: datetime, channels: Iterable[ChannelName] = CHANNELS
 ) -> list[ChannelRetention]:
     """The (tenant, channel) pairs whose messages are not kept forever, with their cutoffs."""
     found = []

@@ -14,7 +14,6 @@ from typing import Protocol
 
 import httpx
 
-from channels.base import Media
 from channels.redaction import redact_words
 from channels.transcripts import parse_transcript, rendered_text
 
@@ -31,10 +30,6 @@ class VoiceTranscript:
 
 class TranscriptionFailed(Exception):
     pass
-
-
-class MediaSource(Protocol):
-    async def fetch_media(self, media: Media) -> tuple[bytes, str]: ...
 
 
 class Transcriber(Protocol):

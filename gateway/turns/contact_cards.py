@@ -14,7 +14,7 @@ from dataclasses import replace
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from channels.base import Channel, Media, SendFailed
+from channels.base import Channel, Media, MediaFetch, SendFailed
 from channels.redaction import redact
 from channels.twilio_inbound import VCARD_TYPES
 from channels.vcard import contact_text
@@ -54,12 +54,11 @@ async def read_contact_card(
         done = await messages.find_by_provider_id(session, inbound.channel, f"contact:{inbound.id}")
     if done is not None:
         return done
-    fetch = getattr(channel, "fetch_media", None)
-    if fetch is None:
+    if not isinstance(channel, MediaFetch):
         return inbound
     card = _cards(inbound)[0]
     try:
-        data, _ = await fetch(Media(card.url, card.content_type))
+        data, _ = await channel.fetch_media(Media(card.url, card.content_type))
     except SendFailed as exc:
         log.warning("contact card not fetched", extra={"fields": {"error": str(exc)}})
         return inbound

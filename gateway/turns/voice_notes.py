@@ -13,7 +13,7 @@ from dataclasses import replace
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from channels.base import Channel, Media, SendFailed
+from channels.base import Channel, Media, MediaFetch, SendFailed
 from channels.redaction import redact
 from context import TokenCounter
 from gateway.providers.transcriber import VOICE_NOT_TRANSCRIBED, Transcriber, TranscriptionFailed
@@ -53,11 +53,10 @@ async def heard_message(
         )
     if done is not None:
         return done
-    fetch = getattr(channel, "fetch_media", None)
-    if fetch is None:
+    if not isinstance(channel, MediaFetch):
         return inbound
     try:
-        data, content_type = await fetch(Media(audio[0].url, audio[0].content_type))
+        data, content_type = await channel.fetch_media(Media(audio[0].url, audio[0].content_type))
         heard = await transcriber.transcribe(data, content_type)
     except (SendFailed, TranscriptionFailed) as exc:
         log.warning("voice note not transcribed", extra={"fields": {"error": str(exc)}})

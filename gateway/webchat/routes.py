@@ -82,7 +82,7 @@ async def post_message(request: web.Request) -> web.Response:
     channel.verify(raw)
     check_token(bearer_token(raw.headers))
     try:
-        [inbound] = channel.parse(raw)
+        [inbound] = channel.parse(raw).messages
     except (ValueError, RecursionError) as exc:  # a 5000-digit number; "[[[[…" nested deep
         raise PayloadInvalid(f"body is not usable JSON: {exc}") from exc
     check_storable(inbound.text)

@@ -67,7 +67,7 @@ def test_twilio_parse_survives_any_bytes(body: bytes) -> None:
 def test_twilio_parse_survives_any_form(fields: dict[str, str]) -> None:
     body = urlencode(fields).encode()
     try:
-        [message] = _twilio().parse(RawRequest("POST", "https://x/y", {}, body))
+        [message] = _twilio().parse(RawRequest("POST", "https://x/y", {}, body)).messages
     except PayloadInvalid:
         return
     assert message.provider_message_id and message.sender
@@ -79,7 +79,9 @@ def test_webchat_parse_survives_any_json(value: Any) -> None:
     channel = WebChatChannel(_deliver, lambda: NOW)
     body = json.dumps(value).encode()
     try:
-        [message] = channel.parse(RawRequest("POST", "https://x/webchat/messages", {}, body))
+        [message] = channel.parse(
+            RawRequest("POST", "https://x/webchat/messages", {}, body)
+        ).messages
     except PayloadInvalid:
         return
     assert message.channel == "webchat" and message.text.strip()

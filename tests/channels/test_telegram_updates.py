@@ -32,7 +32,7 @@ def parse(update: bytes | dict[str, Any]) -> tuple[InboundMessage, ...]:
     """Through the channel, as the webhook does once the secret has been checked."""
     body = update if isinstance(update, bytes) else json.dumps(update).encode()
     channel = TelegramChannel(token=None, webhook_secret=None, api_base=None, clock=lambda: NOW)
-    return channel.parse(RawRequest("POST", "/webhooks/telegram", {}, body))
+    return channel.parse(RawRequest("POST", "/webhooks/telegram", {}, body)).messages
 
 
 def fixture_entries() -> Iterator[tuple[str, dict[str, Any]]]:

@@ -35,7 +35,7 @@ def parse(**changes: str) -> InboundMessage:
     request = RawRequest(
         "POST", "https://x/webhooks/twilio/whatsapp", {}, urlencode(params).encode()
     )
-    [message] = channel.parse(request)
+    [message] = channel.parse(request).messages
     return message
 
 

@@ -111,7 +111,7 @@ def test_missing_signature_or_token_is_refused() -> None:
 
 
 def test_inbound_text() -> None:
-    [message] = channel().parse(fixture_request("inbound_text.form.txt"))
+    [message] = channel().parse(fixture_request("inbound_text.form.txt")).messages
     assert (message.channel, message.kind, message.text) == ("whatsapp", "text", "test")
     assert message.provider_message_id == "SM892512e202b34d4109b10a3893fa9640"
     assert message.sender == "whatsapp:+31612345678"
@@ -119,7 +119,7 @@ def test_inbound_text() -> None:
 
 
 def test_inbound_image() -> None:
-    [message] = channel().parse(fixture_request("inbound_image.form.txt"))
+    [message] = channel().parse(fixture_request("inbound_image.form.txt")).messages
     assert message.kind == "image"  # no MessageType in this older capture: from its type
     assert len(message.media) == 1
     assert message.media[0].content_type == "image/jpeg"
@@ -130,7 +130,7 @@ def test_inbound_image() -> None:
 
 
 def test_inbound_location() -> None:
-    [message] = channel().parse(fixture_request("inbound_location.form.txt"))
+    [message] = channel().parse(fixture_request("inbound_location.form.txt")).messages
     assert message.kind == "location"
     assert message.text.startswith("[location]")
     assert message.extra["Latitude"] in message.text
@@ -139,7 +139,7 @@ def test_inbound_location() -> None:
 def test_voice_note_built_from_the_image_sample() -> None:
     body = (FIXTURES / "inbound_image.form.txt").read_text().replace("image%2Fjpeg", "audio%2Fogg")
     request = RawRequest("POST", "https://x/y", {}, body.encode())
-    [message] = channel().parse(request)
+    [message] = channel().parse(request).messages
     assert message.kind == "voice"
     assert message.text == AUDIO_PLACEHOLDER
     assert message.media[0].content_type == "audio/ogg"
@@ -160,7 +160,7 @@ def test_current_parameters_and_unknown_ones_are_kept() -> None:
             "BrandNewParam": "42",
         }
     ).encode()
-    [message] = channel().parse(RawRequest("POST", "https://x/y", {}, body))
+    [message] = channel().parse(RawRequest("POST", "https://x/y", {}, body)).messages
     assert (message.kind, message.text, message.sender_name) == (
         "button",
         "Falar com atendente",

@@ -18,12 +18,12 @@ from hypothesis import strategies as st
 
 from channels.base import (
     Media,
+    MediaFetch,
     OutboundMessage,
     PayloadInvalid,
     RawRequest,
     SendFailed,
     SignatureInvalid,
-    StatusBatches,
     Template,
     TypingSignals,
 )
@@ -142,7 +142,7 @@ def test_every_recorded_message_case_has_an_expected_outcome() -> None:
 
 @pytest.mark.parametrize(("file", "case"), sorted(EXPECTED))
 def test_each_recorded_case_is_a_typed_message_or_ignored_on_purpose(file: str, case: str) -> None:
-    notification = channel().read(signed(body_of(_cases(file)[case])))
+    notification = channel().parse(signed(body_of(_cases(file)[case])))
     expected = EXPECTED[(file, case)]
     assert notification.statuses == ()
     if isinstance(expected, str):
@@ -159,7 +159,7 @@ def test_each_recorded_case_is_a_typed_message_or_ignored_on_purpose(file: str, 
 
 
 def test_a_text_keeps_its_wamid_sender_and_profile_name() -> None:
-    [message] = channel().parse(signed(body_of(_cases("pywa_message")["text"])))
+    [message] = channel().parse(signed(body_of(_cases("pywa_message")["text"]))).messages
     assert message.provider_message_id == "wamid.xyzxyz"
     assert message.sender == "whatsapp:+972987654321"
     assert message.sender_name == "Test Name"
@@ -169,15 +169,15 @@ def test_a_text_keeps_its_wamid_sender_and_profile_name() -> None:
 
 
 def test_a_reply_names_the_message_it_answers() -> None:
-    [message] = channel().parse(signed(body_of(_cases("pywa_message")["reply"])))
+    [message] = channel().parse(signed(body_of(_cases("pywa_message")["reply"]))).messages
     assert message.reply_to_provider_id == "wamid.xyzxyz=="
-    [button] = channel().parse(signed(body_of(_cases("pywa_callback_button")["button"])))
+    [button] = channel().parse(signed(body_of(_cases("pywa_callback_button")["button"]))).messages
     assert button.reply_to_provider_id == "wamid.xyzxyz"
     assert button.extra["button_payload"] == "callback_data"
 
 
 def test_attachments_keep_their_media_id_type_caption_and_file_name() -> None:
-    [document] = channel().parse(signed(body_of(_cases("pywa_message")["document"])))
+    [document] = channel().parse(signed(body_of(_cases("pywa_message")["document"]))).messages
     [media] = document.media
     assert media.media_id == "1234567890987654321"
     assert media.url == f"{BASE}/1234567890987654321"  # the media object, fetched with the token
@@ -190,7 +190,7 @@ def test_attachments_keep_their_media_id_type_caption_and_file_name() -> None:
 
 
 def test_a_voice_note_is_a_voice_message_with_its_audio() -> None:
-    [voice] = channel().parse(signed(body_of(_cases("pywa_message")["voice"])))
+    [voice] = channel().parse(signed(body_of(_cases("pywa_message")["voice"]))).messages
     assert voice.kind == "voice" and voice.extra["voice"] == "true"
     [audio] = voice.media
     assert (
@@ -199,7 +199,7 @@ def test_a_voice_note_is_a_voice_message_with_its_audio() -> None:
 
 
 def test_an_edit_is_a_new_version_of_the_original_message() -> None:
-    [edit] = channel().parse(signed(body_of(_cases("pywa_edited_message")["image"])))
+    [edit] = channel().parse(signed(body_of(_cases("pywa_edited_message")["image"]))).messages
     original = "wamid.HBgLMTQxMjU1NTA4MjkVAgASGBQzQUNCNjk5RDUwNUZGMUZEM0VBRAA="
     assert edit.kind == "edit" and edit.edit_of == original
     assert edit.extra["message_key"] == original  # the key the original was stored under
@@ -209,7 +209,13 @@ def test_an_edit_is_a_new_version_of_the_original_message() -> None:
 
 def test_statuses_are_read_with_their_error_codes() -> None:
     cases = _cases("pywa_message_status")
-    read = {case: channel().parse_statuses(signed(body_of(body))) for case, body in cases.items()}
+    read = {
+        case: tuple(
+            (s.provider_message_id, s.status, s.error_code)
+            for s in channel().parse(signed(body_of(body))).statuses
+        )
+        for case, body in cases.items()
+    }
     assert read["sent"] == (("wamid.xyzxyz", "sent", None),)
     assert read["delivered"] == (("wamid.xyzxyz", "delivered", None),)
     assert read["read"] == (("wamid.xyzxyz", "read", None),)
@@ -217,7 +223,7 @@ def test_statuses_are_read_with_their_error_codes() -> None:
     assert read["failed"] == (("wamid.xyzxyz", "failed", "130472"),)
     assert read["with_tracker"] == (("wamid.xyzxyz", "sent", None),)
     assert read["group"] == (("<WHATSAPP_MESSAGE_ID>", "read", None),)
-    assert all(channel().parse(signed(body_of(body))) == () for body in cases.values())
+    assert all(channel().parse(signed(body_of(body))).messages == () for body in cases.values())
 
 
 def _batch() -> dict[str, Any]:
@@ -240,7 +246,7 @@ def _batch() -> dict[str, Any]:
 
 
 def test_a_batch_gives_each_message_once_in_order_with_every_status() -> None:
-    notification = channel().read(signed(json.dumps(_batch()).encode()))
+    notification = channel().parse(signed(json.dumps(_batch()).encode()))
     assert [(m.provider_message_id, m.sender, m.kind) for m in notification.messages] == [
         ("wamid.xyzxyz", "whatsapp:+972987654321", "text"),
         ("wamid.second", "whatsapp:+972987654321", "text"),
@@ -255,8 +261,8 @@ def test_a_batch_gives_each_message_once_in_order_with_every_status() -> None:
 
 def test_changes_for_another_business_number_are_ignored() -> None:
     body = body_of(_cases("pywa_message")["text"])
-    assert channel(phone_number_id="1122334455667").parse(signed(body)) != ()
-    other = channel(phone_number_id="999").read(signed(body))
+    assert channel(phone_number_id="1122334455667").parse(signed(body)).messages != ()
+    other = channel(phone_number_id="999").parse(signed(body))
     assert other.messages == () and "another business number" in other.ignored[0].reason
 
 
@@ -265,7 +271,7 @@ def test_a_sender_without_a_phone_number_is_ignored() -> None:
     message = case["entry"][0]["changes"][0]["value"]["messages"][0]
     del message["from"]
     message["from_user_id"] = "US.13491208655302741918"
-    notification = channel().read(signed(body_of(case)))
+    notification = channel().parse(signed(body_of(case)))
     assert notification.messages == () and "no phone number" in notification.ignored[0].reason
 
 
@@ -323,7 +329,7 @@ def test_any_body_is_read_or_refused_with_a_reason(
     change = {"field": "messages", "value": value}
     body = {"object": "whatsapp_business_account", "entry": [{"changes": [change]}]}
     try:
-        notification = channel().read(signed(json.dumps(body).encode()))
+        notification = channel().parse(signed(json.dumps(body).encode()))
     except PayloadInvalid:
         return
     for read in notification.messages:
@@ -367,7 +373,7 @@ def test_a_cloud_sender_is_the_same_identity_as_a_twilio_sender() -> None:
     case = json.loads(json.dumps(_cases("pywa_message")["text"]))
     value = case["entry"][0]["changes"][0]["value"]
     value["messages"][0]["from"] = value["contacts"][0]["wa_id"] = "5511999990000"
-    [cloud] = channel().parse(signed(body_of(case)))
+    [cloud] = channel().parse(signed(body_of(case))).messages
 
     def key(channel_name: str, sender: str) -> str:
         observation = observe_claim(
@@ -544,7 +550,7 @@ async def test_an_unconfigured_channel_sends_nothing(graph) -> None:  # type: ig
 async def test_typing_marks_the_message_read_with_the_indicator_in_one_attempt(graph) -> None:  # type: ignore[no-untyped-def]
     server, _, _ = graph
     cloud = _sender(graph)
-    assert isinstance(cloud, TypingSignals) and isinstance(cloud, StatusBatches)
+    assert isinstance(cloud, TypingSignals) and isinstance(cloud, MediaFetch)
     await cloud.typing("whatsapp:+5511999990000", "wamid.customer1")
     assert server.typing() == [
         {
@@ -567,7 +573,7 @@ async def test_received_media_is_fetched_through_its_media_object(graph) -> None
     server, base, _ = graph
     server.media["1234567890987654321"] = (b"OggS-opus", "audio/ogg; codecs=opus")
     voice = _cases("pywa_message")["voice"]
-    [message] = channel(base=base).parse(signed(body_of(voice)))  # any business number
+    [message] = channel(base=base).parse(signed(body_of(voice))).messages  # any business number
     # As the voice note step hands it over: the stored URL and type, not the media id.
     stored = Media(message.media[0].url, message.media[0].content_type)
     data, content_type = await _sender(graph).fetch_media(stored)

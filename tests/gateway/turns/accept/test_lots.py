@@ -19,9 +19,9 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from channels.base import InboundMessage, PayloadInvalid
 from context import TiktokenCounter, load_encoding
+from gateway.channel_catalog import BY_NAME
 from gateway.config import Settings
 from gateway.coordination.dedupe import SeenKeys
-from gateway.registry import BY_NAME
 from gateway.runtime.clock import utcnow
 from gateway.runtime.metrics import Metrics
 from gateway.storage.records import MessageRecord
