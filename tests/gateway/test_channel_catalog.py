@@ -15,6 +15,7 @@ from gateway.memory.retention import policies
 from gateway.runtime.clock import utcnow
 from gateway.storage.repositories import tenants
 from tests.gateway.conftest import AUTH
+from tests.gateway.turns.answer.stored_turns import store_pending_turn
 from tests.support.context_api import post_context
 
 SENDERS = {
@@ -38,6 +39,8 @@ async def test_retention_covers_every_catalog_channel(api: TestClient) -> None: 
             domain="default",
             settings={"retention_days": 30, "channels": {"whatsapp_cloud": {"retention_days": 7}}},
         )
+    # Retention looks at the tenants messages came through: one message of the default tenant.
+    await store_pending_turn(api.app[SESSIONS], "oi")
     async with api.app[SESSIONS]() as session:
         found = {p.channel: p.before for p in await policies(session, now)}
     assert list(found) == list(channel_catalog.NAMES)
