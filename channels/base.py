@@ -143,11 +143,13 @@ class InboundMessage:
     words: tuple[Word, ...] = ()
     # The provider message id of the message this one answers (WhatsApp's reply `context`).
     reply_to_provider_id: str | None = None
+    # Web chat: the visitor's own id of the message, which the acknowledgement answers.
+    client_message_id: str | None = None
+    # The campaign whose episode the message opens (a campaign's own entry point).
+    campaign_id: str | None = None
+    # The provider's other fields, kept with the stored message as they came; the gateway
+    # reads none of them by name (what it reads has a field above).
     extra: Mapping[str, str] = field(default_factory=dict)
-
-    def provider_field(self, name: str) -> str | None:
-        """One of the provider's other fields (`extra`); None when absent or empty."""
-        return self.extra.get(name) or None
 
 
 def unstorable(text: str) -> str | None:

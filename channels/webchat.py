@@ -84,7 +84,7 @@ def message_from(
         text=text,
         received_at=received_at,
         identity_token=token,
-        extra={"client_message_id": client_id},
+        client_message_id=client_id,
     )
 
 

@@ -52,8 +52,7 @@ class SenderClaim:
             identity_token=inbound.identity_token,
             contact_phone=inbound.contact_phone,
             contact_user_id=inbound.contact_user_id,
-            call_id=inbound.provider_field("call_id") or inbound.provider_message_id,
-            customer_id=inbound.provider_field("customer_id"),
+            call_id=inbound.provider_message_id,
         )
 
 

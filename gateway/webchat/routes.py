@@ -180,7 +180,7 @@ async def _message(
     inbound = message_from(data, visitor_id=visitor, token=token, received_at=utcnow())
     check_storable(inbound.text)
     accepted = await request.app[ACCEPT].accept(inbound, tenant=tenant_of(request))
-    client_id = inbound.provider_field("client_message_id")
+    client_id = inbound.client_message_id
     await socket.send_json(
         {
             "type": "ack",

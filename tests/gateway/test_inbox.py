@@ -305,7 +305,7 @@ async def test_a_message_that_cannot_be_stored_holds_back_only_its_senders_later
         # a's first message names a campaign that does not exist: its episode cannot be
         # stored (a foreign key), while a's second message alone could be.
         broken = InboundMessage(
-            "whatsapp", "SM-no-campaign", a, "oi", now, extra={"campaign_id": "no-such-campaign"}
+            "whatsapp", "SM-no-campaign", a, "oi", now, campaign_id="no-such-campaign"
         )
         later = InboundMessage("whatsapp", "SM-a-later", a, "e agora?", now)
         other = InboundMessage("whatsapp", "SM-b", b, "olá", now)

@@ -38,7 +38,7 @@ async def episode_for(
             channel=inbound.channel,
             identity_id=identity.identity_id,
             started_at=now,
-            campaign_id=inbound.provider_field("campaign_id"),
+            campaign_id=inbound.campaign_id,
             tenant=tenant_ref,
         )
     return episode, closed

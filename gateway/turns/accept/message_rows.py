@@ -48,6 +48,7 @@ def new_message(
             decode_meta(inbound.extra),
             kind=inbound.kind,
             reply_to_provider_id=inbound.reply_to_provider_id or None,
+            client_message_id=inbound.client_message_id,
             redactions=cleaned.redacted_count or None,
         ),
         created_at=inbound.received_at,
