@@ -11,6 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from context import TiktokenCounter, load_encoding
 from gateway.storage.records import NewMessage
 from gateway.storage.repositories import customers, episodes, messages
+from gateway.tenant_ref import DEFAULT_TENANT, TenantRef
 
 COUNTER = TiktokenCounter(load_encoding())
 
@@ -30,11 +31,13 @@ async def store_episode(
     channel: str = "whatsapp",
     every: timedelta = timedelta(minutes=1),
     closed_at: datetime | None = None,
+    tenant: TenantRef = DEFAULT_TENANT,
 ) -> StoredEpisode:
-    """A new customer whose episode holds `lines` ((role, text), one every `every`)."""
+    """A new customer whose episode (of `tenant`) holds `lines` ((role, text), one every
+    `every`)."""
     customer = await customers.create_customer(session)
     episode = await episodes.open_episode(
-        session, customer_id=customer.id, channel=channel, started_at=started_at
+        session, customer_id=customer.id, channel=channel, started_at=started_at, tenant=tenant
     )
     ids = []
     for index, (role, text) in enumerate(lines):
@@ -48,6 +51,7 @@ async def store_episode(
                 text,
                 COUNTER.count(text),
                 created_at=started_at + every * index,
+                tenant=tenant,
             ),
         )
         ids.append(stored.id)

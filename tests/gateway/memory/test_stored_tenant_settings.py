@@ -16,11 +16,10 @@ from gateway.memory.retention import run_retention
 from gateway.memory.worker import MemoryWorker
 from gateway.runtime.clock import utcnow
 from gateway.storage.models import Message
-from gateway.storage.records import NewMessage
-from gateway.storage.repositories import customers, episodes, messages, tenants
+from gateway.storage.repositories import messages, tenants
 from gateway.tenant_ref import DEFAULT_TENANT, TenantRef
 from tests.support.stack import Stack, running_stack
-from tests.support.stored_conversations import COUNTER
+from tests.support.stored_conversations import COUNTER, store_episode
 
 NOW = utcnow()
 OLD = NOW - timedelta(days=40)
@@ -37,29 +36,15 @@ async def _episode(
     stack: Stack, tenant: TenantRef, texts: Sequence[str], *, channel: str = "whatsapp"
 ) -> tuple[str, str, list[int]]:
     """A new customer's open episode of `tenant`, its messages written from `OLD` on."""
+    lines = [("user" if index % 2 == 0 else "assistant", text) for index, text in enumerate(texts)]
     async with stack.sessions().begin() as session:
-        customer = await customers.create_customer(session)
-        episode = await episodes.open_episode(
-            session, customer_id=customer.id, channel=channel, started_at=OLD, tenant=tenant
-        )
-        ids = []
-        for index, text in enumerate(texts):
-            stored = await messages.append_message(
-                session,
-                NewMessage(
-                    customer.id,
-                    episode.id,
-                    channel,
-                    "user" if index % 2 == 0 else "assistant",
-                    text,
-                    COUNTER.count(text),
-                    created_at=OLD + timedelta(minutes=index),
-                    tenant=tenant,
-                ),
-            )
-            assert stored.tenant == tenant
-            ids.append(stored.id)
-    return customer.id, episode.id, ids
+        stored = await store_episode(session, lines, started_at=OLD, channel=channel, tenant=tenant)
+        written = [
+            await messages.get_message(session, stored.customer_id, message_id)
+            for message_id in stored.message_ids
+        ]
+    assert [message.tenant for message in written] == [tenant] * len(texts)
+    return stored.customer_id, stored.episode_id, stored.message_ids
 
 
 async def _remaining(stack: Stack, ids: Sequence[int]) -> set[int]:

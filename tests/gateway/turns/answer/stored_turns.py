@@ -9,6 +9,8 @@ from collections.abc import Mapping
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from channels.base import Channel
+from gateway.memory.background_facts import BackgroundFacts
+from gateway.memory.recall import RecallCache
 from gateway.providers.limits import ModelGate
 from gateway.runtime.clock import utcnow
 from gateway.storage.records import NewMessage, PendingTurn, SenderSnapshot
@@ -23,6 +25,8 @@ from gateway.storage.repositories import (
 from gateway.storage.repositories.conversations import MessageSeen
 from gateway.turns.accept import conversation_key
 from gateway.turns.answer import AnswerDeps
+from gateway.turns.answer.preparation import Preparation
+from gateway.turns.answer.reply_steps import ReplyTurn
 from tests.support.stored_conversations import COUNTER
 
 CHANNEL = "whatsapp"
@@ -128,3 +132,17 @@ async def store_next_message(
             episode_id=before.turn.episode_id,
             conversation_key=before.turn.conversation_key,
         )
+
+
+async def prepared_reply_turn(
+    sessions: async_sessionmaker[AsyncSession], key: str, **tenant: object
+) -> ReplyTurn:
+    """The conversation's pending turn prepared as the drain would (facts, window), with the
+    tenant's settings overridden by `tenant`."""
+    pending = await read_pending(sessions, key)
+    deps = answer_deps(sessions)
+    facts = BackgroundFacts(sessions=sessions, extractor_for=None, gate=deps.gate, work=deps.work)
+    preparation = Preparation(deps, recall_cache=RecallCache(), model_facts=facts)
+    async with sessions() as session:
+        prepared = await preparation.prepare(session, pending)
+    return ReplyTurn(pending, prepared.tenant.model_copy(update=tenant), prepared.assembled)

@@ -4,21 +4,18 @@ from __future__ import annotations
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from gateway.memory.background_facts import BackgroundFacts
-from gateway.memory.recall import RecallCache
 from gateway.providers import FALLBACK_MESSAGE
 from gateway.providers.offline import OfflineProvider
 from gateway.storage.message_meta import CANNED_FALLBACK, CANNED_HANDOFF, CANNED_OFFLINE
 from gateway.storage.repositories import turns
 from gateway.storage.updates import TurnOutcome, TurnUsage
-from gateway.turns.answer import MODEL_FAILED, ReplyTurn
+from gateway.turns.answer import MODEL_FAILED
 from gateway.turns.answer.model_call import ModelCall
-from gateway.turns.answer.preparation import Preparation
 from gateway.turns.typing import Typing
 from tests.gateway.turns.answer.models import ScriptedModel, pool_of
 from tests.gateway.turns.answer.stored_turns import (
     answer_deps,
-    read_pending,
+    prepared_reply_turn,
     store_next_message,
     store_pending_turn,
 )
@@ -27,22 +24,12 @@ from tests.support.stored_conversations import COUNTER
 NO_TYPING = Typing(None, "", None)
 
 
-async def _reply_turn(
-    sessions: async_sessionmaker[AsyncSession], key: str, **tenant: object
-) -> ReplyTurn:
-    pending = await read_pending(sessions, key)
-    deps = answer_deps(sessions)
-    facts = BackgroundFacts(sessions=sessions, extractor_for=None, gate=deps.gate, work=deps.work)
-    preparation = Preparation(deps, recall_cache=RecallCache(), model_facts=facts)
-    async with sessions() as session:
-        prepared = await preparation.prepare(session, pending)
-    return ReplyTurn(pending, prepared.tenant.model_copy(update=tenant), prepared.assembled)
-
-
 async def test_the_models_answer_is_drafted_with_its_usage(
     sessions: async_sessionmaker[AsyncSession],
 ) -> None:
-    turn = await _reply_turn(sessions, await store_pending_turn(sessions, "Tem o tênis 42?"))
+    turn = await prepared_reply_turn(
+        sessions, await store_pending_turn(sessions, "Tem o tênis 42?")
+    )
     model = ScriptedModel("Temos sim.")
     draft = await ModelCall(answer_deps(sessions), providers=pool_of(model)).draft(turn, NO_TYPING)
     assert (draft.text, draft.canned, draft.handoff, draft.failed) == (
@@ -67,7 +54,7 @@ async def test_the_models_answer_is_drafted_with_its_usage(
 async def test_the_offline_models_text_is_kept_out_of_memory(
     sessions: async_sessionmaker[AsyncSession],
 ) -> None:
-    turn = await _reply_turn(sessions, await store_pending_turn(sessions, "Oi"))
+    turn = await prepared_reply_turn(sessions, await store_pending_turn(sessions, "Oi"))
     offline = OfflineProvider(count=COUNTER.count)
     draft = await ModelCall(answer_deps(sessions), providers=pool_of(offline)).draft(
         turn, NO_TYPING
@@ -80,7 +67,7 @@ async def test_a_failed_call_drafts_the_tenants_fallback(
 ) -> None:
     key = await store_pending_turn(sessions, "Oi")
     call = ModelCall(answer_deps(sessions), providers=pool_of(ScriptedModel(None)))
-    turn = await _reply_turn(sessions, key, handoff_after_failures=0)
+    turn = await prepared_reply_turn(sessions, key, handoff_after_failures=0)
     draft = await call.draft(turn, NO_TYPING)
     assert (draft.text, draft.canned, draft.handoff) == (FALLBACK_MESSAGE, CANNED_FALLBACK, None)
     assert (draft.outcome.status, draft.outcome.model, draft.outcome.attempts) == (
@@ -91,7 +78,9 @@ async def test_a_failed_call_drafts_the_tenants_fallback(
     assert draft.outcome.error is not None and "503" in draft.outcome.error
     assert draft.outcome.usage is None
 
-    own = await _reply_turn(sessions, key, handoff_after_failures=0, fallback_message="Já volto.")
+    own = await prepared_reply_turn(
+        sessions, key, handoff_after_failures=0, fallback_message="Já volto."
+    )
     assert (await call.draft(own, NO_TYPING)).text == "Já volto."
 
 
@@ -100,13 +89,13 @@ async def test_the_tenants_count_of_failures_in_a_row_hands_over(
 ) -> None:
     key = await store_pending_turn(sessions, "Oi")
     call = ModelCall(answer_deps(sessions), providers=pool_of(ScriptedModel(None)))
-    first = await _reply_turn(sessions, key, handoff_after_failures=2)
+    first = await prepared_reply_turn(sessions, key, handoff_after_failures=2)
     # No failure before this one: the fallback.
     assert (await call.draft(first, NO_TYPING)).canned == CANNED_FALLBACK
     async with sessions.begin() as session:
         await turns.record_outcome(session, first.pending.turn.id, TurnOutcome(status="failed"))
     await store_next_message(sessions, first.pending, "Alô?")
-    second = await _reply_turn(sessions, key, handoff_after_failures=2)
+    second = await prepared_reply_turn(sessions, key, handoff_after_failures=2)
     draft = await call.draft(second, NO_TYPING)
     assert (draft.text, draft.canned, draft.handoff) == (
         second.tenant.handoff_message,
@@ -115,5 +104,5 @@ async def test_the_tenants_count_of_failures_in_a_row_hands_over(
     )
     assert draft.failed
 
-    at_once = await _reply_turn(sessions, key, handoff_after_failures=1)
+    at_once = await prepared_reply_turn(sessions, key, handoff_after_failures=1)
     assert (await call.draft(at_once, NO_TYPING)).handoff == MODEL_FAILED

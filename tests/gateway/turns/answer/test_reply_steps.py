@@ -7,14 +7,14 @@ from dataclasses import replace
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from channels.base import Media
-from gateway.memory.background_facts import BackgroundFacts
-from gateway.memory.recall import RecallCache
 from gateway.storage.message_meta import CANNED_FALLBACK, CANNED_HANDOFF, CANNED_OFFLINE
 from gateway.storage.updates import TurnOutcome
 from gateway.turns.answer import MODEL_MARKER, REPLY_STEPS, Draft, ReplyStep, ReplyTurn
-from gateway.turns.answer.preparation import Preparation
 from gateway.turns.answer.reply_steps import HandoffMarker, MediaAttachments, run_reply_steps
-from tests.gateway.turns.answer.stored_turns import answer_deps, read_pending, store_pending_turn
+from tests.gateway.turns.answer.stored_turns import (
+    prepared_reply_turn,
+    store_pending_turn,
+)
 
 DONE = TurnOutcome(status="done")
 FAILED = TurnOutcome(status="failed")
@@ -22,13 +22,7 @@ FAILED = TurnOutcome(status="failed")
 
 async def _reply_turn(sessions: async_sessionmaker[AsyncSession], **tenant: object) -> ReplyTurn:
     key = await store_pending_turn(sessions, "Vocês entregam no sábado?")
-    pending = await read_pending(sessions, key)
-    deps = answer_deps(sessions)
-    facts = BackgroundFacts(sessions=sessions, extractor_for=None, gate=deps.gate, work=deps.work)
-    preparation = Preparation(deps, recall_cache=RecallCache(), model_facts=facts)
-    async with sessions() as session:
-        prepared = await preparation.prepare(session, pending)
-    return ReplyTurn(pending, prepared.tenant.model_copy(update=tenant), prepared.assembled)
+    return await prepared_reply_turn(sessions, key, **tenant)
 
 
 async def test_the_handoff_marker_is_taken_out_and_hands_over(
