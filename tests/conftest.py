@@ -22,6 +22,7 @@ from tests.support.databases import (
 # Fixtures shared by test modules in several folders (none of them autouse).
 pytest_plugins = [
     "tests.support.browser",
+    "tests.support.events",
     "tests.support.redis_fixture",
     "tests.support.telegram_bot",
 ]

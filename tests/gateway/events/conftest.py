@@ -1,9 +1,9 @@
-"""Fixtures: a real receiver, the outbox and senders on each backend's database."""
+"""Fixtures: the outbox and senders on each backend's database (the real receiver is
+`tests.support.events`)."""
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import httpx
@@ -16,19 +16,9 @@ from gateway.events.sender import EventSender
 from gateway.storage.models import OutboundEvent
 from gateway.storage.repositories import outbound_events
 from gateway.storage.repositories.outbound_events import OutboundEventState
-from tests.gateway.events.receiver import EventReceiver
-
-SECRET = b"events-secret-for-tests-0123456789"
+from tests.support.events import SECRET, EventReceiver, until
 
 MakeSender = Callable[..., EventSender]
-
-
-@pytest.fixture
-async def receiver() -> AsyncIterator[EventReceiver]:
-    server = EventReceiver()
-    await server.start()
-    yield server
-    await server.stop()
 
 
 @pytest.fixture
@@ -91,13 +81,6 @@ async def record(
 async def states(sessions: async_sessionmaker[AsyncSession]) -> list[OutboundEventState]:
     async with sessions() as session:
         return await outbound_events.states(session)
-
-
-async def until(check: Callable[[], Awaitable[bool]], *, timeout: float = 20.0) -> None:
-    """Poll `check` until it holds (a generous deadline, not a timing assertion)."""
-    async with asyncio.timeout(timeout):
-        while not await check():
-            await asyncio.sleep(0.02)
 
 
 async def settled(sessions: async_sessionmaker[AsyncSession], count: int) -> None:

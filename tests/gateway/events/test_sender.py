@@ -15,9 +15,9 @@ from gateway.events.sender import MAX_DELAY_S, retry_delay_s
 from gateway.runtime.clock import utcnow
 from gateway.runtime.metrics import Metrics
 from gateway.storage.repositories import outbound_events
-from tests.gateway.events.conftest import SECRET, MakeSender, record, settled, states, until
-from tests.gateway.events.receiver import EventReceiver
+from tests.gateway.events.conftest import MakeSender, record, settled, states
 from tests.support.databases import DatabaseUnderTest
+from tests.support.events import SECRET, EventReceiver, until
 
 
 class Boom(Exception):

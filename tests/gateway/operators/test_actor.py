@@ -17,7 +17,7 @@ from gateway.operators import logins
 from gateway.operators.accounts import create_operator
 from gateway.operators.actor import CSRF_HEADER, operator_actor
 from gateway.operators.reasons import check_reason
-from tests.gateway.conftest import API_KEY, make_settings
+from tests.support.app_settings import API_KEY, make_settings
 
 
 async def _who(request: web.Request) -> web.Response:
