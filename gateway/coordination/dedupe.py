@@ -9,7 +9,7 @@ After a failure the fast path is skipped for `backoff_s`, so a dead or stalled s
 request its budget instead of every request; the first call after that probes Redis again and
 one success restores the fast path. A call cut off by the budget is cancelled, and redis-py
 closes a connection whose command was cancelled, so its late reply cannot reach the next
-command (see tests/gateway/faults/test_redis_stall.py).
+command (see tests/flows/faults/test_redis_stall.py).
 """
 
 from __future__ import annotations
