@@ -6,7 +6,7 @@ from datetime import date
 from typing import Any
 
 from aiohttp import web
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from gateway.http.auth import require_api_key
 from gateway.http.bodies import path_id, read_json
@@ -25,6 +25,14 @@ class CampaignIn(BaseModel):
     messages: list[str] = Field(min_length=1, max_length=50)
     variables: dict[str, str] = Field(default_factory=dict)
     expire_at: date | None = None
+
+    @field_validator("expire_at", mode="before")
+    @classmethod
+    def _iso_date_only(cls, value: object) -> object:
+        # The schema says an ISO date: a number would otherwise be read as a Unix time.
+        if value is not None and not isinstance(value, str):
+            raise ValueError("expire_at must be an ISO date (YYYY-MM-DD) or null")
+        return value
 
 
 def campaign_json(record: CampaignRecord, today: date) -> dict[str, Any]:

@@ -61,3 +61,18 @@ async def test_operator_routes_accept_the_console_login_in_openapi(api: TestClie
     assert {"console": []} in merge["security"] and {"bearer": []} in merge["security"]
     assert spec["components"]["securitySchemes"]["console"]["in"] == "cookie"
     assert spec["paths"]["/v1/campaigns"]["post"]["security"] == [{"bearer": []}]
+
+
+async def test_an_expiry_given_as_a_number_is_refused_not_read_as_1970(
+    api: TestClient,  # type: ignore[type-arg]
+) -> None:
+    for number in (0, 1_700_000_000, -2.7584439007417932e-139):
+        response = await api.post(
+            "/v1/campaigns",
+            json={"name": "promo", "messages": ["oi"], "expire_at": number},
+            headers=AUTH,
+        )
+        assert response.status == 400, number
+        assert "expire_at" in (await response.json())["detail"]
+    listed = await (await api.get("/v1/campaigns", headers=AUTH)).json()
+    assert listed["campaigns"] == []
