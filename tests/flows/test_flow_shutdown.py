@@ -81,6 +81,7 @@ async def test_with_redis_and_events_the_listeners_and_the_sender_stop_too(
 ) -> None:
     if (why := await redis_reachable()) is not None:
         unavailable("Redis", why)
+
     async def receive(request: web.Request) -> web.Response:
         await request.read()
         return web.Response(status=204)
