@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 import httpx
-from pydantic import SecretStr
 from redis.asyncio import Redis
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -42,10 +41,8 @@ from gateway.memory.queue import CompactionQueue, InProcessQueue
 from gateway.memory.recall import RecallCache
 from gateway.memory.retention import RetentionSweeper
 from gateway.memory.worker import MemoryWorker
-from gateway.providers import ModelProvider, make_provider
+from gateway.models_from_settings import providers_for, secret, transcriber_for
 from gateway.providers.limits import CallLimits, ModelGate
-from gateway.providers.pool import ProviderPool
-from gateway.providers.transcriber import OpenAITranscriber
 from gateway.registry import AdapterDeps, build_adapters, close_adapters
 from gateway.runtime.metrics import Metrics
 from gateway.runtime.tasks import TaskOwner
@@ -207,7 +204,7 @@ def build_flow(resources: Resources, stack: AsyncExitStack) -> Flow:
             events=events,
         ),
         locks=RedisLocks(redis) if redis is not None else InProcessLocks(),
-        providers=providers_for(resources),
+        providers=providers_for(settings, http, resources.counter),
         recall_cache=recall,
         backpressure=backpressure,
         deliverer=deliver,
@@ -294,37 +291,4 @@ def build_flow(resources: Resources, stack: AsyncExitStack) -> Flow:
         inbox_writer=writer,
         inbox_ready=inbox_ready,
         wakeups=wakeups,
-    )
-
-
-def secret(value: SecretStr | None) -> str | None:
-    return value.get_secret_value() if value is not None else None
-
-
-def providers_for(resources: Resources) -> ProviderPool:
-    settings = resources.settings
-    api_key = secret(settings.model_api_key)
-
-    def make(spec: str) -> ModelProvider:
-        return make_provider(
-            spec,
-            http=resources.http,
-            base_url=settings.model_base_url,
-            api_key=api_key,
-            count=resources.counter.count,
-        )
-
-    return ProviderPool(make(settings.model), make)
-
-
-def transcriber_for(settings: Settings, http: httpx.AsyncClient) -> OpenAITranscriber | None:
-    if not settings.transcriber_model:
-        return None
-    return OpenAITranscriber(
-        http,
-        base_url=settings.transcriber_base_url
-        or settings.model_base_url
-        or "https://api.openai.com/v1",
-        api_key=secret(settings.transcriber_api_key) or secret(settings.model_api_key),
-        model=settings.transcriber_model,
     )
