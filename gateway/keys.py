@@ -1,4 +1,5 @@
-"""Typed keys under which the app keeps its resources (built in `cleanup_ctx`, never at import)."""
+"""Typed keys under which the app keeps its resources (built in `cleanup_ctx`, never at import;
+the message flow's parts come from `gateway.flow.Flow`)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from gateway.inbox.writer import InboxWriter
 from gateway.memory.recall import RecallCache
 from gateway.memory.worker import MemoryWorker
 from gateway.runtime.metrics import Metrics
+from gateway.runtime.tasks import TaskOwner
 from gateway.turns.accept import Acceptor
 from gateway.turns.answer import Answerer
 from gateway.turns.backpressure import Backpressure
@@ -34,6 +36,8 @@ SESSIONS = web.AppKey("sessions", async_sessionmaker[AsyncSession])
 REDIS = web.AppKey("redis", Redis)
 HTTP = web.AppKey("http", httpx.AsyncClient)
 COUNTER = web.AppKey("counter", TokenCounter)
+# The one owner of the message flow's background tasks (`gateway.flow`).
+TASKS = web.AppKey("tasks", TaskOwner)
 # The message flow: accept → (inbox) → answer → deliver, each with only what it uses.
 ACCEPT = web.AppKey("accept", Acceptor)
 ANSWER = web.AppKey("answer", Answerer)

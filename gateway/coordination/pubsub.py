@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable
 
 from redis.asyncio import Redis
 
-from gateway.runtime.tasks import cancel_and_wait
+from gateway.runtime.tasks import TaskOwner, cancel_and_wait
 
 RETRY_MIN_S = 0.5
 RETRY_MAX_S = 10.0
@@ -56,10 +56,19 @@ async def subscribe_forever(
 class Channel:
     """One Redis pub/sub channel as the wake-ups use it: messages published without waiting
     (a failure only logged: every use also polls or sweeps), and at most one listener task,
-    resubscribed after failures (`subscribe_forever`)."""
+    resubscribed after failures (`subscribe_forever`), spawned through `owner`."""
 
-    def __init__(self, redis: Redis, name: str, *, log: logging.Logger, what: str) -> None:
+    def __init__(
+        self,
+        redis: Redis,
+        name: str,
+        *,
+        log: logging.Logger,
+        what: str,
+        owner: TaskOwner | None = None,
+    ) -> None:
         self._redis = redis
+        self._owner = owner if owner is not None else TaskOwner()
         self._name = name
         self._log = log
         self._what = what
@@ -68,7 +77,8 @@ class Channel:
         self.subscribed = asyncio.Event()
 
     def publish(self, message: str) -> None:
-        # Not awaited by the caller: a request never waits for the wake-up.
+        # Not awaited by the caller: a request never waits for the wake-up. Kept here, not
+        # spawned through the owner: one short send per wake-up, cancelled by `close`.
         task = asyncio.create_task(self._send(message), name=self._what)
         self._publishing.add(task)
         task.add_done_callback(self._publishing.discard)
@@ -83,7 +93,7 @@ class Channel:
 
     def listen(self, handle: Handler) -> None:
         """Feed each message published by any process to `handle`."""
-        self._listener = asyncio.create_task(
+        self._listener = self._owner.spawn(
             subscribe_forever(
                 self._redis,
                 self._name,

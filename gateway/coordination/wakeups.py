@@ -15,6 +15,7 @@ from collections.abc import Callable
 from redis.asyncio import Redis
 
 from gateway.coordination.pubsub import Channel
+from gateway.runtime.tasks import TaskOwner
 
 log = logging.getLogger("relaydesk.wakeups")
 
@@ -24,8 +25,10 @@ TURN_PREFIX = "turn:"
 
 
 class Wakeups:
-    def __init__(self, redis: Redis, channel: str = CHANNEL) -> None:
-        self._channel = Channel(redis, channel, log=log, what="background wake-up")
+    def __init__(
+        self, redis: Redis, channel: str = CHANNEL, *, owner: TaskOwner | None = None
+    ) -> None:
+        self._channel = Channel(redis, channel, log=log, what="background wake-up", owner=owner)
         self.subscribed = self._channel.subscribed
 
     def inbox(self) -> None:

@@ -22,6 +22,7 @@ from redis.exceptions import RedisError
 
 from gateway.coordination.pubsub import Channel
 from gateway.memory.recall import RecallCache
+from gateway.runtime.tasks import TaskOwner
 
 log = logging.getLogger("relaydesk.erasure")
 
@@ -95,11 +96,13 @@ def _names(fields: object, customer_ids: set[str]) -> bool:
 class Forgetting:
     """Tells every process to drop customers from its recall cache."""
 
-    def __init__(self, cache: RecallCache, redis: Redis | None) -> None:
+    def __init__(
+        self, cache: RecallCache, redis: Redis | None, *, owner: TaskOwner | None = None
+    ) -> None:
         self._cache = cache
         self._redis = redis
         self._channel = (
-            Channel(redis, CHANNEL, log=log, what="recall forgetting")
+            Channel(redis, CHANNEL, log=log, what="recall forgetting", owner=owner)
             if redis is not None
             else None
         )

@@ -18,11 +18,12 @@ MESSAGE_CREATED = "message.created"
 
 
 class EventOutbox:
-    def __init__(self, *, enabled: bool) -> None:
+    def __init__(self, *, enabled: bool, wake: Callable[[], None] | None = None) -> None:
         self.enabled = enabled
-        # Called once a transaction that recorded an event has committed (the sender of this
-        # process sets it, so an event goes out at once instead of at the next poll).
-        self.wake: Callable[[], None] | None = None
+        # Called once a transaction that recorded an event has committed (this process's
+        # sender, or the wake-up of the senders elsewhere), so an event goes out at once
+        # instead of at the next poll.
+        self.wake = wake
 
     async def record(self, session: AsyncSession, kind: str, data: dict[str, Any]) -> None:
         """Add the event to the transaction under way; it is sent once that commits."""

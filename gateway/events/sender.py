@@ -45,7 +45,7 @@ from gateway.events import signing
 from gateway.runtime.clock import utcnow
 from gateway.runtime.metrics import Metrics
 from gateway.runtime.outages import is_storage_down
-from gateway.runtime.tasks import cancel_and_wait
+from gateway.runtime.tasks import TaskOwner, cancel_and_wait
 from gateway.storage.repositories import outbound_events
 from gateway.storage.repositories.outbound_events import ClaimedEvent
 
@@ -145,6 +145,7 @@ class EventSender:
         max_attempts: int = MAX_ATTEMPTS,
         rng: random.Random | None = None,
         clock: Callable[[], float] = time.time,
+        owner: TaskOwner | None = None,
     ) -> None:
         if lease.total_seconds() <= request_deadline_s + LEASE_MARGIN_S:
             raise ValueError("the lease must outlast a request")
@@ -162,6 +163,7 @@ class EventSender:
         self._max_attempts = max_attempts
         self._rng = rng or random.Random()
         self._clock = clock
+        self._owner = owner if owner is not None else TaskOwner()
         self._woken = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         # Retryable failures in a row, and when the last of them is due again.
@@ -171,7 +173,7 @@ class EventSender:
         self._next_pending = 0.0
 
     def start(self) -> None:
-        self._task = asyncio.create_task(self._run(), name="event-sender")
+        self._task = self._owner.spawn(self._run(), name="event-sender")
 
     def wake(self) -> None:
         """An event was committed in this process: look now instead of at the next poll."""
@@ -367,6 +369,8 @@ def sender_for(
     sessions: async_sessionmaker[AsyncSession],
     http: httpx.AsyncClient,
     metrics: Metrics,
+    *,
+    owner: TaskOwner | None = None,
 ) -> EventSender | None:
     """The sender of a process that runs background work, when an events URL is set."""
     if settings.events_url is None or not settings.run_background:
@@ -379,4 +383,5 @@ def sender_for(
         url=settings.events_url,
         secret=settings.events_secret.get_secret_value().encode("utf-8"),
         metrics=metrics,
+        owner=owner,
     )

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from redis.asyncio import Redis
 
 from gateway.coordination.pubsub import Channel
+from gateway.runtime.tasks import TaskOwner
 
 log = logging.getLogger("relaydesk.events")
 
@@ -20,8 +21,10 @@ CHANNEL = "relaydesk:events"
 
 
 class EventWakeups:
-    def __init__(self, redis: Redis, channel: str = CHANNEL) -> None:
-        self._channel = Channel(redis, channel, log=log, what="event wake-up")
+    def __init__(
+        self, redis: Redis, channel: str = CHANNEL, *, owner: TaskOwner | None = None
+    ) -> None:
+        self._channel = Channel(redis, channel, log=log, what="event wake-up", owner=owner)
         self.subscribed = self._channel.subscribed
 
     def publish(self) -> None:

@@ -21,7 +21,7 @@ from channels.base import InboundMessage
 from gateway.inbox.codec import from_payload
 from gateway.runtime.clock import utcnow
 from gateway.runtime.outages import is_storage_down
-from gateway.runtime.tasks import cancel_and_wait
+from gateway.runtime.tasks import TaskOwner, cancel_and_wait
 from gateway.storage.records import InboxItem
 from gateway.storage.repositories import inbox
 from gateway.tenant_ref import TenantRef
@@ -49,6 +49,7 @@ class InboxProcessor:
         pause: Callable[[], Awaitable[None]] | None = None,
         tasks: int = TASKS,
         lease: timedelta = LEASE,
+        owner: TaskOwner | None = None,
     ) -> None:
         """`accept` stores one message (see `process_claim` for how it is called);
         `stored(conversation_key)` is told of each new one; `pause` is awaited before each
@@ -59,6 +60,7 @@ class InboxProcessor:
         self._pause = pause
         self._max_tasks = tasks
         self._lease = lease
+        self._owner = owner if owner is not None else TaskOwner()
         self._tasks: set[asyncio.Task[None]] = set()
         self._again = False
         self._claiming = asyncio.Lock()  # one claim at a time here (SQLite has no advisory lock)
@@ -70,7 +72,7 @@ class InboxProcessor:
             return
         self._again = True
         if len(self._tasks) < self._max_tasks:
-            task = asyncio.create_task(self._run(), name="inbox-processor")
+            task = self._owner.spawn(self._run(), name="inbox-processor")
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
 

@@ -12,7 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from channels.base import InboundMessage
 from gateway.inbox.codec import to_payload
-from gateway.runtime.tasks import cancel_and_wait
+from gateway.runtime.tasks import TaskOwner, cancel_and_wait
 from gateway.storage.repositories import inbox
 from gateway.tenant_ref import TenantRef
 from gateway.turns.accept import thread_key
@@ -31,10 +31,12 @@ class InboxWriter:
         *,
         committed: Callable[[], None] = lambda: None,
         max_batch_rows: int = MAX_BATCH_ROWS,
+        owner: TaskOwner | None = None,
     ) -> None:
         self._sessions = sessions
         self._committed = committed
         self._max = max_batch_rows
+        self._owner = owner if owner is not None else TaskOwner()
         self._queued: deque[tuple[list[dict[str, Any]], asyncio.Future[None]]] = deque()
         self._flusher: asyncio.Task[None] | None = None
         self.commits = 0  # statements written, for tests and metrics
@@ -56,7 +58,7 @@ class InboxWriter:
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._queued.append((rows, done))
         if self._flusher is None or self._flusher.done():
-            self._flusher = asyncio.create_task(self._flush(), name="inbox-writer")
+            self._flusher = self._owner.spawn(self._flush(), name="inbox-writer")
         # Shielded: a client that hangs up does not cancel the commit the others wait for.
         await asyncio.shield(done)
 

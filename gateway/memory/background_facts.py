@@ -27,6 +27,7 @@ from gateway.memory.llm_message_facts import LLMMessageFacts
 from gateway.memory.service import source_message, store_facts
 from gateway.providers import ProviderError
 from gateway.providers.limits import CallLimits, ModelGate
+from gateway.runtime.tasks import TaskOwner
 from gateway.storage.records import MessageRecord
 from gateway.tenants import TenantSettings
 
@@ -45,8 +46,10 @@ class BackgroundFacts:
         extractor_for: CompactorFactory | None,
         gate: ModelGate,
         work: asyncio.Semaphore,
+        owner: TaskOwner | None = None,
     ) -> None:
         self.sessions = sessions
+        self._owner = owner if owner is not None else TaskOwner()
         self.extractor_for = extractor_for
         self.gate = gate
         self.work = work  # the answer step's slots for database work
@@ -64,7 +67,7 @@ class BackgroundFacts:
             in_flight=tenant.model_max_in_flight, per_minute=tenant.model_requests_per_minute
         )
         previous = self._running.get(key)
-        task = asyncio.create_task(
+        task = self._owner.spawn(
             self._extract(previous, extractor, limits, message, text),
             name=f"message-facts:{message.id}",
         )

@@ -29,7 +29,7 @@ from gateway import channel_catalog
 from gateway.runtime.clock import utcnow
 from gateway.runtime.metrics import Metrics
 from gateway.runtime.outages import is_storage_down
-from gateway.runtime.tasks import cancel_and_wait
+from gateway.runtime.tasks import TaskOwner, cancel_and_wait
 from gateway.storage.repositories import retention, tenants
 from gateway.tenant_ref import TenantRef
 from identity.channels import ChannelName
@@ -124,15 +124,17 @@ class RetentionSweeper:
         interval_s: float,
         metrics: Metrics | None = None,
         clock: Callable[[], datetime] = utcnow,
+        owner: TaskOwner | None = None,
     ) -> None:
         self._sessions = sessions
+        self._owner = owner if owner is not None else TaskOwner()
         self._interval_s = interval_s
         self._metrics = metrics
         self._clock = clock
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
-        self._task = asyncio.create_task(self._run(), name="retention")
+        self._task = self._owner.spawn(self._run(), name="retention")
 
     async def close(self) -> None:
         if self._task is not None:

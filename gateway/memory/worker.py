@@ -17,7 +17,7 @@ from gateway.memory.llm_compactor import CompactorFactory, LLMCompactor
 from gateway.memory.owed_summaries import SWEEP_EVERY_S, sweep_forever
 from gateway.memory.queue import CompactionJob, CompactionQueue
 from gateway.memory.service import CompactionOutcome, compact_episode
-from gateway.runtime.tasks import cancel_and_wait
+from gateway.runtime.tasks import TaskOwner, cancel_and_wait
 from gateway.storage.repositories import episodes, tenants
 from gateway.tenants import TenantSettings
 
@@ -31,8 +31,11 @@ class MemoryWorker:
         counter: TokenCounter,
         queue: CompactionQueue,
         compactor_for: CompactorFactory | None = None,
+        *,
+        owner: TaskOwner | None = None,
     ) -> None:
         self.sessions = sessions
+        self._owner = owner if owner is not None else TaskOwner()
         self.counter = counter
         self.queue = queue
         self.compactor_for = compactor_for
@@ -83,11 +86,11 @@ class MemoryWorker:
         still owed their final summary (see `owed_summaries`)."""
         for index in range(count):
             self._tasks.append(
-                asyncio.create_task(self.queue.run(self._consume), name=f"compactor-{index}")
+                self._owner.spawn(self.queue.run(self._consume), name=f"compactor-{index}")
             )
         if owed_sweep_every_s is not None:
             sweep = sweep_forever(self.sessions, self.queue, every_s=owed_sweep_every_s)
-            self._tasks.append(asyncio.create_task(sweep, name="owed-summaries"))
+            self._tasks.append(self._owner.spawn(sweep, name="owed-summaries"))
 
     async def close(self) -> None:
         await cancel_and_wait(self._tasks)

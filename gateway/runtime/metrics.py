@@ -28,6 +28,8 @@ class Metrics:
     conversations_waiting_too_long: Gauge
     # Rows the retention job removed (`gateway.memory.retention`), by kind.
     retention_deleted: Counter
+    # Background tasks of the message flow running in this process (`gateway.runtime.tasks`).
+    background_tasks: Gauge
 
     @classmethod
     def create(cls) -> Metrics:
@@ -98,6 +100,11 @@ class Metrics:
                 "Rows retention removed, by kind (messages, messages_erased, turns, outbound, "
                 "facts, summaries)",
                 ["kind"],
+                registry=registry,
+            ),
+            background_tasks=Gauge(
+                "relaydesk_background_tasks",
+                "Background tasks of the message flow running in this process",
                 registry=registry,
             ),
         )

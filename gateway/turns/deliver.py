@@ -33,7 +33,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from channels.base import Channel, OutboundMessage, SendFailed
 from gateway.runtime.clock import utcnow
-from gateway.runtime.tasks import cancel_and_wait
+from gateway.runtime.tasks import TaskOwner, cancel_and_wait
 from gateway.storage.records import MessageRecord, TurnRecord, WindowState
 from gateway.storage.repositories import messages, turns
 from gateway.storage.repositories.outbound import SentPart
@@ -56,11 +56,13 @@ class Deliverer:
         sessions: async_sessionmaker[AsyncSession],
         adapters: Mapping[str, Channel],
         windows: ServiceWindows | None = None,
+        owner: TaskOwner | None = None,
     ) -> None:
         self.sessions = sessions
         self.adapters = adapters
         self.windows = windows
-        self.records = DeliveryRecords(sessions)
+        self._owner = owner if owner is not None else TaskOwner()
+        self.records = DeliveryRecords(sessions, owner=self._owner)
         self._last: dict[str, asyncio.Task[None]] = {}  # per conversation, its latest send
 
     def claim(self) -> DeliveryClaim:
@@ -83,7 +85,7 @@ class Deliverer:
         typing signal stops: one arriving after the reply would show it again). `window`: the
         conversation's WhatsApp window as read with the turn."""
         previous = self._last.get(key)
-        task = asyncio.create_task(
+        task = self._owner.spawn(
             self._send_after(previous, turn, inbound, reply, before_send, window),
             name=f"send:{turn.id}",
         )

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from gateway.runtime.tasks import TaskOwner
 from gateway.storage.repositories import outbound, turns
 from gateway.storage.repositories.outbound import SentPart
 from gateway.storage.updates import DeliveryOutcome
@@ -35,8 +36,11 @@ class SendOutcome:
 
 
 class DeliveryRecords:
-    def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
+    def __init__(
+        self, sessions: async_sessionmaker[AsyncSession], *, owner: TaskOwner | None = None
+    ) -> None:
         self._sessions = sessions
+        self._owner = owner if owner is not None else TaskOwner()
         self._waiting: list[tuple[SendOutcome, asyncio.Future[None]]] = []
         self._writer: asyncio.Task[None] | None = None
 
@@ -45,7 +49,7 @@ class DeliveryRecords:
         done = asyncio.get_running_loop().create_future()
         self._waiting.append((outcome, done))
         if self._writer is None or self._writer.done():
-            self._writer = asyncio.create_task(self._write_waiting(), name="delivery-records")
+            self._writer = self._owner.spawn(self._write_waiting(), name="delivery-records")
         # A cancelled send leaves its outcome to be written with the others.
         await asyncio.shield(done)
 

@@ -21,7 +21,7 @@ from collections.abc import Awaitable, Callable
 from gateway.coordination.locks import LockTimeout
 from gateway.providers.limits import DEFAULT_MODEL_CONCURRENCY
 from gateway.runtime.outages import is_storage_down
-from gateway.runtime.tasks import cancel_and_wait
+from gateway.runtime.tasks import TaskOwner, cancel_and_wait
 
 log = logging.getLogger("relaydesk.scheduler")
 
@@ -38,9 +38,12 @@ class TurnScheduler:
         sweep_every_s: float = 15.0,
         max_active: int = MAX_ACTIVE,
         hand_off: Callable[[str], None] | None = None,
+        intake: Callable[[], None] | None = None,
+        owner: TaskOwner | None = None,
     ) -> None:
         """`hand_off`: this process answers nothing; each kick is passed to it instead (the
-        background process answers)."""
+        background process answers). `intake` is also kicked on every sweep (messages
+        acknowledged but not yet stored)."""
         if max_active < 1:
             raise ValueError("max_active must be at least 1")
         self._drain = drain
@@ -53,17 +56,14 @@ class TurnScheduler:
         self._closed = False
         self._slots = asyncio.Semaphore(max_active)
         self.active = 0  # drains running now (not waiting for a slot)
-        self._intake: Callable[[], None] | None = None
+        self._intake = intake
         self._hand_off = hand_off
-
-    def add_intake(self, kick: Callable[[], None]) -> None:
-        """Also kick `kick` on every sweep (messages acknowledged but not yet stored)."""
-        self._intake = kick
+        self._owner = owner if owner is not None else TaskOwner()
 
     def start(self) -> None:
         if self._hand_off is not None:
             return  # the background process sweeps
-        self._sweeper = asyncio.create_task(self._sweep_forever(), name="turn-sweeper")
+        self._sweeper = self._owner.spawn(self._sweep_forever(), name="turn-sweeper")
 
     def kick(self, key: str) -> None:
         if self._closed:
@@ -74,7 +74,7 @@ class TurnScheduler:
         if key in self._running:
             self._again.add(key)
             return
-        self._running[key] = asyncio.create_task(self._run(key), name=f"drain:{key}")
+        self._running[key] = self._owner.spawn(self._run(key), name=f"drain:{key}")
 
     async def _run(self, key: str) -> None:
         try:

@@ -22,7 +22,7 @@ from aiohttp import web
 from redis.asyncio import Redis
 
 from gateway.coordination.pubsub import subscribe_forever
-from gateway.runtime.tasks import cancel_and_wait
+from gateway.runtime.tasks import TaskOwner, cancel_and_wait
 
 log = logging.getLogger("relaydesk.webchat")
 
@@ -38,9 +38,12 @@ class RedisFanout:
     Redis failure; `close()` cancels and awaits it.
     """
 
-    def __init__(self, redis: Redis, channel: str = CHANNEL) -> None:
+    def __init__(
+        self, redis: Redis, channel: str = CHANNEL, *, owner: TaskOwner | None = None
+    ) -> None:
         self._redis = redis
         self._channel = channel
+        self._owner = owner if owner is not None else TaskOwner()
         self._task: asyncio.Task[None] | None = None
         self._subscribed = asyncio.Event()
 
@@ -49,7 +52,7 @@ class RedisFanout:
         await self._redis.publish(self._channel, payload)
 
     def start(self, sink: Sink) -> None:
-        self._task = asyncio.create_task(self._run(sink), name="webchat-fanout")
+        self._task = self._owner.spawn(self._run(sink), name="webchat-fanout")
 
     async def wait_subscribed(self) -> None:
         """Return once the subscription is active (frames published from now on arrive)."""

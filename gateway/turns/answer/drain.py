@@ -12,6 +12,7 @@ from gateway.memory.queue import CompactionQueue
 from gateway.memory.recall import RecallCache
 from gateway.providers.pool import ProviderPool
 from gateway.providers.transcriber import Transcriber
+from gateway.runtime.tasks import TaskOwner
 from gateway.storage.message_meta import CANNED_HANDOFF
 from gateway.storage.records import PendingTurn
 from gateway.storage.repositories import turns
@@ -49,6 +50,7 @@ class Answerer:
         transcriber: Transcriber | None = None,
         message_facts_for: CompactorFactory | None = None,
         reply_steps: Sequence[ReplyStep] = REPLY_STEPS,
+        owner: TaskOwner | None = None,
     ) -> None:
         self.deps = deps
         self.locks = locks
@@ -56,7 +58,11 @@ class Answerer:
         self.deliverer = deliverer
         # The summary model's facts of each customer message, found while its turn is answered.
         self.model_facts = BackgroundFacts(
-            sessions=deps.sessions, extractor_for=message_facts_for, gate=deps.gate, work=deps.work
+            sessions=deps.sessions,
+            extractor_for=message_facts_for,
+            gate=deps.gate,
+            work=deps.work,
+            owner=owner,
         )
         self.preparation = Preparation(
             deps, recall_cache=recall_cache, model_facts=self.model_facts, transcriber=transcriber

@@ -1,0 +1,87 @@
+"""The task owner: it tracks what it started, forgets what ended, logs a task that died, and
+its close stops even a task that swallows a cancellation."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+import pytest
+
+from gateway.runtime.tasks import TaskOwner
+
+
+async def test_a_task_is_counted_while_it_runs_and_forgotten_when_it_ends() -> None:
+    owner = TaskOwner()
+    release = asyncio.Event()
+
+    async def waits() -> str:
+        await release.wait()
+        return "done"
+
+    first = owner.spawn(waits(), name="first")
+    second = owner.spawn(waits(), name="second")
+    assert owner.running == 2
+    assert first.get_name() == "first" and second.get_name() == "second"
+    release.set()
+    assert await first == "done" and await second == "done"
+    await asyncio.sleep(0)  # the done callbacks run on the next loop pass
+    assert owner.running == 0
+
+
+async def test_a_crashed_task_is_logged_with_its_name_and_forgotten(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    owner = TaskOwner()
+
+    async def crashes() -> None:
+        raise RuntimeError("boom")
+
+    with caplog.at_level(logging.ERROR, logger="relaydesk.tasks"):
+        task = owner.spawn(crashes(), name="sweeper")
+        await asyncio.wait({task})
+        await asyncio.sleep(0)
+    assert owner.running == 0
+    [record] = [r for r in caplog.records if r.name == "relaydesk.tasks"]
+    assert record.getMessage() == "background task died"
+    assert record.fields == {"task": "sweeper", "error": "RuntimeError"}  # type: ignore[attr-defined]
+    assert record.exc_info is not None and isinstance(record.exc_info[1], RuntimeError)
+
+
+async def test_a_cancelled_or_finished_task_is_not_logged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    owner = TaskOwner()
+    with caplog.at_level(logging.DEBUG, logger="relaydesk.tasks"):
+        finished = owner.spawn(asyncio.sleep(0), name="finished")
+        cancelled = owner.spawn(asyncio.sleep(3600), name="cancelled")
+        await asyncio.sleep(0)
+        cancelled.cancel()
+        await asyncio.wait({finished, cancelled})
+        await asyncio.sleep(0)
+    assert owner.running == 0
+    assert [r for r in caplog.records if r.name == "relaydesk.tasks"] == []
+
+
+async def test_close_cancels_a_stubborn_task_and_waits_for_it() -> None:
+    owner = TaskOwner()
+    swallowed = 0
+
+    async def stubborn() -> None:
+        nonlocal swallowed
+        while True:
+            try:
+                await asyncio.sleep(3600)
+            except asyncio.CancelledError:
+                if swallowed == 0:  # what a misbehaving library call does once
+                    swallowed += 1
+                    continue
+                raise
+
+    task = owner.spawn(stubborn(), name="stubborn")
+    plain = owner.spawn(asyncio.sleep(3600), name="plain")
+    await asyncio.sleep(0)
+    await asyncio.wait_for(owner.close(), timeout=5)
+    assert task.cancelled() and swallowed == 1
+    assert plain.cancelled()
+    assert owner.running == 0
