@@ -53,6 +53,7 @@ class TaskOwner:
 
     def __init__(self) -> None:
         self._running: set[asyncio.Task[Any]] = set()
+        self._closed = False
 
     @property
     def running(self) -> int:
@@ -63,6 +64,10 @@ class TaskOwner:
         task = asyncio.create_task(coro, name=name)
         self._running.add(task)
         task.add_done_callback(self._ended)
+        if self._closed:
+            # Started by a part still finishing its last step after the flow closed: stopped
+            # at its first await rather than left running past the flow.
+            task.cancel()
         return task
 
     def _ended(self, task: asyncio.Task[Any]) -> None:
@@ -78,5 +83,8 @@ class TaskOwner:
             )
 
     async def close(self) -> None:
-        """Cancel every task still running and wait until each has ended."""
-        await cancel_and_wait(list(self._running))
+        """Cancel every task still running and wait until each has ended; a task spawned from
+        then on is cancelled at once."""
+        self._closed = True
+        while self._running:  # a task ending may have spawned another one meanwhile
+            await cancel_and_wait(list(self._running))

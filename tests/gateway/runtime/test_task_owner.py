@@ -85,3 +85,24 @@ async def test_close_cancels_a_stubborn_task_and_waits_for_it() -> None:
     assert task.cancelled() and swallowed == 1
     assert plain.cancelled()
     assert owner.running == 0
+
+
+async def test_a_task_spawned_after_close_is_stopped_and_close_waits_for_late_ones() -> None:
+    owner = TaskOwner()
+    late: list[asyncio.Task[None]] = []
+
+    async def spawns_on_its_way_out() -> None:
+        try:
+            await asyncio.sleep(3600)
+        finally:
+            # What a part finishing its last step does while the flow closes.
+            late.append(owner.spawn(asyncio.sleep(3600), name="late"))
+
+    owner.spawn(spawns_on_its_way_out(), name="first")
+    await asyncio.sleep(0)
+    await asyncio.wait_for(owner.close(), timeout=5)
+    assert owner.running == 0 and late and late[0].cancelled()
+    after = owner.spawn(asyncio.sleep(3600), name="after close")
+    with pytest.raises(asyncio.CancelledError):
+        await after
+    assert owner.running == 0
