@@ -152,8 +152,9 @@ class RedisLocks:
         finally:
             if watchdog is not None:
                 watchdog.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await watchdog
+                # Waited for without awaiting it: a cancellation of our own (a shutdown)
+                # still propagates instead of being taken for the watchdog's.
+                await asyncio.wait({watchdog})
             await self._release(lock_key, owner)
 
     async def _acquire(self, lock_key: str, owner: str) -> None:
