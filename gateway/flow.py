@@ -49,7 +49,7 @@ from gateway.runtime.tasks import TaskOwner
 from gateway.storage.repositories.tenants import SettingsCache
 from gateway.tenant_ref import TenantRef
 from gateway.turns.accept import Accepted, Acceptor, LotWriter
-from gateway.turns.answer import AnswerDeps, Answerer
+from gateway.turns.answer import AnswerDeps, Answerer, AnswerSteps
 from gateway.turns.backpressure import Backpressure
 from gateway.turns.deliver import Deliverer
 from gateway.turns.scheduler import TurnScheduler
@@ -194,24 +194,28 @@ def build_flow(resources: Resources, stack: AsyncExitStack) -> Flow:
             in_flight=settings.model_max_in_flight, per_minute=settings.model_requests_per_minute
         ),
     )
+    answer_deps = AnswerDeps.of(
+        sessions=sessions,
+        counter=resources.counter,
+        tenant_cache=tenant_cache,
+        adapters=adapters,
+        gate=gate,
+        events=events,
+    )
     answer = Answerer(
-        AnswerDeps.of(
-            sessions=sessions,
-            counter=resources.counter,
-            tenant_cache=tenant_cache,
-            adapters=adapters,
-            gate=gate,
-            events=events,
+        answer_deps,
+        AnswerSteps.build(
+            answer_deps,
+            providers=providers_for(settings, http, resources.counter),
+            recall_cache=recall,
+            memory=queue,
+            transcriber=transcriber_for(settings, http),
+            message_facts_for=compactor_for,
+            owner=tasks,
         ),
         locks=RedisLocks(redis) if redis is not None else InProcessLocks(),
-        providers=providers_for(settings, http, resources.counter),
-        recall_cache=recall,
         backpressure=backpressure,
         deliverer=deliver,
-        memory=queue,
-        transcriber=transcriber_for(settings, http),
-        message_facts_for=compactor_for,
-        owner=tasks,
     )
 
     # The scheduler and the inbox. A gateway process that only acknowledges (settings make

@@ -7,6 +7,7 @@ settings, even when the later step runs in another process long after the reques
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from urllib.parse import unquote
 
@@ -56,21 +57,28 @@ class TenantRef:
 
     @classmethod
     def decode(cls, encoded: str) -> TenantRef:
-        parts = encoded.split(_SEPARATOR)
-        if len(parts) > 3 or not parts[0]:
-            raise ValueError(f"not a tenant reference: {encoded!r}")
-        parts += [""] * (3 - len(parts))
-        return cls(
-            domain=unquote(parts[0]),
-            host=_decode_part(parts[1]),
-            assistant_id=_decode_part(parts[2]),
-        )
+        """The stored value read back; one shared object per value (every row read carries
+        its tenant, and a deployment has few: no allocations per row)."""
+        return _decoded(encoded)
 
     @classmethod
     def for_host(cls, host: str | None, *, assistant_id: str | None = None) -> TenantRef:
         """The tenant of a request that reached us through `host` (the domain is the default
         one: no host maps to another domain yet)."""
         return cls(domain=DEFAULT_DOMAIN, host=host, assistant_id=assistant_id)
+
+
+@functools.lru_cache(maxsize=1024)
+def _decoded(encoded: str) -> TenantRef:
+    parts = encoded.split(_SEPARATOR)
+    if len(parts) > 3 or not parts[0]:
+        raise ValueError(f"not a tenant reference: {encoded!r}")
+    parts += [""] * (3 - len(parts))
+    return TenantRef(
+        domain=unquote(parts[0]),
+        host=_decode_part(parts[1]),
+        assistant_id=_decode_part(parts[2]),
+    )
 
 
 DEFAULT_TENANT = TenantRef()

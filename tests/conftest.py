@@ -23,6 +23,7 @@ from tests.support.databases import (
 pytest_plugins = [
     "tests.support.browser",
     "tests.support.events",
+    "tests.support.leftover_tasks",
     "tests.support.redis_fixture",
     "tests.support.telegram_bot",
 ]

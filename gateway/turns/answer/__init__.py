@@ -28,6 +28,7 @@ it held the lock is never left waiting for the sweep.
 The steps, one module each:
 
 - `drain.py` — `Answerer`: the lock and the loop, each turn routed and its steps run;
+- `steps.py` — `AnswerSteps`: the steps below, built once, each with what it uses;
 - `routing.py` — `route_turn`, pure: answer, leave to a person, or hand over (with the reason);
 - `preparation.py` — the read version (voice transcript, contact card), facts, the window;
 - `model_call.py` — the model call (gate, preview, fallback, repeated failures) → a `Draft`;
@@ -58,6 +59,7 @@ from gateway.turns.answer.routing import (
     Routing,
     route_turn,
 )
+from gateway.turns.answer.steps import AnswerSteps
 from gateway.turns.answer.store import StaleWriter, TakenMeanwhile
 
 __all__ = [
@@ -67,6 +69,7 @@ __all__ = [
     "REPLY_STEPS",
     "WORK_SLOTS",
     "AnswerDeps",
+    "AnswerSteps",
     "Answerer",
     "Draft",
     "ReplyStep",

@@ -3,34 +3,18 @@ lock; each turn routed (answered, left to a person, or handed over) and its step
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from gateway.coordination.locks import ConversationLocks, Held
-from gateway.memory.background_facts import BackgroundFacts
-from gateway.memory.llm_compactor import CompactorFactory
-from gateway.memory.queue import CompactionQueue
-from gateway.memory.recall import RecallCache
-from gateway.providers.pool import ProviderPool
-from gateway.providers.transcriber import Transcriber
-from gateway.runtime.tasks import TaskOwner
 from gateway.storage.message_meta import CANNED_HANDOFF
 from gateway.storage.records import PendingTurn
 from gateway.storage.repositories import turns
 from gateway.storage.updates import TurnOutcome
 from gateway.tenants import TenantSettings
-from gateway.turns.answer.compaction import CompactionTrigger
 from gateway.turns.answer.deps import AnswerDeps
-from gateway.turns.answer.model_call import ModelCall
-from gateway.turns.answer.preparation import Preparation, Prepared
-from gateway.turns.answer.reply_steps import (
-    REPLY_STEPS,
-    Draft,
-    ReplyStep,
-    ReplyTurn,
-    run_reply_steps,
-)
+from gateway.turns.answer.preparation import Prepared
+from gateway.turns.answer.reply_steps import Draft, ReplyTurn, run_reply_steps
 from gateway.turns.answer.routing import Route, route_turn
-from gateway.turns.answer.store import ReplyStore, TakenMeanwhile
+from gateway.turns.answer.steps import AnswerSteps
+from gateway.turns.answer.store import TakenMeanwhile
 from gateway.turns.backpressure import Backpressure
 from gateway.turns.deliver import Deliverer
 from gateway.turns.typing import Typing
@@ -40,37 +24,22 @@ class Answerer:
     def __init__(
         self,
         deps: AnswerDeps,
+        steps: AnswerSteps,
         *,
         locks: ConversationLocks,
-        providers: ProviderPool,
-        recall_cache: RecallCache,
         backpressure: Backpressure,
         deliverer: Deliverer,
-        memory: CompactionQueue | None = None,
-        transcriber: Transcriber | None = None,
-        message_facts_for: CompactorFactory | None = None,
-        reply_steps: Sequence[ReplyStep] = REPLY_STEPS,
-        owner: TaskOwner | None = None,
     ) -> None:
         self.deps = deps
         self.locks = locks
         self.backpressure = backpressure
         self.deliverer = deliverer
-        # The summary model's facts of each customer message, found while its turn is answered.
-        self.model_facts = BackgroundFacts(
-            sessions=deps.sessions,
-            extractor_for=message_facts_for,
-            gate=deps.gate,
-            work=deps.work,
-            owner=owner,
-        )
-        self.preparation = Preparation(
-            deps, recall_cache=recall_cache, model_facts=self.model_facts, transcriber=transcriber
-        )
-        self.model_call = ModelCall(deps, providers=providers)
-        self.reply_steps = tuple(reply_steps)
-        self.store = ReplyStore(deps)
-        self.compaction = CompactionTrigger(deps, memory)
+        self.model_facts = steps.model_facts
+        self.preparation = steps.preparation
+        self.model_call = steps.model_call
+        self.reply_steps = steps.reply_steps
+        self.store = steps.store
+        self.compaction = steps.compaction
 
     async def drain(self, key: str) -> int:
         """Answer the conversation's pending turns in order; returns how many were answered.

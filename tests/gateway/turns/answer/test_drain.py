@@ -11,7 +11,7 @@ from gateway.coordination.locks import InProcessLocks
 from gateway.memory.recall import RecallCache
 from gateway.storage.message_meta import CANNED_HANDOFF, CANNED_KEY
 from gateway.storage.models import Conversation, Message, TurnRow
-from gateway.turns.answer import Answerer
+from gateway.turns.answer import Answerer, AnswerSteps
 from gateway.turns.backpressure import Backpressure
 from gateway.turns.deliver import Deliverer
 from tests.gateway.turns.answer.models import ScriptedModel, pool_of
@@ -26,11 +26,11 @@ from tests.gateway.turns.answer.stored_turns import (
 def _answerer(
     sessions: async_sessionmaker[AsyncSession], model: ScriptedModel, locks: InProcessLocks
 ) -> Answerer:
+    deps = answer_deps(sessions)
     return Answerer(
-        answer_deps(sessions),
+        deps,
+        AnswerSteps.build(deps, providers=pool_of(model), recall_cache=RecallCache()),
         locks=locks,
-        providers=pool_of(model),
-        recall_cache=RecallCache(),
         backpressure=Backpressure(),
         deliverer=Deliverer(sessions=sessions, adapters={}),
     )

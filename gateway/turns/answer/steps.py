@@ -1,0 +1,62 @@
+"""The steps a turn goes through, built once per process and handed to the drain together."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from gateway.memory.background_facts import BackgroundFacts
+from gateway.memory.llm_compactor import CompactorFactory
+from gateway.memory.queue import CompactionQueue
+from gateway.memory.recall import RecallCache
+from gateway.providers.pool import ProviderPool
+from gateway.providers.transcriber import Transcriber
+from gateway.runtime.tasks import TaskOwner
+from gateway.turns.answer.compaction import CompactionTrigger
+from gateway.turns.answer.deps import AnswerDeps
+from gateway.turns.answer.model_call import ModelCall
+from gateway.turns.answer.preparation import Preparation
+from gateway.turns.answer.reply_steps import REPLY_STEPS, ReplyStep
+from gateway.turns.answer.store import ReplyStore
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerSteps:
+    model_facts: BackgroundFacts  # the summary model's facts of each customer message
+    preparation: Preparation
+    model_call: ModelCall
+    reply_steps: tuple[ReplyStep, ...]
+    store: ReplyStore
+    compaction: CompactionTrigger
+
+    @classmethod
+    def build(
+        cls,
+        deps: AnswerDeps,
+        *,
+        providers: ProviderPool,
+        recall_cache: RecallCache,
+        memory: CompactionQueue | None = None,
+        transcriber: Transcriber | None = None,
+        message_facts_for: CompactorFactory | None = None,
+        reply_steps: Sequence[ReplyStep] = REPLY_STEPS,
+        owner: TaskOwner | None = None,
+    ) -> AnswerSteps:
+        """Each step with only the collaborators it uses."""
+        model_facts = BackgroundFacts(
+            sessions=deps.sessions,
+            extractor_for=message_facts_for,
+            gate=deps.gate,
+            work=deps.work,
+            owner=owner,
+        )
+        return cls(
+            model_facts=model_facts,
+            preparation=Preparation(
+                deps, recall_cache=recall_cache, model_facts=model_facts, transcriber=transcriber
+            ),
+            model_call=ModelCall(deps, providers=providers),
+            reply_steps=tuple(reply_steps),
+            store=ReplyStore(deps),
+            compaction=CompactionTrigger(deps, memory),
+        )
