@@ -76,8 +76,9 @@ async def whatsapp_stack(
             yield WhatsAppStack(stack, twilio, public_url)
 
 
-async def until(condition: Callable[[], bool | Awaitable[bool]], timeout: float = 15.0) -> None:
-    """Wait until ``condition`` holds (a TimeoutError after ``timeout`` seconds)."""
+async def until(condition: Callable[[], bool | Awaitable[bool]], timeout: float = 30.0) -> None:
+    """Wait until ``condition`` holds (a TimeoutError after ``timeout`` seconds): a generous
+    deadline, not a timing assertion (the parallel test layer shares two cores)."""
     async with asyncio.timeout(timeout):
         while True:
             outcome = condition()
