@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import os
 import tomllib
+from ipaddress import IPv4Network, IPv6Network, ip_network
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
+    NoDecode,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
     TomlConfigSettingsSource,
@@ -22,6 +24,18 @@ from pydantic_settings import (
 
 CONFIG_FILE_ENV = "RELAYDESK_CONFIG"
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./relaydesk.db"
+
+
+Network = IPv4Network | IPv6Network
+# A comma-separated list in the environment ("10.0.0.0/8, 127.0.0.1"), a list in TOML.
+CommaList = Annotated[tuple[str, ...], NoDecode]
+
+
+def split_commas(value: object) -> object:
+    """An environment value "a, b" as ("a", "b"); lists and tuples pass through."""
+    if isinstance(value, str):
+        return tuple(part.strip() for part in value.split(",") if part.strip())
+    return value
 
 
 class ConfigError(Exception):
@@ -110,6 +124,28 @@ class Settings(BaseSettings):
     )
     # How often the background work deletes what tenants' retention no longer keeps.
     retention_interval_s: float = Field(3600.0, alias="RELAYDESK_RETENTION_INTERVAL_S", gt=0)
+    # Peers whose X-Forwarded-For / X-Forwarded-Proto are believed (the reverse proxy in front):
+    # CIDRs or addresses. Empty: every client is the connection's peer.
+    trusted_proxies: CommaList = Field((), alias="RELAYDESK_TRUSTED_PROXIES")
+
+    @field_validator("trusted_proxies", mode="before")
+    @classmethod
+    def _comma_list(cls, value: object) -> object:
+        return split_commas(value)
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _networks(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for item in value:
+            try:
+                ip_network(item, strict=False)
+            except ValueError as exc:
+                raise ValueError(f"{item!r} is not an address or CIDR network") from exc
+        return value
+
+    @property
+    def trusted_proxy_networks(self) -> tuple[Network, ...]:
+        return tuple(ip_network(item, strict=False) for item in self.trusted_proxies)
 
     @field_validator("database_url")
     @classmethod

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
+from gateway.http.client_address import client_of
 from gateway.keys import SETTINGS
 from gateway.operators.logins import SESSION_TTL
 
@@ -19,7 +20,7 @@ CSRF_FIELD = "csrf_token"
 
 def is_secure(request: web.Request) -> bool:
     public = request.app[SETTINGS].public_url or ""
-    return request.secure or public.startswith("https://")
+    return client_of(request).secure or public.startswith("https://")
 
 
 def set_cookie(response: web.StreamResponse, request: web.Request, name: str, value: str) -> None:

@@ -9,6 +9,7 @@ from aiohttp import web
 
 from gateway.console import cookies, views
 from gateway.console.pages import console, form_text, html_response, redirect
+from gateway.http.client_address import client_of
 from gateway.http.errors import GatewayError, TooManyRequests
 from gateway.keys import SESSIONS
 from gateway.operators import logins
@@ -34,7 +35,7 @@ async def login_submit(request: web.Request) -> web.StreamResponse:
             request.app[SESSIONS],
             form_text(form, "username"),
             form_text(form, "password"),
-            client=request.remote or "unknown",
+            client=client_of(request).address,
         )
     except TooManyRequests as exc:
         notice = f"Too many failed logins. Try again in {exc.retry_after_s} seconds."
