@@ -97,6 +97,11 @@ class Settings(BaseSettings):
         "relaydesk:compaction", alias="RELAYDESK_COMPACTION_STREAM", min_length=1
     )
     compaction_reclaim_ms: int = Field(60_000, alias="RELAYDESK_COMPACTION_RECLAIM_MS", ge=1_000)
+    # Where in Redis the console login throttle counts attempts (one per deployment sharing a
+    # Redis database: a shared prefix shares the counts).
+    login_attempts_prefix: str = Field(
+        "relaydesk:login", alias="RELAYDESK_LOGIN_ATTEMPTS_PREFIX", min_length=1
+    )
     # How long a process may hold acknowledged webhooks it is storing before another process
     # takes them over (it died): a stopped process's messages wait this long at most.
     inbox_lease_s: float = Field(30.0, alias="RELAYDESK_INBOX_LEASE_S", ge=1.0)

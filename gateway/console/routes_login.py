@@ -33,6 +33,7 @@ async def login_submit(request: web.Request) -> web.StreamResponse:
     try:
         token, _ = await logins.attempt_login(
             request.app[SESSIONS],
+            logins.ledger_of(request.app),
             form_text(form, "username"),
             form_text(form, "password"),
             client=client_of(request).address,

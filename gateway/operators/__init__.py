@@ -4,7 +4,8 @@ Both operator front ends use this package: the console's pages (`console/`) and 
 operator JSON API under `/v1/operator` (`gateway.api`). Neither is imported here.
 
 - `passwords`: salted scrypt hashes; `accounts`: `create_operator`.
-- `logins`: a login's cookie token, `attempt_login` behind the `throttle`, `current_login`.
+- `logins`: a login's cookie token, `attempt_login` behind the `throttle` (attempts counted
+  before the check by `attempts` / `attempts_redis`), `current_login`.
 - `actor`: `operator_actor`, who calls the operator API (API key or login plus CSRF header).
 - `reasons`: the reason every audited action needs.
 - `search`, `facts` (corrections, pins, retractions), `preview`, `rebuild`, `set_aside`

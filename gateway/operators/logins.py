@@ -2,7 +2,8 @@
 
 A login is a random 256-bit token in the `relaydesk_console` cookie; the `operator_sessions`
 table keeps only the token's SHA-256, the operator, the expiry and the login's CSRF token.
-Repeated failures are throttled per account and per client address (`throttle`).
+Repeated failures are throttled per client address and per account from that address
+(`throttle`); every attempt is counted before its password is checked (`attempts`).
 
 The cookie's path is `/`, not `/console`: the operator JSON API under `/v1/operator` accepts the
 same login (with the CSRF header, `actor.operator_actor`), so a browser sends it there too.
@@ -22,11 +23,13 @@ from aiohttp import web
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from gateway.http.errors import TooManyRequests, Unauthorized
-from gateway.keys import SESSIONS
+from gateway.keys import REDIS, SESSIONS, SETTINGS
 from gateway.operators import throttle
+from gateway.operators.attempts import AttemptLedger, DatabaseLedger, Refused
+from gateway.operators.attempts_redis import RedisLedger
 from gateway.operators.passwords import DUMMY_HASH, verify_password
 from gateway.runtime.clock import utcnow
-from gateway.storage.repositories import operators
+from gateway.storage.repositories import audit, login_failures, operators
 
 COOKIE = "relaydesk_console"
 SESSION_TTL = timedelta(hours=8)
@@ -70,17 +73,31 @@ async def log_in(session: AsyncSession, username: str, password: str) -> tuple[s
     return token, OperatorLogin(account.id, account.username, csrf_token, expires_at)
 
 
+def ledger_of(app: web.Application) -> AttemptLedger:
+    """Where the app counts login attempts: Redis when configured (the database while Redis
+    fails), else the database."""
+    database = DatabaseLedger(app[SESSIONS])
+    redis = app.get(REDIS)
+    if redis is None:
+        return database
+    return RedisLedger(redis, fallback=database, prefix=app[SETTINGS].login_attempts_prefix)
+
+
 async def attempt_login(
-    sessions: async_sessionmaker[AsyncSession], username: str, password: str, client: str
+    sessions: async_sessionmaker[AsyncSession],
+    ledger: AttemptLedger,
+    username: str,
+    password: str,
+    client: str,
 ) -> tuple[str, OperatorLogin]:
-    """`log_in` behind the throttle: raises `TooManyRequests` (nothing checked) while the
-    account or the address must wait, `Unauthorized` (the failure counted and audited) on a
-    wrong password; a success clears the account's failures."""
+    """`log_in` behind the throttle: the attempt is counted first, then checked. Raises
+    `TooManyRequests` (nothing checked, nothing counted) while this address, or this account
+    from it, must wait; `Unauthorized` (the failure stays counted, and is audited) on a wrong
+    password; a success takes back the account's attempts from this address."""
     account = username.strip()
-    async with sessions() as session:
-        wait = await throttle.retry_after(session, account, client, utcnow())
-    if wait is not None:
-        seconds = max(1, math.ceil(wait.total_seconds()))
+    reserved = await ledger.reserve(account, throttle.client_key(client), utcnow())
+    if isinstance(reserved, Refused):
+        seconds = max(1, math.ceil(reserved.wait.total_seconds()))
         raise TooManyRequests(
             f"too many failed logins; try again in {seconds} s",
             retry_after_s=seconds,
@@ -89,12 +106,25 @@ async def attempt_login(
     try:
         async with sessions.begin() as session:
             opened = await log_in(session, account, password)
-            await throttle.record_success(session, account, utcnow())
-            return opened
     except Unauthorized:
         async with sessions.begin() as session:
-            await throttle.record_failure(session, account, client, utcnow())
+            await _audit_failure(session, account, client)
         raise
+    await reserved.forgive()
+    return opened
+
+
+async def _audit_failure(session: AsyncSession, account: str, client: str) -> None:
+    """Audit a failed login: the account name tried and the address, never the password."""
+    await audit.record_audit(
+        session,
+        actor=account[: login_failures.ACCOUNT_CHARS] or "(empty)",
+        action="console_login_failed",
+        reason="unknown operator or wrong password",
+        subject_type="operator",
+        subject_id=account[:64] or "(empty)",
+        details={"client": client},
+    )
 
 
 async def find_login(session: AsyncSession, token: str) -> OperatorLogin | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from ipaddress import ip_address, ip_network
 from pathlib import Path
 from typing import Any
 
@@ -73,6 +74,28 @@ def test_commands_and_settings(services: dict[str, Any]) -> None:
         settings = Settings(**env)
         assert settings.redis_url is not None and settings.run_background is False
     assert "RELAYDESK_RUN_BACKGROUND" not in services["background"]["environment"]
+
+
+def test_the_gateways_trust_forwarding_headers_from_the_proxy_only(
+    services: dict[str, Any],
+) -> None:
+    yaml = pytest.importorskip("yaml")
+    compose = yaml.safe_load((DOCKER / "compose.yaml").read_text())
+    subnet = ip_network(compose["networks"]["default"]["ipam"]["config"][0]["subnet"])
+    proxy = ip_address(services["proxy"]["networks"]["default"]["ipv4_address"])
+    assert proxy in subnet
+    for name in GATEWAYS:
+        env = {k: v for k, v in services[name]["environment"].items() if v is not None}
+        assert Settings(**env).trusted_proxy_networks == (ip_network(f"{proxy}/32"),), name
+    # nginx names the client and the scheme on every location (one that sets any header of
+    # its own inherits none from the server block).
+    conf = (DOCKER / "nginx.conf").read_text()
+    server = conf[conf.index("server {") :]
+    blocks = [server[: server.index("location")], *server.split("location")[1:]]
+    for block in blocks:
+        if "proxy_set_header" in block:
+            assert "proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;" in block
+            assert "proxy_set_header X-Forwarded-Proto $scheme;" in block
 
 
 def test_nginx_balances_both_gateways_and_upgrades_websockets(services: dict[str, Any]) -> None:

@@ -4,8 +4,11 @@ form, seeded customers (the `stack` fixture is in `tests/flows/console/conftest.
 from __future__ import annotations
 
 import re
+import secrets
+from collections.abc import Mapping
 from dataclasses import dataclass
 
+from aiohttp import ClientSession, DummyCookieJar
 from aiohttp.test_utils import TestClient
 
 from gateway.storage.records import NewFact
@@ -48,6 +51,43 @@ async def log_in(client: TestClient) -> str:  # type: ignore[type-arg]
     home = await client.get("/console")
     assert home.status == 200
     return csrf_of(await home.text())
+
+
+@dataclass(frozen=True)
+class LoginAnswer:
+    status: int
+    page: str
+    retry_after: str | None
+    set_cookies: tuple[str, ...]
+
+    def set_cookie(self, name: str) -> str | None:
+        """The Set-Cookie header of this cookie, or None."""
+        return next((c for c in self.set_cookies if c.startswith(f"{name}=")), None)
+
+
+async def post_login(
+    client: TestClient,  # type: ignore[type-arg]
+    username: str,
+    password: str,
+    *,
+    headers: Mapping[str, str] | None = None,
+) -> LoginAnswer:
+    """One submission of the login form on a connection of its own, with no cookie jar: any
+    number of them can run at once (the form's double-submit token is a fresh one, sent as
+    both the cookie and the field, as the form page would hand it out)."""
+    token = secrets.token_urlsafe(16)
+    sent = {**(headers or {}), "Cookie": f"relaydesk_login_csrf={token}"}
+    form = {"csrf_token": token, "username": username, "password": password}
+    async with ClientSession(cookie_jar=DummyCookieJar()) as session:
+        async with session.post(
+            client.make_url("/console/login"), data=form, headers=sent, allow_redirects=False
+        ) as response:
+            return LoginAnswer(
+                status=response.status,
+                page=await response.text(),
+                retry_after=response.headers.get("Retry-After"),
+                set_cookies=tuple(response.headers.getall("Set-Cookie", ())),
+            )
 
 
 async def _context(client: TestClient, **body: object) -> dict[str, object]:  # type: ignore[type-arg]

@@ -4,6 +4,7 @@ deployment would be (each on its own test server)."""
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
@@ -37,6 +38,8 @@ async def shared_gateways(
         "RELAYDESK_DATABASE_URL": url,
         "RELAYDESK_REDIS_URL": REDIS_URL,
         "RELAYDESK_AUTO_MIGRATE": True,
+        # Redis outlives the test: these gateways' login attempts are counted apart.
+        "RELAYDESK_LOGIN_ATTEMPTS_PREFIX": f"relaydesk-test:{uuid.uuid4().hex}:login",
     }
     try:
         async with AsyncExitStack() as stack:

@@ -3,6 +3,7 @@ locks and queue) or `production` (a fresh PostgreSQL database and Redis)."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -97,6 +98,8 @@ async def running_stack(
         if why is not None:
             unavailable("Redis", why)
         values["RELAYDESK_REDIS_URL"] = REDIS_URL
+        # Redis outlives the test: this gateway's login attempts are counted apart.
+        values["RELAYDESK_LOGIN_ATTEMPTS_PREFIX"] = f"relaydesk-test:{uuid.uuid4().hex}:login"
     values.update(settings)
 
     # A context manager, not a bare generator: a test failing inside still closes the client

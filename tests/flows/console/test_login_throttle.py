@@ -1,7 +1,8 @@
-"""The console login throttle: five failures in fifteen minutes, per account or per client
-address, and the next attempt waits (429, Retry-After, said on the page), twice as long after each
-further failure; failures are stored (every process counts them), audited without the password,
-cleared for the account by a success and pruned once too old."""
+"""The console login throttle: five failures in fifteen minutes from one client address (for
+any accounts) and the next attempt from there waits (429, Retry-After, said on the page), twice
+as long after each further failure; failures are stored (every process counts them), audited
+without the password, cleared for the account and address by a success and pruned once too
+old."""
 
 from __future__ import annotations
 
@@ -14,7 +15,6 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from gateway.keys import SESSIONS
 from gateway.operators.accounts import create_operator
 from gateway.operators.throttle import FIRST_WAIT, MAX_WAIT, WINDOW, wait_for
-from gateway.runtime.clock import utcnow
 from gateway.storage.models import AuditEntry, LoginFailure
 from gateway.storage.repositories import login_failures
 from tests.support.console import PASSWORD, USERNAME, csrf_of
@@ -68,24 +68,28 @@ def test_the_wait_starts_at_the_fifth_failure_doubles_and_is_capped() -> None:
     assert wait_for(ago(31, 40, 50, 60, 70), NOW) is None  # the wait is over
 
 
-async def test_failures_are_stored_counted_cleared_and_pruned(session: AsyncSession) -> None:
+async def test_attempts_are_stored_counted_cleared_and_pruned(session: AsyncSession) -> None:
     account = "throttle-" + str(id(session))
     for minutes in (1, 2, 20):
-        await login_failures.record_failure(
+        await login_failures.record_attempt(
             session, account, "10.0.0.9", NOW - timedelta(minutes=minutes)
         )
-    await login_failures.record_failure(session, "someone-else", "10.0.0.9", NOW)
-    by_account, by_client = await login_failures.failures_since(
+    await login_failures.record_attempt(session, "someone-else", "10.0.0.9", NOW)
+    await login_failures.record_attempt(session, account, "10.0.0.10", NOW)
+    await login_failures.lock_client(session, "10.0.0.9")
+    counted = await login_failures.counted_since(
         session, account=account, client="10.0.0.9", since=NOW - WINDOW
     )
-    assert by_account == [NOW - timedelta(minutes=2), NOW - timedelta(minutes=1)]
-    assert len(by_client) == 3
+    assert counted.by_pair == (NOW - timedelta(minutes=2), NOW - timedelta(minutes=1))
+    assert counted.by_client == (*counted.by_pair, NOW)
+    assert counted.account_total == 3  # from both addresses
     assert await login_failures.prune(session, NOW - WINDOW) >= 1
-    await login_failures.clear_account(session, account)
-    by_account, by_client = await login_failures.failures_since(
+    await login_failures.clear_pair(session, account, "10.0.0.9")
+    counted = await login_failures.counted_since(
         session, account=account, client="10.0.0.9", since=NOW - timedelta(days=1)
     )
-    assert by_account == [] and by_client == [NOW]
+    assert counted.by_pair == () and counted.by_client == (NOW,)
+    assert counted.account_total == 1  # the other address's attempt is not forgiven
 
 
 async def test_five_wrong_passwords_lock_the_account_out_then_it_may_retry(stack: Stack) -> None:
@@ -161,10 +165,9 @@ async def test_every_process_counts_the_same_failures() -> None:
         status, _, headers = await _attempt(second, USERNAME, PASSWORD)
         assert status == 429 and int(headers["Retry-After"]) > 0
         async with second.app[SESSIONS]() as session:
-            since = utcnow() - WINDOW
-            stored = await session.scalar(
+            audited = await session.scalar(
                 select(func.count())
-                .select_from(LoginFailure)
-                .where(LoginFailure.failed_at >= since)
+                .select_from(AuditEntry)
+                .where(AuditEntry.action == "console_login_failed")
             )
-        assert stored == 5
+        assert audited == 5
