@@ -156,11 +156,11 @@ async def test_with_no_site_listed_no_other_site_may_frame_the_widget(
 ) -> None:
     listed, _ = shops  # listed nowhere: the gateway runs with the default
     listed.html = _framing_page(unlisting_stack, verified_token("acct-" + uuid.uuid4().hex[:10]))
-    response = await unlisting_stack.client.get("/chat")
-    assert "frame-ancestors 'self';" in response.headers["Content-Security-Policy"]
     async with _new_context(browser) as context:
         page = await context.new_page()
         await _assert_refused_frame(page, listed, unlisting_stack)
+    response = await unlisting_stack.client.get("/chat")
+    assert "frame-ancestors 'self';" in response.headers["Content-Security-Policy"]
 
 
 async def _strip_content_security_policy(route: Route) -> None:
@@ -194,13 +194,16 @@ async def test_an_unlisted_framers_token_is_ignored_where_framing_is_not_blocked
         assert await frame.locator("body").get_attribute("data-identity") == "anonymous"
         assert await page.evaluate("window.received") == []
         await assert_anonymous(stack, visitor, account)
+        await screenshot(page, "chat-widget-framed-unenforced.png")
 
 
 async def test_a_token_in_the_url_signs_nobody_in(browser: Browser, stack: Stack) -> None:
     account = "acct-" + uuid.uuid4().hex[:10]
     async with _new_context(browser) as context:
         page = await context.new_page()
-        await page.goto(str(stack.client.make_url("/chat").with_query(token=verified_token(account))))
+        await page.goto(
+            str(stack.client.make_url("/chat").with_query(token=verified_token(account)))
+        )
         visitor = await _talk(stack, page, "It's me")
         await expect(page.locator("body")).to_have_attribute("data-identity", "anonymous")
         await assert_anonymous(stack, visitor, account)
