@@ -705,17 +705,13 @@
     announceReady();
   }
 
-  // Tells the host page it may now post the identity token; addressed to the allowed origins
-  // only (the browser delivers it only if the parent is of that origin), never to "*".
+  // Tells the host page it may now post the identity token: addressed to each allowed origin,
+  // never to "*" (the browser delivers it only where the parent is of that origin).
   function announceReady() {
     if (window.parent === window) return;
-    let targets = ALLOWED_ORIGINS;
-    const ancestors = window.location.ancestorOrigins;
-    if (ancestors && ancestors.length) {
-      // Where the browser names the parent's origin, post only to it (no console noise).
-      targets = ALLOWED_ORIGINS.filter((origin) => origin === ancestors[0]);
+    for (const origin of ALLOWED_ORIGINS) {
+      window.parent.postMessage({ type: "relaydesk:ready" }, origin);
     }
-    for (const origin of targets) window.parent.postMessage({ type: "relaydesk:ready" }, origin);
   }
 
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);

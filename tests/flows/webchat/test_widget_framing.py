@@ -44,8 +44,9 @@ async def shops() -> AsyncIterator[tuple[Shop, Shop]]:
 @pytest.fixture
 async def stack(tmp_path: Path, shops: tuple[Shop, Shop]) -> AsyncIterator[Stack]:
     listed, _ = shops
+    origins = f"https://www.example.com, {listed.origin}"  # the customer's other site first
     async with running_stack(
-        "embedded", tmp_path, RELAYDESK_WEBCHAT_ALLOWED_ORIGINS=listed.origin
+        "embedded", tmp_path, RELAYDESK_WEBCHAT_ALLOWED_ORIGINS=origins
     ) as running:
         yield running
 
@@ -141,6 +142,7 @@ async def test_a_listed_site_signs_the_visitor_in_and_an_unlisted_one_cannot_fra
             "data-identity", "token", timeout=WAIT_MS
         )
         visitor = await _talk(stack, frame, "Signed in from the shop")
+        # Told once: the post addressed to the other listed site's origin is not delivered.
         assert await page.evaluate("window.received") == ["relaydesk:ready"]
         await assert_verified(stack, visitor, account)
         await screenshot(page, "chat-widget-framed-listed.png")
