@@ -22,6 +22,8 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from gateway.webchat.origins import web_origin
+
 CONFIG_FILE_ENV = "RELAYDESK_CONFIG"
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./relaydesk.db"
 
@@ -132,8 +134,11 @@ class Settings(BaseSettings):
     # Peers whose X-Forwarded-For / X-Forwarded-Proto are believed (the reverse proxy in front):
     # CIDRs or addresses. Empty: every client is the connection's peer.
     trusted_proxies: CommaList = Field((), alias="RELAYDESK_TRUSTED_PROXIES")
+    # Sites that may frame the web chat widget and hand it an identity token, as origins
+    # ("https://shop.example.com"). Empty: no other site may frame it.
+    webchat_allowed_origins: CommaList = Field((), alias="RELAYDESK_WEBCHAT_ALLOWED_ORIGINS")
 
-    @field_validator("trusted_proxies", mode="before")
+    @field_validator("trusted_proxies", "webchat_allowed_origins", mode="before")
     @classmethod
     def _comma_list(cls, value: object) -> object:
         return split_commas(value)
@@ -147,6 +152,11 @@ class Settings(BaseSettings):
             except ValueError as exc:
                 raise ValueError(f"{item!r} is not an address or CIDR network") from exc
         return value
+
+    @field_validator("webchat_allowed_origins")
+    @classmethod
+    def _origins(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(web_origin(item) for item in value))
 
     @property
     def trusted_proxy_networks(self) -> tuple[Network, ...]:

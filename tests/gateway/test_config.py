@@ -29,6 +29,12 @@ def test_defaults_are_the_embedded_ones(monkeypatch: pytest.MonkeyPatch) -> None
         ("RELAYDESK_MODEL", "gpt-4o"),
         ("RELAYDESK_PUBLIC_URL", "example.org/no-scheme"),
         ("RELAYDESK_WEBCHAT_SECRET", "too-short"),
+        ("RELAYDESK_WEBCHAT_ALLOWED_ORIGINS", "https://shop.example.com/chat"),
+        ("RELAYDESK_WEBCHAT_ALLOWED_ORIGINS", "shop.example.com"),
+        ("RELAYDESK_WEBCHAT_ALLOWED_ORIGINS", "https://*.example.com"),
+        ("RELAYDESK_WEBCHAT_ALLOWED_ORIGINS", "null"),
+        ("RELAYDESK_WEBCHAT_ALLOWED_ORIGINS", "https://shop.example.com; script-src *"),
+        ("RELAYDESK_WEBCHAT_ALLOWED_ORIGINS", "https://shop.example.com:70000"),
     ],
 )
 def test_a_wrong_value_names_the_variable(
@@ -89,3 +95,18 @@ def test_a_process_that_only_acknowledges_needs_redis(monkeypatch: pytest.Monkey
         load_settings()
     monkeypatch.setenv("RELAYDESK_REDIS_URL", "redis://127.0.0.1:6379/0")
     assert load_settings().run_background is False
+
+
+def test_allowed_origins_are_written_as_browsers_write_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("RELAYDESK_CONFIG", raising=False)
+    assert load_settings().webchat_allowed_origins == ()
+    monkeypatch.setenv(
+        "RELAYDESK_WEBCHAT_ALLOWED_ORIGINS",
+        "https://Shop.Example.com:443, http://127.0.0.1:8000,https://shop.example.com",
+    )
+    assert load_settings().webchat_allowed_origins == (
+        "https://shop.example.com",
+        "http://127.0.0.1:8000",
+    )

@@ -23,11 +23,14 @@
  * Messages the server has not acknowledged stay in an outbox in localStorage and are resent with
  * the same `client_message_id` after every reconnect (the server stores them once).
  *
- * Identity token, first found wins: `window.RelaydeskChat = {identityToken: "..."}` set before
- * this script runs (on a page of the gateway's origin that includes this script: `/chat` itself
- * allows no inline script), the `?token=` query parameter; later a parent frame may send
- * `postMessage({type: "relaydesk:identity", token})` (the widget posts `{type: "relaydesk:ready"}`
- * to its parent when it is listening) and the widget reconnects with it; `token: null` drops it.
+ * Identity token: `window.RelaydeskChat = {identityToken: "..."}` set before this script runs
+ * (on a page of the gateway's origin that includes this script: `/chat` itself allows no inline
+ * script). A parent frame may send `postMessage({type: "relaydesk:identity", token})` and the
+ * widget reconnects with it (`token: null` drops it), but only a parent whose origin is listed
+ * in the page's `<meta name="relaydesk-allowed-origins">` (RELAYDESK_WEBCHAT_ALLOWED_ORIGINS, the
+ * same list `frame-ancestors` allows): any other framer's token would put what the visitor types
+ * into the framer's account. The widget posts `{type: "relaydesk:ready"}` when it is listening,
+ * addressed to those origins only. Never a token in the URL: URLs end up in logs and Referers.
  */
 (() => {
   "use strict";
@@ -53,6 +56,9 @@
   const storage = makeStorage();
   const config = window.RelaydeskChat && typeof window.RelaydeskChat === "object"
     ? window.RelaydeskChat : {};
+  // The parent origins that may hand this widget an identity token (the script is deferred:
+  // the page's head is parsed by now).
+  const ALLOWED_ORIGINS = allowedOrigins();
 
   const state = {
     visitorId: loadVisitorId(), // null until the server issued one
@@ -153,11 +159,14 @@
   }
 
   function initialToken() {
-    if (typeof config.identityToken === "string" && config.identityToken) {
-      return config.identityToken;
-    }
-    const fromQuery = new URLSearchParams(window.location.search).get("token");
-    return fromQuery || null;
+    return typeof config.identityToken === "string" && config.identityToken
+      ? config.identityToken : null;
+  }
+
+  function allowedOrigins() {
+    const meta = document.querySelector('meta[name="relaydesk-allowed-origins"]');
+    const content = meta ? meta.getAttribute("content") || "" : "";
+    return content.split(/\s+/).filter((origin) => /^https?:\/\/[^/\s]+$/.test(origin));
   }
 
   // The outbox is read and written through storage on every change, so two tabs of the same
@@ -659,6 +668,7 @@
 
   function onParentMessage(event) {
     if (window.parent === window || event.source !== window.parent) return;
+    if (!ALLOWED_ORIGINS.includes(event.origin)) return; // a framer not listed: never its token
     const data = event.data;
     if (!data || typeof data !== "object" || data.type !== "relaydesk:identity") return;
     const token = typeof data.token === "string" && data.token ? data.token : null;
@@ -692,9 +702,15 @@
     showIdentity();
     for (const entry of outbox.load()) pendingBubble(entry);
     connect();
-    if (window.parent !== window) {
-      // Tells the host page it may now post the identity token.
-      window.parent.postMessage({ type: "relaydesk:ready" }, "*");
+    announceReady();
+  }
+
+  // Tells the host page it may now post the identity token: addressed to each allowed origin,
+  // never to "*" (the browser delivers it only where the parent is of that origin).
+  function announceReady() {
+    if (window.parent === window) return;
+    for (const origin of ALLOWED_ORIGINS) {
+      window.parent.postMessage({ type: "relaydesk:ready" }, origin);
     }
   }
 

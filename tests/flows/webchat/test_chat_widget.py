@@ -1,31 +1,32 @@
 """The `/chat` widget in a real headless Chromium (Debian `chromium`, driven by Playwright)
 against a real gateway on a real socket with the offline model: it talks, survives a dropped
 websocket and a lost ack without losing or duplicating a message, keeps its visitor id and
-history across a reload, carries an identity token from the URL or from the host page, and shows
-a reply being written (typing indicator, growing bubble) until the stored reply takes its place."""
+history across a reload, carries an identity token set by a page of the gateway's origin, and
+shows a reply being written (typing indicator, growing bubble) until the stored reply takes its
+place. Tokens from framing sites: test_widget_framing.py."""
 
 from __future__ import annotations
 
 import asyncio
 import json
-import time
 import uuid
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-import jwt
 import pytest
-from aiohttp import web
-from aiohttp.test_utils import TestClient, TestServer
-from sqlalchemy import select
 
 from channels.base import Media, OutboundMessage
-from gateway.keys import ADAPTERS, HUB, SESSIONS
-from gateway.storage.models import Message
+from gateway.keys import ADAPTERS, HUB
 from tests.support.browser import screenshot
-from tests.support.stack import API_KEY, WEBCHAT_SECRET, Stack, running_stack
+from tests.support.stack import Stack, running_stack
+from tests.support.widget import (
+    VISITOR_KEY,
+    WAIT_MS,
+    assert_verified,
+    identity_token,
+    user_rows,
+)
 
 try:
     from playwright.async_api import (
@@ -38,8 +39,6 @@ try:
 except ImportError:  # the skip below says why
     pass
 
-WAIT_MS = 10_000
-VISITOR_KEY = "relaydesk.visitor_id"
 OUTBOX_KEY = "relaydesk.outbox"
 OFFLINE_REPLY = "offline mode"
 FIRST = "<b>First</b> question <img src=x onerror=alert(1)>"
@@ -53,28 +52,6 @@ async def stack(tmp_path: Path) -> AsyncIterator[Stack]:
 
 def _url(stack: Stack, path: str = "/chat") -> str:
     return str(stack.client.make_url(path))
-
-
-@asynccontextmanager
-async def _host_page(browser: Browser, html: str) -> AsyncIterator[Page]:
-    """A shop's page serving `html` (which embeds the widget), open in a new browser context;
-    both closed afterwards, even when the test fails."""
-
-    async def shop(request: web.Request) -> web.Response:
-        return web.Response(text=html, content_type="text/html")
-
-    site = web.Application()
-    site.router.add_get("/", shop)
-    server = TestServer(site)
-    await server.start_server()
-    context = await browser.new_context()
-    try:
-        page = await context.new_page()
-        await page.goto(str(server.make_url("/")))
-        yield page
-    finally:
-        await context.close()
-        await server.close()
 
 
 async def _open(context: BrowserContext, url: str) -> Page:
@@ -135,29 +112,13 @@ async def _settled(stack: Stack, page: Page, users: int, assistants: int) -> Non
     assert ids == sorted(ids, key=int)
 
 
-def _token(sub: str, **claims: object) -> str:
-    payload = {"sub": sub, "exp": int(time.time()) + 600, **claims}
-    return jwt.encode(payload, WEBCHAT_SECRET, algorithm="HS256")
-
-
-async def _user_rows(stack: Stack, visitor: str) -> list[Message]:
-    async with stack.app[SESSIONS]() as session:
-        rows = await session.scalars(
-            select(Message)
-            .where(Message.thread_key == f"webchat:{visitor}", Message.role == "user")
-            .order_by(Message.id)
-        )
-        return list(rows)
-
-
-async def _profile(client: TestClient, customer_id: str) -> dict[str, Any]:  # type: ignore[type-arg]
-    response = await client.get(
-        f"/v1/operator/customers/{customer_id}",
-        headers={"Authorization": f"Bearer {API_KEY}"},
-    )
-    assert response.status == 200
-    profile: dict[str, Any] = await response.json()
-    return profile
+async def _signed_in_page(context: BrowserContext, token: str) -> Page:
+    """A page that sets `window.RelaydeskChat` before the widget's script runs, as a page of the
+    gateway's origin that includes the script does."""
+    page = await context.new_page()
+    config = json.dumps({"identityToken": token})
+    await page.add_init_script(f"window.RelaydeskChat = {config};")
+    return page
 
 
 async def test_page_and_assets_are_served_with_their_headers(stack: Stack) -> None:
@@ -170,8 +131,14 @@ async def test_page_and_assets_are_served_with_their_headers(stack: Stack) -> No
     assert "default-src 'none'" in policy and "script-src 'self'" in policy
     assert f"connect-src 'self' ws://{host}:" in policy
     assert "unsafe" not in policy and "http" not in policy
+    assert "frame-ancestors 'self';" in policy  # no other site listed: none may frame it
     html = await page.text()
     assert 'src="/chat/static/chat.js"' in html and "://" not in html  # nothing third-party
+    assert '<meta name="relaydesk-allowed-origins" content="">' in html
+    etag = page.headers["ETag"]
+    again = await stack.client.get("/chat", headers={"If-None-Match": etag})
+    assert again.status == 304 and again.headers["ETag"] == etag
+    assert "frame-ancestors 'self';" in again.headers["Content-Security-Policy"]
     script = await stack.client.get("/chat/static/chat.js")
     assert script.status == 200 and script.headers["Content-Type"].startswith("text/javascript")
     style = await stack.client.get("/chat/static/chat.css")
@@ -330,7 +297,7 @@ async def test_a_visitor_id_the_server_did_not_issue_is_replaced(
     await _send(page, "Hello")
     await _settled(stack, page, users=1, assistants=1)
     assert [role for role, _ in await _stored(stack, visitor)] == ["user", "assistant"]
-    assert await _user_rows(stack, forged) == []
+    assert await user_rows(stack, forged) == []
     await context.close()
 
 
@@ -341,7 +308,9 @@ async def test_a_signed_in_thread_is_not_shown_without_its_token(
     starts a thread of their own instead of reading the signed-in one."""
     account = "acct-" + uuid.uuid4().hex[:10]
     context = await browser.new_context()
-    page = await _open(context, _url(stack, f"/chat?token={_token(account)}"))
+    page = await _signed_in_page(context, identity_token(account))
+    await page.goto(_url(stack))
+    await _connected(page)
     signed_in = await _visitor(page)
     await _send(page, "My address is Rua A, 10")
     await _settled(stack, page, users=1, assistants=1)
@@ -357,96 +326,21 @@ async def test_a_signed_in_thread_is_not_shown_without_its_token(
     await context.close()
 
 
-async def test_another_accounts_token_starts_a_thread_of_its_own(
-    browser: Browser, stack: Stack
-) -> None:
-    """The host page signs another account in (its token posted to the widget): the widget
-    may not reopen the first account's thread, so it clears the page and starts a new one."""
-    first, second = "acct-" + uuid.uuid4().hex[:10], "acct-" + uuid.uuid4().hex[:10]
-    html = f"""<!doctype html><title>Shop</title>
-<iframe id="chat" src="{_url(stack, f"/chat?token={_token(first)}")}" width="400" height="600">
-</iframe>
-<script>
-window.switchAccount = () => document.getElementById("chat").contentWindow.postMessage(
-  {{type: "relaydesk:identity", token: {json.dumps(_token(second))}}}, "*");
-</script>"""
-
-    async with _host_page(browser, html) as page:
-        widget = page.frame_locator("#chat")
-        status = widget.locator("#chat-status")
-        await expect(status).to_have_attribute("data-state", "connected", timeout=WAIT_MS)
-        await widget.get_by_label("Your message").fill("My card ends in 4471")
-        await widget.get_by_role("button", name="Send").click()
-        await stack.idle()
-        await expect(widget.locator(".msg--assistant")).to_have_count(1, timeout=WAIT_MS)
-        handle = await page.locator("#chat").element_handle()
-        frame = await handle.content_frame() if handle is not None else None
-        assert frame is not None
-        visitor_key = f"localStorage.getItem({json.dumps(VISITOR_KEY)})"
-        first_visitor = await frame.evaluate(visitor_key)
-
-        await page.evaluate("window.switchAccount()")
-        await expect(widget.locator(".msg")).to_have_count(0, timeout=WAIT_MS)
-        await expect(status).to_have_attribute("data-state", "connected", timeout=WAIT_MS)
-        assert await frame.evaluate(visitor_key) not in (first_visitor, "", None)
-
-
-async def _assert_verified(stack: Stack, visitor: str, account: str) -> None:
-    [row] = await _user_rows(stack, visitor)
-    assert row.extra is not None and row.extra["link_level"] == "verified"
-    profile = await _profile(stack.client, row.customer_id)
-    [identity] = [i for i in profile["identities"] if i["id"] == row.identity_id]
-    assert identity["link_level"] == "verified" and account in identity["external_id"]
-    assert {"kind": "phone", "value": "+5511998765432", "link_level": "verified"} in profile[
-        "identifiers"
-    ]
-
-
-async def test_identity_token_from_the_query_reaches_the_server(
+async def test_identity_token_from_the_page_reaches_the_server(
     browser: Browser, stack: Stack
 ) -> None:
     account = "acct-" + uuid.uuid4().hex[:10]
-    token = _token(account, phone_number="+55 11 99876-5432", phone_number_verified=True)
+    token = identity_token(account, phone_number="+55 11 99876-5432", phone_number_verified=True)
     context = await browser.new_context()
-    page = await _open(context, _url(stack, f"/chat?token={token}"))
+    page = await _signed_in_page(context, token)
+    await page.goto(_url(stack))
+    await _connected(page)
     await expect(page.locator("body")).to_have_attribute("data-identity", "token")
     visitor = await _visitor(page)
     await _send(page, "It's me")
     await _settled(stack, page, users=1, assistants=1)
-    await _assert_verified(stack, visitor, account)
+    await assert_verified(stack, visitor, account)
     await context.close()
-
-
-async def test_identity_token_posted_by_the_host_page(browser: Browser, stack: Stack) -> None:
-    account = "acct-" + uuid.uuid4().hex[:10]
-    token = _token(account, phone_number="+5511998765432", phone_number_verified=True)
-    # The customer's own site, on another origin (another port), frames the widget and hands
-    # it the token once the widget says it is listening.
-    html = f"""<!doctype html><title>Shop</title>
-<iframe id="chat" src="{_url(stack)}" width="400" height="600"></iframe>
-<script>
-window.addEventListener("message", (event) => {{
-  if (event.data && event.data.type === "relaydesk:ready") {{
-    event.source.postMessage({{type: "relaydesk:identity", token: {json.dumps(token)}}}, "*");
-  }}
-}});
-</script>"""
-
-    async with _host_page(browser, html) as page:
-        widget = page.frame_locator("#chat")
-        await expect(widget.locator("body")).to_have_attribute("data-identity", "token")
-        await expect(widget.locator("#chat-status")).to_have_attribute(
-            "data-state", "connected", timeout=WAIT_MS
-        )
-        await widget.get_by_label("Your message").fill("Signed in from the shop")
-        await widget.get_by_role("button", name="Send").click()
-        await stack.idle()
-        await expect(widget.locator(".msg--assistant")).to_have_count(1, timeout=WAIT_MS)
-        handle = await page.locator("#chat").element_handle()
-        frame = await handle.content_frame() if handle is not None else None
-        assert frame is not None
-        visitor = await frame.evaluate(f"localStorage.getItem({json.dumps(VISITOR_KEY)})")
-        await _assert_verified(stack, str(visitor), account)
 
 
 async def test_typing_and_a_growing_reply_become_the_stored_reply(
