@@ -14,7 +14,6 @@ is the same message; an edit is a new update pointing at the original through `e
 from __future__ import annotations
 
 import copy
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -23,6 +22,7 @@ from typing import Any
 from telegram import CallbackQuery, Chat, MaybeInaccessibleMessage, Message, Update, User
 
 from channels.base import InboundMessage, Media, MessageKind, PayloadInvalid
+from channels.json_body import load_json
 
 __all__ = [
     "CONTACT_PLACEHOLDER",
@@ -61,10 +61,7 @@ class Ignored:
 
 
 def _load(body: bytes) -> dict[str, Any]:
-    try:
-        data = json.loads(body or b"null")
-    except (ValueError, RecursionError) as exc:  # bad UTF-8 and over-long integers included
-        raise PayloadInvalid(f"body is not valid JSON: {exc}") from exc
+    data = load_json(body)
     if not isinstance(data, dict):
         raise PayloadInvalid("body must be a JSON object")
     update_id = data.get("update_id")

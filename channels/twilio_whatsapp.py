@@ -18,7 +18,7 @@ import random
 import re
 from collections.abc import Callable, Mapping
 from datetime import datetime
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qs, parse_qsl, urlsplit
 
 import aiohttp
 import httpx
@@ -149,9 +149,13 @@ class TwilioWhatsAppChannel:
         if not signature:
             raise SignatureInvalid(f"missing {SIGNATURE_HEADER}")
         algorithm = get_signature_algorithm(request.header(SIGNATURE_SETTINGS_HEADER))
-        content_type = (request.header("Content-Type") or "").split(";")[0].strip()
+        content_type = (request.header("Content-Type") or "").split(";")[0].strip().lower()
         params: object
         if content_type == "application/json":
+            # Twilio signs a JSON body through the URL's bodySHA256 only; without one the
+            # validator would try to sign the body as form fields (a TypeError).
+            if "bodySHA256" not in parse_qs(urlsplit(request.url).query):
+                raise SignatureInvalid("a JSON webhook must carry bodySHA256 in its URL")
             params = request.body.decode("utf-8", errors="replace")
         else:
             params = form_params(request.body)

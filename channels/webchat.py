@@ -19,7 +19,6 @@ identity rules, never here).
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import datetime
@@ -33,6 +32,7 @@ from channels.base import (
     RawRequest,
     SendResult,
 )
+from channels.json_body import load_json
 
 VISITOR_ID = re.compile(r"^[A-Za-z0-9_-]{8,128}$")
 CLIENT_MESSAGE_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")
@@ -125,10 +125,7 @@ class WebChatChannel:
         """Nothing to verify: web chat has no provider signature (see module docstring)."""
 
     def parse(self, request: RawRequest) -> Parsed:
-        try:
-            data = json.loads(request.body or b"null")
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise PayloadInvalid(f"body is not valid JSON: {exc}") from exc
+        data = load_json(request.body)
         if not isinstance(data, dict):
             raise PayloadInvalid("body must be a JSON object")
         visitor = visitor_id_of(data)

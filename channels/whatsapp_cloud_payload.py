@@ -24,7 +24,6 @@ what reaches the conversation (each ignored item is logged by the webhook with i
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -40,6 +39,7 @@ from channels.base import (
     Parsed,
     PayloadInvalid,
 )
+from channels.json_body import load_json
 from channels.media_text import describe_media
 
 CHANNEL: Final = "whatsapp_cloud"
@@ -74,10 +74,7 @@ def read_notification(
     `media_base` is the Graph API base a media id is fetched from (each `Media.url` is the
     media object's own URL there); `phone_number_id`, when set, is the business number this
     gateway answers for: changes addressed to another number are ignored."""
-    try:
-        document = json.loads(body)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise PayloadInvalid(f"body is not JSON: {exc}") from exc
+    document = load_json(body)
     if not isinstance(document, dict):
         raise PayloadInvalid("body is not a JSON object")
     if document.get("object") != OBJECT:

@@ -54,6 +54,7 @@ from identity.normalize import (
     ChannelIdentityKey,
     Identifier,
     IdentifierKind,
+    NormalizedEmail,
     channel_identity_key,
     decimal_id,
     normalize_email,
@@ -61,6 +62,7 @@ from identity.normalize import (
     normalize_opaque_id,
     normalize_phone,
     normalize_telegram_id,
+    read_email,
     stated_identifier,
 )
 from identity.ownership import (
@@ -128,6 +130,7 @@ __all__ = [
     "MemoryGraph",
     "Move",
     "NamedCustomerPolicy",
+    "NormalizedEmail",
     "Outcome",
     "OwnedRecord",
     "OwnershipConflict",
@@ -160,6 +163,7 @@ __all__ = [
     "observe",
     "plan_merge",
     "plan_split",
+    "read_email",
     "resolve",
     "stated_identifier",
     "strongest",

@@ -18,7 +18,8 @@ claims (asserted) or merely suggests (inferred). Deciding which customer that is
 | + customer id from the call center        | (unchanged) (3) | (2)       | customer hint         |
 | phone or e-mail stated in the text        | (unchanged)     | unchanged | asserted              |
 
-(1) phone and e-mail too when the token flags them verified; otherwise they are asserted.
+(1) phone and e-mail too when the token flags them verified (and the e-mail's normalization
+    folded nothing, see `identity.NormalizedEmail`); otherwise they are asserted.
 (2) the hint verifies the customer it names, not the key; see `identity.resolution`.
 (3) with a caller id, the call's own key ``phone:call:<id>`` is kept as ``named_key``: where the
     call goes when the caller id already belongs to another customer than the one named.

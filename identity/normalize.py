@@ -1,18 +1,27 @@
 """Normalized identifiers and channel identity keys.
 
 Every identifier is reduced to one canonical spelling before it is compared, stored or linked:
-phones to E.164 (via ``phonenumbers``), e-mails trimmed and case-folded, Telegram user ids to
-their decimal form, web accounts and anonymous visitors to opaque trimmed strings. Anything that
-cannot be normalized raises `InvalidIdentifier`. Whether a normalized value is *blocked* is a
-separate question, answered by `identity.blocked.BlockedValues`.
+phones to E.164 (via ``phonenumbers``), e-mails to their local part as written (ASCII letters
+lower-cased) at their IDNA-encoded domain, Telegram user ids to their decimal form, web accounts
+and anonymous visitors to opaque trimmed strings. Anything that cannot be normalized raises
+`InvalidIdentifier`. Whether a normalized value is *blocked* is a separate question, answered
+by `identity.blocked.BlockedValues`.
+
+Normalizing never merges two mailboxes: Unicode case folding would (``ß``→``ss``, ``ſ``→``s``,
+the Kelvin sign to ``k``, ``ς``→``σ``), so local parts only lose ASCII case, and domains go
+through IDNA 2008 with UTS 46 mapping, which keeps ``straße.de`` apart from ``strasse.de``.
+Where that mapping still folds a character (full-width letters, ``ſ``, ``ﬁ``, Unicode
+capitals), `read_email` says so, and the value proves nothing about that mailbox.
 """
 
 from __future__ import annotations
 
 import re
+import string
 from dataclasses import dataclass
 from typing import Literal, get_args
 
+import idna
 import phonenumbers
 
 from identity.channels import (
@@ -31,6 +40,7 @@ __all__ = [
     "IdentityChannel",
     "Identifier",
     "IdentifierKind",
+    "NormalizedEmail",
     "channel_identity_key",
     "decimal_id",
     "normalize_email",
@@ -38,6 +48,7 @@ __all__ = [
     "normalize_opaque_id",
     "normalize_phone",
     "normalize_telegram_id",
+    "read_email",
     "stated_identifier",
 ]
 
@@ -71,7 +82,11 @@ _MAX_PHONE_INPUT = 64
 _MAX_OPAQUE = 255
 _MAX_ID = 2**63 - 1
 _MAX_ID_DIGITS = len(str(_MAX_ID))
-_EMAIL_DOMAIN_LABEL = re.compile(r"^[^\W_](?:[\w-]{0,61}[^\W_])?$")
+# An IDNA-encoded domain label: letters, digits and inner hyphens (A-labels are "xn--" LDH).
+_DOMAIN_LABEL = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$")
+# Only ASCII letters change: str.lower() would also fold the Kelvin sign into "k".
+_ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
+_MAILTO = "mailto:"
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -175,27 +190,78 @@ def _with_brazilian_ninth_digit(number: phonenumbers.PhoneNumber) -> phonenumber
     return number
 
 
-def normalize_email(raw: str) -> str:
-    """``raw`` trimmed and case-folded, with a basic shape check (one ``@``, dotted domain)."""
+@dataclass(frozen=True, slots=True)
+class NormalizedEmail:
+    """An e-mail address in canonical form, and whether reaching it folded a character.
+
+    ``folded`` is true when the domain's UTS 46 mapping changed more than ASCII case or the
+    encoding of a label (``ｅｘａｍｐｌｅ.com``, ``ſtrasse.de``, ``ﬁsh.com``, ``MÜNCHEN.de``):
+    the canonical ``value`` then names a mailbox the sender did not spell, so it may be
+    proposed to an operator but never links on its own.
+    """
+
+    value: str
+    folded: bool
+
+
+def read_email(raw: str) -> NormalizedEmail:
+    """``raw`` as a canonical address: trimmed, a ``mailto:`` prefix dropped, the local part as
+    written but for ASCII case, the domain IDNA-encoded (IDNA 2008, UTS 46, ASCII labels only
+    letters, digits and hyphens). Raises `InvalidIdentifier` for anything else."""
     if not isinstance(raw, str):
         raise InvalidIdentifier("e-mail must be a string")
     text = raw.strip()
-    if text.lower().startswith("mailto:"):
-        text = text[len("mailto:") :]
-    text = text.casefold()
+    if text[: len(_MAILTO)].translate(_ASCII_LOWER) == _MAILTO:
+        text = text[len(_MAILTO) :]
     if len(text) > 254 or text.count("@") != 1:
         raise InvalidIdentifier("not an e-mail address")
-    local, domain = text.split("@")
+    written_local, written_domain = text.split("@")
+    local = written_local.translate(_ASCII_LOWER)
     if not local or len(local) > 64 or ".." in local or local[0] == "." or local[-1] == ".":
         raise InvalidIdentifier("not an e-mail address")
     if any(ch.isspace() or not ch.isprintable() or ch in '<>()[],;:\\"' for ch in local):
         raise InvalidIdentifier("not an e-mail address")
-    labels = domain.split(".")
-    if len(labels) < 2 or not all(_EMAIL_DOMAIN_LABEL.match(label) for label in labels):
+    domain = _ascii_domain(written_domain)
+    value = f"{local}@{domain}"
+    if len(value) > 254:
         raise InvalidIdentifier("not an e-mail address")
+    return NormalizedEmail(value, folded=not _spelled_as(written_domain, domain))
+
+
+def normalize_email(raw: str) -> str:
+    """``raw`` as a canonical address (see `read_email`)."""
+    return read_email(raw).value
+
+
+def _ascii_domain(written: str) -> str:
+    try:
+        encoded = idna.encode(written, uts46=True, std3_rules=True).decode("ascii")
+    except (idna.IDNAError, UnicodeError) as exc:
+        raise InvalidIdentifier("not an e-mail domain") from exc
+    labels = encoded.split(".")
+    if len(labels) < 2 or not all(_DOMAIN_LABEL.match(label) for label in labels):
+        raise InvalidIdentifier("not an e-mail domain")
     if labels[-1].isdigit():
-        raise InvalidIdentifier("not an e-mail address")
-    return text
+        raise InvalidIdentifier("not an e-mail domain")
+    return encoded
+
+
+def _spelled_as(written: str, encoded: str) -> bool:
+    """Whether each label of ``encoded`` is the written one, up to ASCII case, either as
+    written (``xn--strae-oqa``) or as the Unicode it encodes (``straße``)."""
+    labels = encoded.split(".")
+    said = written.translate(_ASCII_LOWER).split(".")
+    if len(said) != len(labels):
+        return False  # another dot (U+3002, a full stop) was mapped to "."
+    for label, spelled in zip(labels, said, strict=True):
+        if spelled == label:
+            continue
+        try:
+            if spelled != idna.decode(label):
+                return False
+        except (idna.IDNAError, UnicodeError):
+            return False
+    return True
 
 
 def decimal_id(text: str) -> int | None:

@@ -12,12 +12,12 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 import jwt
 
 from identity.errors import IdentityConfigError, InvalidIdentifier
-from identity.normalize import DEFAULT_REGION, normalize_email, normalize_opaque_id, normalize_phone
+from identity.normalize import DEFAULT_REGION, normalize_opaque_id, normalize_phone, read_email
 
 __all__ = ["MIN_SECRET_BYTES", "WebClaims", "check_webchat_secret", "verify_identity_token"]
 
@@ -27,6 +27,7 @@ _log = logging.getLogger(__name__)
 MIN_SECRET_BYTES = 32
 _MAX_TOKEN_CHARS = 8192
 _DEFAULT_LEEWAY = timedelta(seconds=30)
+_Value = TypeVar("_Value")
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,7 +36,9 @@ class WebClaims:
 
     ``phone``/``email`` are set only when the token marks them verified (``phone_number_verified``
     / ``email_verified`` is JSON ``true``); otherwise a well-formed value lands in
-    ``asserted_phone``/``asserted_email`` and counts only as something the visitor claims.
+    ``asserted_phone``/``asserted_email`` and counts only as something the visitor claims. So
+    does a verified e-mail whose normalization folded a character (`identity.NormalizedEmail`):
+    the issuer verified the mailbox as written, not the one the folding names.
     """
 
     sub: str
@@ -122,16 +125,18 @@ def _claims(payload: dict[str, Any], now: float, leeway: float, region: str | No
     if not isinstance(sub, str):
         raise ValueError("sub is not a string")
     phone = _optional(payload.get("phone_number"), lambda raw: normalize_phone(raw, region=region))
-    email = _optional(payload.get("email"), normalize_email)
+    email = _optional(payload.get("email"), read_email)
     phone_verified = payload.get("phone_number_verified") is True
-    email_verified = payload.get("email_verified") is True
+    address = email.value if email is not None else None
+    folded = email is not None and email.folded
+    email_verified = payload.get("email_verified") is True and not folded
     return WebClaims(
         sub=normalize_opaque_id(sub),
         expires_at=datetime.fromtimestamp(exp, UTC),
         phone=phone if phone_verified else None,
-        email=email if email_verified else None,
+        email=address if email_verified else None,
         asserted_phone=None if phone_verified else phone,
-        asserted_email=None if email_verified else email,
+        asserted_email=None if email_verified else address,
     )
 
 
@@ -145,7 +150,7 @@ def _number(value: object) -> float:
     return number
 
 
-def _optional(raw: object, normalize: Callable[[str], str]) -> str | None:
+def _optional(raw: object, normalize: Callable[[str], _Value]) -> _Value | None:
     if not isinstance(raw, str):
         return None
     try:

@@ -8,19 +8,16 @@ through, both would fail deep in a handler as a 500.
 
 from __future__ import annotations
 
-import json
 from typing import Any, TypeVar
 
 from aiohttp import web
 from pydantic import BaseModel, ValidationError
 
-from channels.base import unstorable
+from channels.base import PayloadInvalid, unstorable
+from channels.json_body import MAX_DEPTH, load_json
 from gateway.http.errors import BadRequest, NotFound
 
 Model = TypeVar("Model", bound=BaseModel)
-
-# Nesting deeper than this is not a body any route takes; walking it is not worth the stack.
-_MAX_DEPTH = 64
 
 
 def describe(exc: ValidationError) -> str:
@@ -33,7 +30,7 @@ def describe(exc: ValidationError) -> str:
 
 def find_unstorable(value: Any, where: str = "body", depth: int = 0) -> str | None:
     """The first string (key or value) in decoded JSON that cannot be stored, described."""
-    if depth > _MAX_DEPTH:
+    if depth > MAX_DEPTH:
         return f"{where}: nested too deeply"
     if isinstance(value, str):
         why = unstorable(value)
@@ -55,12 +52,10 @@ def find_unstorable(value: Any, where: str = "body", depth: int = 0) -> str | No
 
 
 async def read_json(request: web.Request, model: type[Model]) -> Model:
-    raw = await request.read()
     try:
-        data = json.loads(raw or b"null")
-    # ValueError: bad UTF-8, bad JSON, and an integer longer than Python converts (4300 digits).
-    except (ValueError, RecursionError) as exc:
-        raise BadRequest(f"body is not valid JSON: {exc}", code="malformed_json") from exc
+        data = load_json(await request.read())
+    except PayloadInvalid as exc:
+        raise BadRequest(str(exc), code="malformed_json") from exc
     problem = find_unstorable(data)
     if problem is not None:
         raise BadRequest(problem, code="invalid_text")

@@ -16,6 +16,8 @@ GatewayError                      status, code, detail
 ├── NotFound                      404 not_found
 ├── Conflict                      409 conflict
 ├── PayloadTooLarge               413 payload_too_large
+├── UnsupportedMediaType          415 unsupported_media_type: a body in another format than the
+│                                     route reads (a JSON body on a form webhook)
 ├── Unprocessable                 422 unprocessable: well-formed but unusable (e.g. a fixed
 │                                     context too big)
 ├── TooManyRequests               429 too_many_requests: try again after `retry_after_s`
@@ -69,6 +71,11 @@ class Conflict(GatewayError):
 class PayloadTooLarge(GatewayError):
     status = 413
     code = "payload_too_large"
+
+
+class UnsupportedMediaType(GatewayError):
+    status = 415
+    code = "unsupported_media_type"
 
 
 class Unprocessable(GatewayError):

@@ -7,7 +7,11 @@ first, are committed to the inbox, the statuses applied (each only forward), the
 logged (their kind and reason, never content), and only then the provider's 2xx. A malformed
 body is a 400 with the reason; storage down is a 503 so the provider retries instead of
 dropping. What differs per provider is data: a `Webhook` (path, channel, the 2xx it expects,
-how its ignored items are logged).
+how its ignored items are logged, the one media type it posts).
+
+Checks run cheapest first and before anything is trusted: a body in another format than the
+provider posts is a 415 before its signature is looked at (a form signature cannot even be
+computed over JSON), then the signature, then the body (400 when malformed or nested too deep).
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from channels.meta_webhooks import SubscriptionCheck
 from channels.telegram import SECRET_HEADER as TELEGRAM_SECRET_HEADER
 from channels.twilio_whatsapp import INBOUND_PATH as TWILIO_INBOUND_PATH
 from channels.twilio_whatsapp import STATUS_PATH as TWILIO_STATUS_PATH
+from gateway.http.errors import UnsupportedMediaType
 from gateway.http.openapi import document
 from gateway.http.tenant import tenant_of
 from gateway.keys import ADAPTERS, BACKPRESSURE, INBOX_WRITER, SESSIONS
@@ -37,6 +42,8 @@ from gateway.turns import delivery
 from identity.channels import ChannelName
 
 EMPTY_TWIML = '<?xml version="1.0" encoding="UTF-8"?><Response></Response>'
+FORM = "application/x-www-form-urlencoded"
+JSON = "application/json"
 
 TELEGRAM_PATH = "/webhooks/telegram"
 CLOUD_PATH = "/webhooks/whatsapp/cloud"
@@ -58,21 +65,24 @@ def _ok_json() -> web.Response:
 
 @dataclass(frozen=True, slots=True)
 class Webhook:
-    """One provider endpoint: where it is posted, whose adapter reads it, the 2xx the provider
-    expects, and the log line (message, field naming the item) of each ignored item."""
+    """One provider endpoint: where it is posted, whose adapter reads it, the media type its
+    bodies have, the 2xx the provider expects, and the log line (message, field naming the
+    item) of each ignored item."""
 
     path: str
     channel: ChannelName
+    media_type: str
     answer: Callable[[], web.Response]
     ignored_message: str = "webhook item ignored"
     ignored_field: str = "what"
 
 
-TWILIO_WHATSAPP: Final = Webhook(TWILIO_INBOUND_PATH, "whatsapp", _twiml)
-TWILIO_STATUS: Final = Webhook(TWILIO_STATUS_PATH, "whatsapp", _no_content)
+TWILIO_WHATSAPP: Final = Webhook(TWILIO_INBOUND_PATH, "whatsapp", FORM, _twiml)
+TWILIO_STATUS: Final = Webhook(TWILIO_STATUS_PATH, "whatsapp", FORM, _no_content)
 TELEGRAM: Final = Webhook(
     TELEGRAM_PATH,
     "telegram",
+    JSON,
     _ok_json,
     ignored_message="telegram update ignored",
     ignored_field="update_type",
@@ -80,6 +90,7 @@ TELEGRAM: Final = Webhook(
 WHATSAPP_CLOUD: Final = Webhook(
     CLOUD_PATH,
     "whatsapp_cloud",
+    JSON,
     _ok_json,
     ignored_message="whatsapp cloud notification ignored",
 )
@@ -93,6 +104,10 @@ async def receive(request: web.Request, hook: Webhook) -> web.Response:
     channel = request.app[ADAPTERS].get(hook.channel)
     if channel is None:
         raise web.HTTPNotFound()
+    if request.content_type != hook.media_type:
+        raise UnsupportedMediaType(
+            f"this webhook takes {hook.media_type}, not {request.content_type}"
+        )
     with request.app[BACKPRESSURE].ingest_request():
         body = await request.read()
         raw = RawRequest(request.method, str(request.url), dict(request.headers), body)
@@ -169,7 +184,12 @@ document(
     TWILIO_STATUS_PATH,
     "Twilio delivery status callback (only moves a message's status forward)",
     secured=False,
-    responses={204: "applied or ignored", 400: "malformed", 403: "bad signature"},
+    responses={
+        204: "applied or ignored",
+        400: "malformed",
+        403: "bad signature",
+        415: "not form-encoded",
+    },
 )
 document(
     "POST",
@@ -180,6 +200,7 @@ document(
         200: "committed to the inbox (empty TwiML)",
         400: "malformed",
         403: "bad signature",
+        415: "not form-encoded",
     },
 )
 document(
@@ -190,9 +211,10 @@ document(
     responses={
         200: "committed to the inbox, or acknowledged without a message (update kinds and chats "
         "not handled)",
-        400: "malformed",
+        400: "malformed or nested too deep",
         403: "missing or wrong secret token",
         413: "body too large",
+        415: "not JSON",
     },
 )
 document(
@@ -210,8 +232,9 @@ document(
     responses={
         200: "messages committed to the inbox and statuses applied, or acknowledged without "
         "a message (fields, message types and other business numbers not handled)",
-        400: "malformed",
+        400: "malformed or nested too deep",
         403: "missing or wrong signature",
         413: "body too large",
+        415: "not JSON",
     },
 )

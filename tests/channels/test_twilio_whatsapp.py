@@ -369,3 +369,18 @@ async def test_without_text_each_attachment_carries_its_caption(
         ("Tênis azul", PHOTO),
         ("Garantia", MANUAL),
     ]
+
+
+def test_a_json_body_without_its_url_hash_is_refused_not_a_crash() -> None:
+    # Twilio signs JSON only through bodySHA256 in the URL; without it there is nothing to
+    # check the signature against (the validator would raise TypeError on the body).
+    body = b'{"From": "whatsapp:+5511998765432"}'
+    for signature in ("anything", RequestValidator("12345").compute_signature("https://x/", {})):
+        request = RawRequest(
+            "POST",
+            "https://x/",
+            {"Content-Type": "application/json", "X-Twilio-Signature": signature},
+            body,
+        )
+        with pytest.raises(SignatureInvalid, match="bodySHA256"):
+            channel().verify(request)

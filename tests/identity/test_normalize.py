@@ -85,7 +85,7 @@ def test_non_strict_accepts_possible_numbers_that_strict_refuses() -> None:
         ("user+tag@example.com.br", "user+tag@example.com.br"),
     ],
 )
-def test_emails_are_trimmed_and_case_folded(raw: str, expected: str) -> None:
+def test_emails_are_trimmed_and_ascii_lower_cased(raw: str, expected: str) -> None:
     assert normalize_email(raw) == expected
 
 

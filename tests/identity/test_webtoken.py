@@ -77,6 +77,24 @@ def test_verified_phone_and_email_are_normalized() -> None:
     assert (claims.asserted_phone, claims.asserted_email) == (None, None)
 
 
+@pytest.mark.parametrize(
+    ("email", "verified", "asserted"),
+    [
+        ("ana@straße.de", "ana@xn--strae-oqa.de", None),
+        ("Ana@Example.COM", "ana@example.com", None),
+        # The issuer verified the mailbox as written; the folding names another one.
+        ("ana@\u017ftrasse.de", None, "ana@strasse.de"),
+        ("ana@ｅｘａｍｐｌｅ.com", None, "ana@example.com"),
+    ],
+)
+def test_a_verified_email_the_normalization_folded_is_only_asserted(
+    email: str, verified: str | None, asserted: str | None
+) -> None:
+    claims = verify(craft({"sub": "acct-42", "exp": EXP, "email": email, "email_verified": True}))
+    assert claims is not None
+    assert (claims.email, claims.asserted_email) == (verified, asserted)
+
+
 @pytest.mark.parametrize("flag", [False, "true", 1, None, "missing"])
 def test_unverified_contact_claims_are_only_asserted(flag: object) -> None:
     payload: dict[str, Any] = {

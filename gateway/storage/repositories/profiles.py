@@ -27,22 +27,22 @@ async def search_customers(
 
     With four digits or more, identities and identifiers also match on the query's digits
     alone, so "+55 11 99876-5432" finds "whatsapp:+5511998765432". A blank query finds none.
+    The query is literal text: LIKE's ``%`` and ``_`` (and the escape character) are escaped.
     """
     text = query.strip()
     if not text:
         return []
-    like = f"%{text.lower()}%"
     digits = _NOT_DIGIT.sub("", text)
-    identity_match = [ChannelIdentity.external_id.ilike(like)]
-    identifier_match = [CustomerIdentifier.value.ilike(like)]
+    identity_match = [ChannelIdentity.external_id.icontains(text, autoescape=True)]
+    identifier_match = [CustomerIdentifier.value.icontains(text, autoescape=True)]
     if len(digits) >= 4:
-        identity_match.append(ChannelIdentity.external_id.like(f"%{digits}%"))
-        identifier_match.append(CustomerIdentifier.value.like(f"%{digits}%"))
+        identity_match.append(ChannelIdentity.external_id.contains(digits, autoescape=True))
+        identifier_match.append(CustomerIdentifier.value.contains(digits, autoescape=True))
     by_identity = select(ChannelIdentity.customer_id).where(or_(*identity_match))
     by_identifier = select(CustomerIdentifier.customer_id).where(or_(*identifier_match))
     by_name_fact = select(Fact.customer_id).where(
         Fact.key.in_(_NAME_KEYS),
-        Fact.value.ilike(like),
+        Fact.value.icontains(text, autoescape=True),
         Fact.superseded_by.is_(None),
         Fact.retracted.is_(False),
     )
@@ -52,7 +52,7 @@ async def search_customers(
             Customer.merged_into.is_(None),
             or_(
                 Customer.id == text,
-                Customer.display_name.ilike(like),
+                Customer.display_name.icontains(text, autoescape=True),
                 Customer.id.in_(by_identity),
                 Customer.id.in_(by_identifier),
                 Customer.id.in_(by_name_fact),

@@ -78,6 +78,42 @@ async def test_search_skips_merged_customers_and_superseded_names_and_honours_th
     assert len(await _search(session, "fernandes", limit=2)) == 2
 
 
+async def test_search_text_is_literal_on_every_backend(session: AsyncSession) -> None:
+    """LIKE's wildcards and escape characters typed in a query match only themselves, in
+    names, identities, identifiers and name facts alike."""
+    underscore, _ = await _customer_with_message(session, "Ana_Souza")
+    lookalike, source = await _customer_with_message(session, "AnaxSouza")
+    percent, _ = await _customer_with_message(session)
+    await customers.create_identity(
+        session,
+        customer_id=percent,
+        channel="webchat",
+        external_id="web:anon:desconto-50%-bia",
+        link_level="anonymous",
+        evidence={},
+    )
+    slashes, _ = await _customer_with_message(session)
+    await customers.add_identifier(
+        session,
+        customer_id=slashes,
+        kind="email",
+        value="carla/\\dias@example.com",
+        link_level="claimed",
+        source_identity_id=None,
+    )
+    await facts.record_fact(
+        session, lookalike, NewFact("full_name", "Dora 100%", "profile", source)
+    )
+    assert await _search(session, "ana_souza") == {underscore}
+    assert await _search(session, "_") == {underscore}
+    assert await _search(session, "%") == {percent, lookalike}
+    assert await _search(session, "0%-") == {percent}
+    assert await _search(session, "/\\") == {slashes}
+    assert await _search(session, "\\d") == {slashes}
+    assert await _search(session, "%_%") == set()
+    assert await _search(session, "anaxsouza") == {lookalike}
+
+
 async def test_all_facts_keeps_superseded_and_retracted_rows_by_key(
     session: AsyncSession,
 ) -> None:
