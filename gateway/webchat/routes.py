@@ -219,6 +219,7 @@ document(
         202: "stored; the reply arrives on the websocket or by polling",
         400: "malformed",
         403: "visitor_id not issued by this server",
+        409: "message_erased: this client_message_id's message was erased",
     },
 )
 document(
