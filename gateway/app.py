@@ -18,6 +18,7 @@ from gateway.coordination.redis_client import make_redis
 from gateway.events.sender import EVENT_SENDER
 from gateway.flow import Flow, Resources, build_flow
 from gateway.http import health, openapi
+from gateway.http.deadlines import body_deadline_middleware
 from gateway.http.idempotency import idempotency_middleware
 from gateway.http.middleware import body_limit_middleware, error_middleware, metrics_middleware
 from gateway.keys import (
@@ -149,6 +150,7 @@ async def _close_webchat_sockets(app: web.Application) -> None:
 def create_app(settings: Settings) -> web.Application:
     app = web.Application(
         middlewares=[
+            body_deadline_middleware,
             metrics_middleware,
             error_middleware,
             body_limit_middleware,

@@ -19,9 +19,12 @@ from gateway.runtime.logs import configure_logging
 
 def _serve(settings: Settings, args: argparse.Namespace) -> int:
     from gateway.app import create_app
+    from gateway.http.deadlines import keepalive_timeout_s
+    from gateway.http.health import warn_if_metrics_open
 
     host = args.host or settings.host
     port = args.port or settings.port
+    warn_if_metrics_open(settings, host)
     if args.workers > 1 or args.background > 1:
         from gateway.supervisor import refusal, serve_workers
 
@@ -33,7 +36,14 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
     logging.getLogger("relaydesk").info(
         "relaydesk listening", extra={"fields": {"url": f"http://{host}:{port}"}}
     )
-    web.run_app(create_app(settings), host=host, port=port, access_log=None, print=None)
+    web.run_app(
+        create_app(settings),
+        host=host,
+        port=port,
+        access_log=None,
+        print=None,
+        keepalive_timeout=keepalive_timeout_s(settings),
+    )
     return 0
 
 

@@ -131,6 +131,16 @@ class Settings(BaseSettings):
     )
     # How often the background work deletes what tenants' retention no longer keeps.
     retention_interval_s: float = Field(3600.0, alias="RELAYDESK_RETENTION_INTERVAL_S", gt=0)
+    # A slow client is dropped: a connection gets this long (from its start, or from the previous
+    # answer on a kept-alive one) to send a complete request head, and a request this long from
+    # its head to the end of its body. Web chat sockets and event streams are not cut.
+    header_timeout_s: float = Field(10.0, alias="RELAYDESK_HEADER_TIMEOUT_S", gt=0)
+    body_timeout_s: float = Field(30.0, alias="RELAYDESK_BODY_TIMEOUT_S", gt=0)
+    # `/metrics` asks for `Authorization: Bearer <token>` when set (unset: open, as before).
+    metrics_token: SecretStr | None = Field(None, alias="RELAYDESK_METRICS_TOKEN")
+    # How long the hashed provider ids of erased messages are kept, so a provider's late retry
+    # of one is acknowledged and dropped, not stored again (the longest retry window).
+    erasure_tombstone_days: int = Field(7, alias="RELAYDESK_ERASURE_TOMBSTONE_DAYS", ge=1)
     # Peers whose X-Forwarded-For / X-Forwarded-Proto are believed (the reverse proxy in front):
     # CIDRs or addresses. Empty: every client is the connection's peer.
     trusted_proxies: CommaList = Field((), alias="RELAYDESK_TRUSTED_PROXIES")
@@ -197,6 +207,15 @@ class Settings(BaseSettings):
             return None
         if not value.startswith(("http://", "https://")):
             raise ValueError("must be an http:// or https:// URL")
+        return value
+
+    @field_validator("metrics_token")
+    @classmethod
+    def _metrics_token_length(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and not value.get_secret_value():
+            return None  # an empty value is unset
+        if value is not None and len(value.get_secret_value().encode()) < 16:
+            raise ValueError("must be at least 16 bytes long")
         return value
 
     @field_validator("events_secret")

@@ -137,6 +137,7 @@ def run_child(settings: Settings, host: str, port: int, parent: int) -> None:
     from aiohttp import web
 
     from gateway.app import create_app
+    from gateway.http.deadlines import keepalive_timeout_s
     from gateway.runtime.logs import configure_logging
 
     configure_logging(settings.log_level)
@@ -151,6 +152,7 @@ def run_child(settings: Settings, host: str, port: int, parent: int) -> None:
         reuse_port=True,
         access_log=None,
         print=None,
+        keepalive_timeout=keepalive_timeout_s(settings),
         loop=new_event_loop(),
     )
 

@@ -29,6 +29,10 @@ BUDGET_S = 0.5  # a healthy SET NX takes a millisecond; a busy event loop adds t
 BACKOFF_S = 1.0
 
 
+def seen_key(channel: str, provider_message_id: str) -> str:
+    return f"relaydesk:seen:{channel}:{provider_message_id}"
+
+
 class Sighting(enum.Enum):
     FIRST = "first"  # not seen before: store it
     REPEAT = "repeat"  # seen before: it is probably stored already
@@ -68,7 +72,7 @@ class SeenKeys:
             async with asyncio.timeout(self._budget_s):
                 async with self._redis.pipeline(transaction=False) as pipe:
                     for channel, provider_message_id in keys:
-                        key = f"relaydesk:seen:{channel}:{provider_message_id}"
+                        key = seen_key(channel, provider_message_id)
                         pipe.set(key, "1", nx=True, ex=self._ttl_s)
                     firsts = await pipe.execute()
         except (RedisError, OSError, TimeoutError) as exc:
@@ -83,3 +87,16 @@ class SeenKeys:
             self._skip_until = None
             log.info("redis dedupe fast path restored")
         return [Sighting.FIRST if first else Sighting.REPEAT for first in firsts]
+
+    async def forget(self, keys: Sequence[tuple[str, str]]) -> None:
+        """Remove the marks of these (channel, provider message id): an erased message's late
+        retry set its mark again. A failure is only logged; the mark expires with its TTL."""
+        if not keys:
+            return
+        try:
+            async with asyncio.timeout(self._budget_s):
+                await self._redis.delete(*(seen_key(channel, pid) for channel, pid in keys))
+        except (RedisError, OSError, TimeoutError) as exc:
+            log.warning(
+                "dedupe marks not forgotten", extra={"fields": {"error": type(exc).__name__}}
+            )

@@ -41,7 +41,12 @@ async def erase(settings: Settings, customer_id: str, *, reason: str, actor: str
     try:
         done = await erase_customer(
             make_sessionmaker(engine),
-            AfterCommit(redis, Forgetting(RecallCache(), redis), settings.compaction_stream),
+            AfterCommit(
+                redis,
+                Forgetting(RecallCache(), redis),
+                settings.compaction_stream,
+                tombstone_days=settings.erasure_tombstone_days,
+            ),
             customer_id,
             actor=actor,
             reason=reason,

@@ -8,6 +8,11 @@ audit row: the customer id, when, who, why and the rows removed per table — no
 After the commit the Redis keys built from what was read go, and every process forgets them
 (`forgetting.Forgetting`). A customer who writes again afterwards is a new customer.
 
+Every erasure keeps, in its transaction, a tombstone of each erased message's provider id
+(hashed: `storage.repositories.erasure_tombstones`) for `AfterCommit.tombstone_days`, the
+providers' longest retry window: a late retry of an erased message (its dedupe key went with
+it) is acknowledged and dropped by accept, not stored again as a new customer.
+
 A message or an episode: `storage.repositories.message_erasure` removes it with what was
 derived from it; after the commit the summaries of the episodes it touched are rebuilt from
 the messages that remain. The audit row names the message ids, never their text.
@@ -16,6 +21,7 @@ the messages that remain. The audit row names the message ids, never their text.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 
 from redis.asyncio import Redis
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -29,14 +35,23 @@ from gateway.customers.forgetting import (
 from gateway.http.errors import BadRequest
 from gateway.memory.rebuild import rebuild_summaries
 from gateway.memory.worker import MemoryWorker
+from gateway.runtime.clock import utcnow
 from gateway.storage.errors import RecordNotFound
 from gateway.storage.records import AuditRecord
-from gateway.storage.repositories import audit, customers, erasure, message_erasure
+from gateway.storage.repositories import (
+    audit,
+    customers,
+    erasure,
+    erasure_tombstones,
+    message_erasure,
+)
 from gateway.storage.repositories.message_erasure import MessageErasure
 
 ERASED = "customer.erased"
 MESSAGE_ERASED = "message.erased"
 EPISODE_ERASED = "episode.erased"
+# RELAYDESK_ERASURE_TOMBSTONE_DAYS's default: WhatsApp Cloud retries a webhook for up to 7 days.
+TOMBSTONE_DAYS = 7
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,12 +68,16 @@ class Erased:
 
 @dataclass(frozen=True, slots=True)
 class AfterCommit:
-    """What an erasure does once its transaction committed."""
+    """What an erasure does once its transaction committed, and how long its tombstones stay."""
 
     redis: Redis | None
     forgetting: Forgetting
     # The compaction jobs' stream, whose entries name customers.
     stream: str | None = None
+    tombstone_days: int = TOMBSTONE_DAYS
+
+    def tombstones_until(self) -> datetime:
+        return utcnow() + timedelta(days=self.tombstone_days)
 
 
 def _reason(reason: str) -> str:
@@ -87,6 +106,9 @@ async def erase_customer(
             raise RecordNotFound(f"customer {customer_id} not found")
         keys = await erasure.customer_keys(session, group)
         counts = await erasure.erase_customers(session, keys)
+        await erasure_tombstones.keep(
+            session, keys.provider_messages, until=after.tombstones_until()
+        )
         tombstone = await audit.record_audit(
             session,
             actor=actor,
@@ -122,6 +144,9 @@ async def erase_message(
         erased = await message_erasure.erase_messages(session, [message_id])
         if not erased.message_ids:
             raise RecordNotFound(f"message {message_id} not found")
+        await erasure_tombstones.keep(
+            session, erased.provider_messages, until=after.tombstones_until()
+        )
         entry = await _audit(session, erased, MESSAGE_ERASED, str(message_id), actor, why)
     return await finish_message_erasure(sessions, worker, after, erased, entry)
 
@@ -141,6 +166,9 @@ async def erase_episode(
         erased = await message_erasure.erase_episode(session, episode_id)
         if erased is None:
             raise RecordNotFound(f"episode {episode_id} not found")
+        await erasure_tombstones.keep(
+            session, erased.provider_messages, until=after.tombstones_until()
+        )
         entry = await _audit(session, erased, EPISODE_ERASED, episode_id, actor, why)
     return await finish_message_erasure(sessions, worker, after, erased, entry)
 

@@ -14,6 +14,8 @@ GatewayError                      status, code, detail
 ├── Forbidden                     403 forbidden: a signature, secret or CSRF token that does
 │                                     not match
 ├── NotFound                      404 not_found
+├── RequestTimeout                408 request_timeout: the body did not arrive in time (the
+│                                     connection is dropped too)
 ├── Conflict                      409 conflict
 ├── PayloadTooLarge               413 payload_too_large
 ├── UnsupportedMediaType          415 unsupported_media_type: a body in another format than the
@@ -61,6 +63,11 @@ class Forbidden(GatewayError):
 class NotFound(GatewayError):
     status = 404
     code = "not_found"
+
+
+class RequestTimeout(GatewayError):
+    status = 408
+    code = "request_timeout"
 
 
 class Conflict(GatewayError):

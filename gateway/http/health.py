@@ -5,31 +5,60 @@ every message (dedupe falls back to the database, jobs are kept, turns wait for 
 it answers 200 with `"status": "degraded"`: a health check that restarted every gateway during
 a Redis outage would only turn a slowdown into an outage.
 
-`/healthz` also names the process (`pid`) that answered, to tell gateway processes apart
+`/healthz` also names the process that answered by a random `instance` id made when it
+started (never its pid, which says something about the host), to tell gateway processes apart
 behind one port or load balancer.
 
 `/metrics` reads the inbox at each scrape (one aggregate statement): messages acknowledged but
-not stored yet, how long the oldest has waited, and rows set aside for an operator.
+not stored yet, how long the oldest has waited, and rows set aside for an operator. With
+`RELAYDESK_METRICS_TOKEN` set it answers only `Authorization: Bearer <token>` (401 otherwise);
+unset it stays open, and a gateway listening beyond loopback says so in a warning at start.
 """
 
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import logging
 import os
+import secrets
 from datetime import UTC, timedelta
 
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from sqlalchemy import text
 
-from gateway.keys import ENGINE, METRICS, REDIS, SESSIONS
+from gateway.config import Settings
+from gateway.http.auth import bearer_matches
+from gateway.http.errors import Unauthorized
+from gateway.keys import ENGINE, METRICS, REDIS, SESSIONS, SETTINGS
 from gateway.runtime.clock import utcnow
 from gateway.storage.repositories import conversations, inbox, tenants
 
 log = logging.getLogger("relaydesk.health")
 
 CHECK_TIMEOUT_S = 3.0
+
+
+def _new_instance_id() -> str:
+    return secrets.token_hex(4)
+
+
+# This process's name in `/healthz`; a forked child makes its own.
+_instance_id = _new_instance_id()
+
+
+def _renew_instance_id() -> None:
+    global _instance_id
+    _instance_id = _new_instance_id()
+
+
+os.register_at_fork(after_in_child=_renew_instance_id)
+
+
+def instance_id() -> str:
+    """The random id (8 hex digits) this process answers `/healthz` with."""
+    return _instance_id
 
 
 async def _check_database(app: web.Application) -> str:
@@ -63,12 +92,12 @@ async def healthz(request: web.Request) -> web.Response:
                 "error": "service_unavailable",
                 "detail": "unavailable: database",
                 "checks": checks,
-                "pid": os.getpid(),
+                "instance": instance_id(),
             },
             status=503,
         )
     status = "degraded" if redis.startswith("down") else "ok"
-    return web.json_response({"status": status, "checks": checks, "pid": os.getpid()})
+    return web.json_response({"status": status, "checks": checks, "instance": instance_id()})
 
 
 async def _read_inbox(app: web.Application) -> None:
@@ -107,6 +136,9 @@ async def _read_waiting(app: web.Application) -> None:
 
 
 async def metrics(request: web.Request) -> web.Response:
+    token = request.app[SETTINGS].metrics_token
+    if token is not None and not bearer_matches(request, token):
+        raise Unauthorized("/metrics needs Authorization: Bearer <RELAYDESK_METRICS_TOKEN>")
     await _read_inbox(request.app)
     await _read_waiting(request.app)
     body = generate_latest(request.app[METRICS].registry)
@@ -114,6 +146,26 @@ async def metrics(request: web.Request) -> web.Response:
     response.content_type = CONTENT_TYPE_LATEST.split(";")[0]
     response.charset = "utf-8"
     return response
+
+
+def warn_if_metrics_open(settings: Settings, host: str) -> None:
+    """Log a warning when `/metrics` is open to more than this machine: no token, and a bind
+    address other than loopback (a hostname is taken to reach beyond it)."""
+    if settings.metrics_token is not None or _is_loopback(host):
+        return
+    log.warning(
+        "/metrics is open to anyone who reaches this address: set RELAYDESK_METRICS_TOKEN",
+        extra={"fields": {"host": host}},
+    )
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def add_routes(app: web.Application) -> None:

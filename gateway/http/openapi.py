@@ -151,8 +151,8 @@ document(
 document(
     "GET",
     "/metrics",
-    "Prometheus metrics",
-    responses={200: "metrics text"},
+    "Prometheus metrics (Bearer RELAYDESK_METRICS_TOKEN when it is set)",
+    responses={200: "metrics text", 401: "RELAYDESK_METRICS_TOKEN is set and not presented"},
     secured=False,
     media_type="text/plain",
 )

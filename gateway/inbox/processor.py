@@ -3,9 +3,10 @@ turn), delete them. Runs in every gateway process, after each commit of the writ
 periodic sweep (rows a stopped process had claimed come back when their lease runs out).
 
 Accepting is idempotent on (channel, provider message id), so a row processed twice (its
-process died before the delete) stores one message. A row that fails for a reason other than
-an outage is retried on later claims and, after MAX_ATTEMPTS, kept aside (`dead_at`) with its
-error, so one bad row cannot hold its sender's later messages forever.
+process died before the delete) stores one message; a row naming an erased message (its
+tombstone has not expired) is deleted without storing anything. A row that fails for a reason
+other than an outage is retried on later claims and, after MAX_ATTEMPTS, kept aside (`dead_at`)
+with its error, so one bad row cannot hold its sender's later messages forever.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from gateway.runtime.tasks import TaskOwner, cancel_and_wait
 from gateway.storage.records import InboxItem
 from gateway.storage.repositories import inbox
 from gateway.tenant_ref import TenantRef
-from gateway.turns.accept import Accepted, ThreadBlocked
+from gateway.turns.accept import Accepted, MessageErased, ThreadBlocked
 
 log = logging.getLogger("relaydesk.inbox")
 
@@ -152,6 +153,14 @@ class InboxProcessor:
                     done.append(item.id)
                     if not outcome.duplicate:
                         self._stored(outcome.conversation_key)
+                    continue
+                if isinstance(outcome, MessageErased):
+                    # A provider's late retry of an erased message: acknowledged, now dropped.
+                    done.append(item.id)
+                    log.info(
+                        "late retry of an erased message dropped",
+                        extra={"fields": {"inbox_id": item.id}},
+                    )
                     continue
                 blocked.add(item.thread_key)
                 if isinstance(outcome, ThreadBlocked):

@@ -11,6 +11,9 @@ only.
 
 Stopping half-way loses nothing that should stay: every batch picks only messages older than
 the cutoff, commits, and the next run starts again from what is left.
+
+Each run also deletes the erasure tombstones that expired (the hashed provider ids of erased
+messages, kept for `RELAYDESK_ERASURE_TOMBSTONE_DAYS`: `gateway.customers.erasure`).
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from gateway.runtime.clock import utcnow
 from gateway.runtime.metrics import Metrics
 from gateway.runtime.outages import is_storage_down
 from gateway.runtime.tasks import TaskOwner, cancel_and_wait
-from gateway.storage.repositories import retention, tenants
+from gateway.storage.repositories import erasure_tombstones, retention, tenants
 from gateway.tenant_ref import TenantRef
 from identity.channels import ChannelName
 
@@ -103,6 +106,12 @@ async def run_retention(
             total.update(removed.counts)
             if len(ids) < batch:
                 break
+    async with sessions.begin() as session:
+        purged = Counter(
+            {"erasure_tombstones": await erasure_tombstones.purge_expired(session, now=now)}
+        )
+    _count(metrics, purged)
+    total.update(purged)
     return +total
 
 

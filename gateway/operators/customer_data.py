@@ -12,4 +12,10 @@ DEFAULT_EXPORT_REASON = "data subject access request"
 
 
 def after_commit(app: web.Application) -> AfterCommit:
-    return AfterCommit(app.get(REDIS), app[FORGETTING], app[SETTINGS].compaction_stream)
+    settings = app[SETTINGS]
+    return AfterCommit(
+        app.get(REDIS),
+        app[FORGETTING],
+        settings.compaction_stream,
+        tombstone_days=settings.erasure_tombstone_days,
+    )

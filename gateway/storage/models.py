@@ -506,6 +506,18 @@ class LoginFailure(Base):
     failed_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
+class ErasureTombstone(Base):
+    """An erased message's channel and provider id, hashed (SHA-256), kept until `expires_at`
+    (the providers' longest retry window): a provider's late retry of that message is
+    acknowledged and dropped instead of stored again. Nothing else of the message or its
+    customer is kept."""
+
+    __tablename__ = "erasure_tombstones"
+
+    key_sha256: Mapped[str] = mapped_column(String(64), primary_key=True)
+    expires_at: Mapped[datetime] = mapped_column(index=True)
+
+
 class IdempotencyKey(Base):
     """A client's `Idempotency-Key` on one route: claimed while the request runs, then the
     response it produced, replayed to retries of the same request for 24 hours."""

@@ -22,7 +22,8 @@ Websocket protocol (JSON text frames):
       from `GET /webchat/messages`, carry no reply_to: only stored messages are ever replayed)
     ← {"type": "error", "error": code, "detail": str} for a bad frame (the socket stays open)
 
-A resent `client_message_id` (after a reconnect) is acknowledged again and stored once.
+A resent `client_message_id` (after a reconnect) is acknowledged again and stored once; one
+whose message was erased meanwhile gets an error frame `message_erased` (REST: 409).
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ from gateway.keys import ACCEPT, ADAPTERS, HUB, SCHEDULER, SESSIONS
 from gateway.runtime.clock import utcnow
 from gateway.storage.records import MessageRecord
 from gateway.storage.repositories import messages
+from gateway.turns.accept import MessageErased
 from gateway.webchat.access import require_reader, require_signed, thread_key
 from gateway.webchat.frames import (
     Hello,
@@ -143,6 +145,8 @@ async def websocket(request: web.Request) -> web.WebSocketResponse:
                     raise PayloadInvalid(f"unknown frame type {data.get('type')!r}")
             except (PayloadInvalid, json.JSONDecodeError, BadRequest) as exc:
                 await socket.send_json({"type": "error", "error": "bad_frame", "detail": str(exc)})
+            except MessageErased as exc:  # a resent message whose first copy was erased
+                await socket.send_json({"type": "error", "error": exc.code, "detail": exc.detail})
     finally:
         if visitor is not None:
             hub.remove(visitor, socket)
@@ -215,6 +219,7 @@ document(
         202: "stored; the reply arrives on the websocket or by polling",
         400: "malformed",
         403: "visitor_id not issued by this server",
+        409: "message_erased: this client_message_id's message was erased",
     },
 )
 document(

@@ -17,6 +17,8 @@ def test_defaults_are_the_embedded_ones(monkeypatch: pytest.MonkeyPatch) -> None
     assert settings.model == "offline"
     assert settings.port == 8080
     assert settings.should_auto_migrate
+    assert (settings.header_timeout_s, settings.body_timeout_s) == (10.0, 30.0)
+    assert settings.metrics_token is None and settings.erasure_tombstone_days == 7
 
 
 @pytest.mark.parametrize(
@@ -35,6 +37,10 @@ def test_defaults_are_the_embedded_ones(monkeypatch: pytest.MonkeyPatch) -> None
         ("RELAYDESK_WEBCHAT_ALLOWED_ORIGINS", "null"),
         ("RELAYDESK_WEBCHAT_ALLOWED_ORIGINS", "https://shop.example.com; script-src *"),
         ("RELAYDESK_WEBCHAT_ALLOWED_ORIGINS", "https://shop.example.com:70000"),
+        ("RELAYDESK_METRICS_TOKEN", "too-short"),
+        ("RELAYDESK_HEADER_TIMEOUT_S", "0"),
+        ("RELAYDESK_BODY_TIMEOUT_S", "-1"),
+        ("RELAYDESK_ERASURE_TOMBSTONE_DAYS", "0"),
     ],
 )
 def test_a_wrong_value_names_the_variable(

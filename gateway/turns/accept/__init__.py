@@ -3,10 +3,11 @@
 A message is stored as part of a lot, in one transaction: a request's message is a lot of one;
 the background accepts (the inbox processor's) that start together are one lot. For a lot, in
 order: each message marked seen in Redis (`SET NX`, in front of the database's unique
-constraint on channel + provider message id), the stored ones among them found in one
-statement, the identity rows they need read at once and each resolved in arrival order, their
-open episodes read at once (an idle one closed, a new one opened), the messages and the pending
-turns inserted in one statement each (ids in arrival order) and each episode updated once.
+constraint on channel + provider message id), the erased ones among them (a live erasure
+tombstone) set aside as `MessageErased`, the stored ones found in one statement, the identity
+rows they need read at once and each resolved in arrival order, their open episodes read at
+once (an idle one closed, a new one opened), the messages and the pending turns inserted in one
+statement each (ids in arrival order) and each episode updated once.
 
 A lot of several that cannot be stored that way (an edit in it, a failure) is stored as lots of
 one, in order, through the same steps; a message after a failed one of the same chat thread is
@@ -21,7 +22,13 @@ the caller's transaction), `storage` (transactions, retries, lots of one, after 
 
 from __future__ import annotations
 
-from gateway.turns.accept.accepted import Accepted, ThreadBlocked, conversation_key, thread_key
+from gateway.turns.accept.accepted import (
+    Accepted,
+    MessageErased,
+    ThreadBlocked,
+    conversation_key,
+    thread_key,
+)
 from gateway.turns.accept.acceptor import Acceptor
 from gateway.turns.accept.writer import LotWriter
 
@@ -29,6 +36,7 @@ __all__ = [
     "Accepted",
     "Acceptor",
     "LotWriter",
+    "MessageErased",
     "ThreadBlocked",
     "conversation_key",
     "thread_key",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gateway.http.errors import Conflict
 from gateway.storage.records import MessageRecord
 
 
@@ -35,3 +36,11 @@ def already_stored(found: MessageRecord) -> Accepted:
 class ThreadBlocked(Exception):
     """Not stored: an earlier message of the same chat thread, stored in the same lot, failed;
     this one waits so the thread keeps its order (the caller retries it later)."""
+
+
+class MessageErased(Conflict):
+    """Not stored: a message with this channel and provider id was erased, and its tombstone
+    has not expired. A provider's late retry is acknowledged and dropped (the inbox deletes
+    its row); a client posting it again gets 409 `message_erased`."""
+
+    code = "message_erased"

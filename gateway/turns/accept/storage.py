@@ -5,7 +5,10 @@ A lot of several is written at once, with no retry: anything unusual (an edit in
 failure) stores it as lots of one instead, in order, a chat thread stopping at its first
 failed message (`ThreadBlocked`) so it keeps its order. A lot of one is retried twice: a
 replay stored meanwhile, or the concurrent first message of the same sender that created its
-identity, is found by the retry."""
+identity, is found by the retry.
+
+A late retry of an erased message is settled with `MessageErased` (nothing written) and its
+Redis dedupe mark, set again by the sighting, goes as the erasure's did."""
 
 from __future__ import annotations
 
@@ -21,7 +24,7 @@ from gateway.memory.queue import CompactionJob, CompactionQueue
 from gateway.runtime.metrics import Metrics
 from gateway.runtime.outages import is_storage_down
 from gateway.storage.errors import IdentityRace
-from gateway.turns.accept.accepted import Accepted, ThreadBlocked
+from gateway.turns.accept.accepted import Accepted, MessageErased, ThreadBlocked
 from gateway.turns.accept.arrival import Arrival
 from gateway.turns.accept.writer import LotWriter
 
@@ -106,7 +109,7 @@ class LotStorage:
                     return
                 failed.add(arrival.thread)
 
-    async def _store_alone(self, arrival: Arrival) -> Accepted:
+    async def _store_alone(self, arrival: Arrival) -> Accepted | MessageErased:
         # Only a repeat is looked up first; another stored one fails the insert, and the
         # retry looks it up (as many statements as a lookup, and none when it is new).
         find_stored = arrival.sighting is Sighting.REPEAT
@@ -124,8 +127,13 @@ class LotStorage:
         await self._after_commit(arrival, accepted)
         return accepted
 
-    async def _after_commit(self, arrival: Arrival, accepted: Accepted) -> None:
-        """Counted, and an episode it closed queued for its final summary."""
+    async def _after_commit(self, arrival: Arrival, accepted: Accepted | MessageErased) -> None:
+        """Counted, and an episode it closed queued for its final summary; an erased one's
+        dedupe mark forgotten again."""
+        if isinstance(accepted, MessageErased):
+            if self._seen is not None:
+                await self._seen.forget([arrival.key])
+            return
         if accepted.duplicate:
             return
         self._metrics.inbound_messages.labels(arrival.inbound.channel).inc()

@@ -1,5 +1,6 @@
 """A lot of inbound messages written in the caller's transaction, one statement per kind of
-row: the stored ones among them found at once, then for the others the identity graph rows
+row: the erased ones among them (a live erasure tombstone) and the stored ones found at once,
+then for the others the identity graph rows
 and open episodes read at once, the messages inserted together, the conversations noted
 together, the pending turns inserted together and each episode updated once."""
 
@@ -16,10 +17,23 @@ from gateway.config import Settings
 from gateway.customers.evidence import EvidenceRule
 from gateway.customers.resolve import ResolvedIdentity, resolve_identities
 from gateway.events.outbox import EventOutbox
+from gateway.runtime.clock import utcnow
 from gateway.storage.records import NewMessage, NewTurn
-from gateway.storage.repositories import conversations, episodes, messages, tenants, turns
+from gateway.storage.repositories import (
+    conversations,
+    episodes,
+    erasure_tombstones,
+    messages,
+    tenants,
+    turns,
+)
 from gateway.tenants import TenantSettings
-from gateway.turns.accept.accepted import Accepted, already_stored, conversation_key
+from gateway.turns.accept.accepted import (
+    Accepted,
+    MessageErased,
+    already_stored,
+    conversation_key,
+)
 from gateway.turns.accept.arrival import Arrival
 from gateway.turns.accept.episode_choice import episode_for
 from gateway.turns.accept.message_rows import latest_version, message_seen, new_message
@@ -54,23 +68,28 @@ class LotWriter:
 
     async def write(
         self, session: AsyncSession, lot: Sequence[Arrival], *, find_stored: bool
-    ) -> list[Accepted]:
-        """Store `lot` (no two with the same key) in arrival order, one outcome each.
+    ) -> list[Accepted | MessageErased]:
+        """Store `lot` (no two with the same key) in arrival order, one outcome each: what was
+        stored (or had been), or `MessageErased` for a message erased before, which is not.
 
         `find_stored`: look for stored ones first. Without it a stored one makes the insert
         raise `IntegrityError`, which spoils the transaction. An edit is written after the
         rows it may replace were committed: one in a lot with its original would miss it."""
-        known = (
-            await messages.find_by_provider_ids(session, [a.key for a in lot])
-            if find_stored
-            else {}
-        )
-        fresh = [arrival for arrival in lot if arrival.key not in known]
+        keys = [a.key for a in lot]
+        # Its dedupe key went with the erasure: only the tombstone tells a late retry apart.
+        erased = await erasure_tombstones.erased_among(session, keys, now=utcnow())
+        known = await messages.find_by_provider_ids(session, keys) if find_stored else {}
+        fresh = [a for a in lot if a.key not in known and a.key not in erased]
         written = iter(await self._write_fresh(session, fresh) if fresh else [])
-        return [
-            already_stored(known[arrival.key]) if arrival.key in known else next(written)
-            for arrival in lot
-        ]
+        outcomes: list[Accepted | MessageErased] = []
+        for arrival in lot:
+            if arrival.key in known:
+                outcomes.append(already_stored(known[arrival.key]))
+            elif arrival.key in erased:
+                outcomes.append(_erased(arrival))
+            else:
+                outcomes.append(next(written))
+        return outcomes
 
     async def _write_fresh(self, session: AsyncSession, lot: Sequence[Arrival]) -> list[Accepted]:
         prepared = await self._prepare(session, lot)
@@ -155,3 +174,8 @@ class LotWriter:
         return await self._tenant_cache.for_tenant(
             session, arrival.tenant, channel=arrival.inbound.channel
         )
+
+
+def _erased(arrival: Arrival) -> MessageErased:
+    channel, provider_id = arrival.key
+    return MessageErased(f"{channel} message {provider_id} was erased; it is not stored again")

@@ -1,0 +1,47 @@
+"""Erasure tombstones as stored, on SQLite and PostgreSQL: hashes in, live ones found, an
+erasure of the same message again moves the expiry, expired ones ignored then purged."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from gateway.runtime.clock import utcnow
+from gateway.storage.models import ErasureTombstone
+from gateway.storage.repositories import erasure_tombstones
+
+ERASED = ("whatsapp", "SM" + "1" * 32)
+OTHER_CHANNEL = ("telegram", "SM" + "1" * 32)
+NEVER_ERASED = ("whatsapp", "SM" + "2" * 32)
+
+
+async def test_live_tombstones_are_found_by_channel_and_provider_id(
+    session: AsyncSession,
+) -> None:
+    now = utcnow()
+    assert await erasure_tombstones.keep(session, [ERASED, ERASED], until=now + timedelta(days=7))
+    found = await erasure_tombstones.erased_among(
+        session, [ERASED, OTHER_CHANNEL, NEVER_ERASED], now=now
+    )
+    assert found == {ERASED}
+    keys = list(await session.scalars(select(ErasureTombstone.key_sha256)))
+    assert keys == [erasure_tombstones.tombstone_key(*ERASED)]
+    assert ERASED[1] not in keys[0]
+
+
+async def test_erased_again_the_newer_expiry_holds_and_expired_ones_are_ignored_then_purged(
+    session: AsyncSession,
+) -> None:
+    now = utcnow()
+    await erasure_tombstones.keep(session, [ERASED], until=now + timedelta(hours=1))
+    await erasure_tombstones.keep(session, [ERASED], until=now + timedelta(days=7))
+    later = now + timedelta(days=1)
+    assert await erasure_tombstones.erased_among(session, [ERASED], now=later) == {ERASED}
+    assert await erasure_tombstones.purge_expired(session, now=later) == 0
+
+    gone = now + timedelta(days=8)
+    assert await erasure_tombstones.erased_among(session, [ERASED], now=gone) == set()
+    assert await erasure_tombstones.purge_expired(session, now=gone) == 1
+    assert list(await session.scalars(select(ErasureTombstone))) == []
