@@ -22,6 +22,8 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from outbound.policy import FetchPolicy, parse_allow
+
 CONFIG_FILE_ENV = "RELAYDESK_CONFIG"
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./relaydesk.db"
 
@@ -127,6 +129,9 @@ class Settings(BaseSettings):
     # Peers whose X-Forwarded-For / X-Forwarded-Proto are believed (the reverse proxy in front):
     # CIDRs or addresses. Empty: every client is the connection's peer.
     trusted_proxies: CommaList = Field((), alias="RELAYDESK_TRUSTED_PROXIES")
+    # What the deployment runs itself that fetches of URLs others chose (attachments, media,
+    # vCards) and event posts may reach though it is not public: hostnames or CIDRs.
+    fetch_allow: CommaList = Field((), alias="RELAYDESK_FETCH_ALLOW")
 
     @field_validator("trusted_proxies", mode="before")
     @classmethod
@@ -146,6 +151,21 @@ class Settings(BaseSettings):
     @property
     def trusted_proxy_networks(self) -> tuple[Network, ...]:
         return tuple(ip_network(item, strict=False) for item in self.trusted_proxies)
+
+    @field_validator("fetch_allow", mode="before")
+    @classmethod
+    def _fetch_allow_list(cls, value: object) -> object:
+        return split_commas(value)
+
+    @field_validator("fetch_allow")
+    @classmethod
+    def _fetch_allow_entries(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        parse_allow(value)
+        return value
+
+    @property
+    def fetch_policy(self) -> FetchPolicy:
+        return FetchPolicy.allowing(self.fetch_allow)
 
     @field_validator("database_url")
     @classmethod
