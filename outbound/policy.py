@@ -66,9 +66,11 @@ def blocked_reason(address: Address) -> str | None:
         return "a multicast address"
     if isinstance(address, IPv4Address) and address in _SHARED:
         return "a shared (carrier-grade NAT) address"
+    if address.is_reserved:
+        return "a reserved address"
     if address.is_private:
         return "a private address"
-    if address.is_reserved or not address.is_global:
+    if not address.is_global:
         return "a reserved address"
     return None
 
