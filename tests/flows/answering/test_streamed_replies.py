@@ -17,8 +17,8 @@ from gateway.providers import FALLBACK_MESSAGE
 from gateway.storage.models import Message, TurnRow
 from tests.support.openai_server import FakeOpenAI, model_settings
 from tests.support.shared_gateways import next_frame
-from tests.support.tenant_settings import save_domain_settings
 from tests.support.stack import Stack, running_stack
+from tests.support.tenant_settings import save_domain_settings
 from tests.support.webchat import signed_visitor
 
 

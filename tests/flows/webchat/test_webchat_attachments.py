@@ -1,6 +1,6 @@
-"""A web chat reply's attachments (from a host of the tenant's `media_hosts`) travel in its `message` frame (`media`), live, in a
-reconnect's backlog and in the REST fallback, so the widget can show them; a message without
-any has no `media` key, as before."""
+"""A web chat reply's attachments (from a host of the tenant's `media_hosts`) travel in its
+`message` frame (`media`), live, in a reconnect's backlog and in the REST fallback, so the
+widget can show them; a message without any has no `media` key, as before."""
 
 from __future__ import annotations
 
