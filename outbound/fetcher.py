@@ -18,7 +18,7 @@ import httpcore
 import httpx
 
 from outbound.credentials import HostCredentials
-from outbound.errors import FetchError, FetchFailed, FetchRefused, FetchTooLarge
+from outbound.errors import FetchFailed, FetchRefused, FetchTooLarge
 from outbound.kinds import FetchKind
 from outbound.policy import FetchPolicy
 from outbound.transport import GuardedTransport, Resolver, checked_addresses, system_resolver
@@ -74,14 +74,11 @@ class SafeFetcher:
         try:
             async with asyncio.timeout(self.policy.timeout_s):
                 return await self._follow(target, kind, credentials)
-        except FetchError:
-            raise
-        except (TimeoutError, httpx.TimeoutException) as exc:
-            raise FetchFailed(
-                f"{target.host} did not answer within {self.policy.timeout_s:g} s"
-            ) from exc
-        except httpx.HTTPError as exc:
-            raise FetchFailed(f"{target.host} unreachable: {exc or type(exc).__name__}") from exc
+        except TimeoutError as exc:
+            raise self._late(target) from exc
+
+    def _late(self, target: httpx.URL) -> FetchFailed:
+        return FetchFailed(f"{target.host} did not answer within {self.policy.timeout_s:g} s")
 
     async def vet(self, url: str) -> None:
         """Refuse now a URL that no fetch would reach (`FetchRefused`): its scheme, or a host
@@ -110,23 +107,33 @@ class SafeFetcher:
             headers = {"Accept-Encoding": "identity"}
             if credentials is not None:
                 headers.update(credentials.headers_for(target.host))
-            async with self.client.stream("GET", target, headers=headers) as response:
-                if response.is_redirect:
+            try:
+                async with self.client.stream("GET", target, headers=headers) as response:
+                    if not response.is_redirect:
+                        return await _fetched(response, kind, target)
                     if hop == self.policy.max_redirects:
                         raise FetchRefused(
                             f"more than {self.policy.max_redirects} redirects from {target.host}"
                         )
-                    target = self._target(str(target.join(response.headers["Location"])))
-                    continue
-                if not response.is_success:
-                    raise FetchFailed(
-                        f"{target.host} answered {response.status_code}",
-                        status=response.status_code,
-                        retryable=_retryable(response.status_code),
-                    )
-                body = await _capped_body(response, kind, target.host)
-                return Fetched(body, response.headers.get("Content-Type"), str(target))
+                    location = target.join(response.headers["Location"])
+            except httpx.TimeoutException as exc:
+                raise self._late(target) from exc
+            except httpx.HTTPError as exc:
+                reason = str(exc) or type(exc).__name__
+                raise FetchFailed(f"{target.host} unreachable: {reason}") from exc
+            target = self._target(str(location))
         raise AssertionError("unreachable: the last hop returns or raises")
+
+
+async def _fetched(response: httpx.Response, kind: FetchKind, target: httpx.URL) -> Fetched:
+    if not response.is_success:
+        raise FetchFailed(
+            f"{target.host} answered {response.status_code}",
+            status=response.status_code,
+            retryable=_retryable(response.status_code),
+        )
+    body = await _capped_body(response, kind, target.host)
+    return Fetched(body, response.headers.get("Content-Type"), str(target))
 
 
 async def _capped_body(response: httpx.Response, kind: FetchKind, host: str) -> bytes:
