@@ -1,7 +1,7 @@
 """The channel protocol: `verify` and `parse` are synchronous and pure, `send` is the only I/O
 (with, where the channel has them, the typing signal and reply previews shown while a reply is
 being written: `TypingSignals`, `ReplyPreviews`, and the download of a received attachment:
-`MediaFetch`).
+`MediaFetch`, through the guarded fetcher of `outbound`).
 
 The gateway reads the request body once, wraps it in a `RawRequest`, and hands it to the
 channel; `parse` reads it once into a `Parsed`: the customer messages, the delivery statuses
@@ -23,6 +23,8 @@ from typing import Literal, Protocol, runtime_checkable
 from urllib.parse import parse_qsl
 
 from identity.channels import ChannelName
+from outbound.errors import FetchError
+from outbound.kinds import FetchKind
 
 MessageKind = Literal[
     "text",
@@ -70,6 +72,11 @@ class SendFailed(ChannelError):
         self.retryable = retryable
         self.retry_after_s = retry_after_s
         self.code = code
+
+
+def fetch_failed(what: str, error: FetchError) -> SendFailed:
+    """A fetch that gave nothing (`outbound`), as a channel's `SendFailed`."""
+    return SendFailed(f"{what} not fetched: {error}", retryable=error.retryable)
 
 
 @dataclass(frozen=True, slots=True)
@@ -273,8 +280,8 @@ class MediaFetch(Protocol):
     """An adapter that can download an attachment a customer sent (a voice note to transcribe,
     a contact card to read): the provider's URLs need the channel's credentials."""
 
-    async def fetch_media(self, media: Media) -> tuple[bytes, str]:
-        """The attachment's bytes and content type; raise `SendFailed`."""
+    async def fetch_media(self, media: Media, kind: FetchKind) -> tuple[bytes, str]:
+        """The attachment's bytes and content type, at most `kind`'s cap; raise `SendFailed`."""
         ...
 
 

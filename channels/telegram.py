@@ -58,6 +58,7 @@ from channels.telegram_updates import (
     read_update,
     with_old_schema_defaults,
 )
+from outbound import FetchKind
 
 __all__ = [
     "ALLOWED_UPDATES",
@@ -179,14 +180,20 @@ class TelegramChannel:
                 self._bot = bot
         return self._bot
 
-    async def fetch_media(self, media: Media) -> tuple[bytes, str]:
-        """Download a file a customer sent (`telegram:file:<file_id>`)."""
+    async def fetch_media(self, media: Media, kind: FetchKind) -> tuple[bytes, str]:
+        """Download a file a customer sent (`telegram:file:<file_id>`), from the Bot API's own
+        file host; a file larger than `kind` allows is not downloaded."""
         prefix = "telegram:file:"
         if not media.url.startswith(prefix):
             raise SendFailed(f"not a Telegram file: {media.url}", retryable=False)
         bot = await self._ready()
         try:
             file = await bot.get_file(media.url.removeprefix(prefix))
+            if file.file_size is not None and file.file_size > kind.max_bytes:
+                raise SendFailed(
+                    f"Telegram file of {file.file_size} bytes, more than {kind.max_bytes}",
+                    retryable=False,
+                )
             data = await file.download_as_bytearray()
         except TelegramError as exc:
             raise SendFailed(

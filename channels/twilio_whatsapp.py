@@ -7,7 +7,9 @@ names), a delivery status; `send` goes through the SDK's async client (no blocki
 the event loop), splitting long bodies in order (`channels.splitting`). `typing` shows the
 customer WhatsApp's typing indicator through Messaging v2's Typing Indicators resource (a
 public beta), which also marks the customer's message read; `fetch_media` downloads what the
-customer sent with the account's credentials (`MediaFetch`).
+customer sent through the guarded fetcher (`MediaFetch`), the account's credentials sent to
+Twilio's own hosts only (a media URL is what the webhook says, and Twilio's redirect to its
+storage goes without them).
 """
 
 from __future__ import annotations
@@ -21,7 +23,6 @@ from datetime import datetime
 from urllib.parse import parse_qs, parse_qsl, urlsplit
 
 import aiohttp
-import httpx
 from multidict import MultiDict
 from twilio.base import values
 from twilio.base.exceptions import TwilioRestException
@@ -46,9 +47,11 @@ from channels.base import (
     SendResult,
     SignatureInvalid,
     Template,
+    fetch_failed,
 )
 from channels.splitting import split_message
 from channels.twilio_inbound import AUDIO_PLACEHOLDER, kind_of, media_of, text_of
+from outbound import FetchError, FetchKind, HostCredentials, SafeFetcher
 
 __all__ = [
     "AUDIO_PLACEHOLDER",
@@ -71,6 +74,8 @@ TYPING_REPEAT_S = 20.0
 TYPING_TIMEOUT_S = 10.0
 # The indicator names the customer's message: a Message (SM) or Media (MM) sid.
 TYPING_MESSAGE_SID = re.compile(r"^(?:SM|MM)[0-9a-fA-F]{32}$")
+# Twilio's API hosts (api.twilio.com and its regional edges), where media URLs point.
+TWILIO_HOSTS = ("*.twilio.com",)
 
 
 def form_params(body: bytes) -> MultiDict[str]:
@@ -117,9 +122,9 @@ class TwilioWhatsAppChannel:
         clock: Callable[[], datetime],
         attempts: int = 4,
         base_delay_s: float = 0.5,
-        http: httpx.AsyncClient | None = None,
+        fetcher: SafeFetcher | None = None,
     ) -> None:
-        self._media_http = http
+        self._fetcher = fetcher
         self._account_sid = account_sid
         self._auth_token = auth_token
         self._sender = sender
@@ -294,23 +299,23 @@ class TwilioWhatsAppChannel:
         if shown.success is not True:
             raise SendFailed("Twilio did not show the typing indicator", retryable=True)
 
-    async def fetch_media(self, media: Media) -> tuple[bytes, str]:
+    async def fetch_media(self, media: Media, kind: FetchKind) -> tuple[bytes, str]:
         """Download a media item Twilio received (its URLs need the account credentials)."""
-        if self._media_http is None or not (self._account_sid and self._auth_token):
+        if self._fetcher is None or not (self._account_sid and self._auth_token):
             raise SendFailed("Twilio media cannot be fetched: not configured", retryable=False)
+        credentials = HostCredentials.basic(
+            self._account_sid, self._auth_token, self._credential_hosts()
+        )
         try:
-            response = await self._media_http.get(
-                media.url,
-                auth=(self._account_sid, self._auth_token),
-                follow_redirects=True,
-                timeout=30,
-            )
-        except httpx.HTTPError as exc:
-            raise SendFailed(f"Twilio media unreachable: {exc}", retryable=True) from exc
-        if response.status_code != 200:
-            raise SendFailed(f"Twilio media answered {response.status_code}", retryable=True)
-        content_type = media.content_type or response.headers.get("Content-Type", "audio/ogg")
-        return response.content, content_type
+            fetched = await self._fetcher.get(media.url, kind=kind, credentials=credentials)
+        except FetchError as exc:
+            raise fetch_failed("Twilio media", exc) from exc
+        return fetched.body, media.content_type or fetched.content_type or "audio/ogg"
+
+    def _credential_hosts(self) -> tuple[str, ...]:
+        """Twilio's hosts, and the host of a `TWILIO_API_BASE` standing in for them."""
+        base_host = urlsplit(self._api_base).hostname if self._api_base else None
+        return TWILIO_HOSTS + ((base_host,) if base_host else ())
 
     async def close(self) -> None:
         if self._http is not None:

@@ -7,6 +7,11 @@ to `/{phone_number_id}/messages`: text split at 4096 characters, attachments upl
 (`/{phone_number_id}/media`), or an approved template; transient Graph errors are retried with
 jittered backoff. `typing` marks the customer's message read and shows the typing indicator;
 `fetch_media` downloads a received attachment (for voice notes).
+
+Files are fetched through the guarded fetcher (`outbound`), never the Graph client: an
+attachment's URL (a reply's or an operator's) without credentials, a received attachment's
+URL (the one its media object names) with the access token, sent to the Graph API's host and
+Meta's media host only.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import random
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -31,10 +37,12 @@ from channels.base import (
     SendResult,
     SignatureInvalid,
     Template,
+    fetch_failed,
 )
 from channels.meta_webhooks import SIGNATURE_HEADER
 from channels.splitting import split_message
 from channels.whatsapp_cloud_payload import CHANNEL, read_notification
+from outbound import Fetched, FetchError, FetchKind, HostCredentials, SafeFetcher
 
 __all__ = [
     "MAX_TEXT_CHARS",
@@ -57,6 +65,9 @@ SEND_TIMEOUT_S = 30.0
 THROTTLED_CODES = frozenset({1, 2, 4, 80007, 130429, 131056})
 # What an attachment's content type is sent as (anything else goes as a document).
 MEDIA_TYPES = ("image", "video", "audio")
+# Where a media object's URL points (`https://lookaside.fbsbx.com/whatsapp_business/…`): the
+# download needs the access token there too.
+META_MEDIA_HOSTS = ("lookaside.fbsbx.com",)
 
 
 def graph_failure(status: int, body: object, retry_after: str | None = None) -> SendFailed:
@@ -96,10 +107,12 @@ class WhatsAppCloudChannel:
         phone_number_id: str | None,
         http: httpx.AsyncClient,
         clock: Callable[[], datetime],
+        fetcher: SafeFetcher | None = None,
         attempts: int = 4,
         base_delay_s: float = 0.5,
     ) -> None:
         self._api_base = api_base.rstrip("/")
+        self._fetcher = fetcher
         self._verify_token = verify_token
         self._app_secret = app_secret
         self._access_token = access_token
@@ -197,19 +210,19 @@ class WhatsAppCloudChannel:
         return {"type": kind, kind: part}
 
     async def _download(self, media: Media) -> tuple[bytes, str]:
+        fetched = await self._fetch(media.url, FetchKind.ATTACHMENT, None, "attachment")
+        content_type = media.content_type or fetched.content_type or ""
+        return fetched.body, content_type.split(";")[0].strip() or "application/octet-stream"
+
+    async def _fetch(
+        self, url: str, kind: FetchKind, credentials: HostCredentials | None, what: str
+    ) -> Fetched:
+        if self._fetcher is None:
+            raise SendFailed(f"{what} cannot be fetched: no fetcher", retryable=False)
         try:
-            response = await self._http.get(
-                media.url, follow_redirects=True, timeout=SEND_TIMEOUT_S
-            )
-        except httpx.HTTPError as exc:
-            raise SendFailed(f"attachment unreachable: {exc}", retryable=True) from exc
-        if response.status_code != 200:
-            raise SendFailed(
-                f"attachment answered {response.status_code}",
-                retryable=response.status_code == 429 or response.status_code >= 500,
-            )
-        content_type = media.content_type or response.headers.get("Content-Type", "")
-        return response.content, content_type.split(";")[0].strip() or "application/octet-stream"
+            return await self._fetcher.get(url, kind=kind, credentials=credentials)
+        except FetchError as exc:
+            raise fetch_failed(what, exc) from exc
 
     async def _request(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
         """One Graph call, retried on transient failures (bounded, jittered backoff)."""
@@ -260,7 +273,7 @@ class WhatsAppCloudChannel:
             timeout=TYPING_TIMEOUT_S,
         )
 
-    async def fetch_media(self, media: Media) -> tuple[bytes, str]:
+    async def fetch_media(self, media: Media, kind: FetchKind) -> tuple[bytes, str]:
         """Download a received attachment: its media object (`GET /{media-id}`) names a URL,
         fetched with the same bearer token."""
         headers = self._headers()
@@ -271,17 +284,14 @@ class WhatsAppCloudChannel:
         url = found.get("url")
         if not isinstance(url, str) or not url:
             raise SendFailed("the media object has no url", retryable=False)
-        try:
-            response = await self._http.get(
-                url, headers=headers, follow_redirects=True, timeout=SEND_TIMEOUT_S
-            )
-        except httpx.HTTPError as exc:
-            raise SendFailed(f"Cloud API media unreachable: {exc}", retryable=True) from exc
-        if response.status_code != 200:
-            raise SendFailed(f"Cloud API media answered {response.status_code}", retryable=True)
+        graph_host = urlsplit(self._api_base).hostname or ""
+        credentials = HostCredentials.bearer(
+            self._access_token or "", (graph_host, *META_MEDIA_HOSTS)
+        )
+        fetched = await self._fetch(url, kind, credentials, "Cloud API media")
         mime = found.get("mime_type")
         content_type = media.content_type or (mime if isinstance(mime, str) else None)
-        return response.content, content_type or response.headers.get("Content-Type", "")
+        return fetched.body, content_type or fetched.content_type or ""
 
 
 def _envelope(to: str) -> dict[str, Any]:

@@ -2,14 +2,20 @@
 reply attaches the file at that URL (the caption is optional) and is taken out of the text the
 customer reads, as the handoff marker is. Only http and https URLs count; a marker with
 anything else is left in the text as written, so nothing is sent that the reply did not say.
+
+A tenant lets the model attach files from the hosts it lists only (`listed_attachments`): a
+model can be talked into naming any URL, and the file behind it is sent, or fetched first.
 """
 
 from __future__ import annotations
 
 import mimetypes
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from urllib.parse import urlsplit
+
+from context.host_patterns import any_host_matches
 
 MARKER = re.compile(
     r"\[\[\s*media\s*:\s*(?P<url>[^\s|\]]+)\s*(?:\|\s*(?P<caption>[^\]]*?))?\s*\]\]"
@@ -49,6 +55,29 @@ def split_attachments(text: str) -> tuple[str, tuple[ReplyAttachment, ...]]:
     lines = [re.sub(r"[ \t]{2,}", " ", line).strip() for line in stripped.splitlines()]
     cleaned = re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
     return cleaned, tuple(found)
+
+
+def attachment_host(url: str) -> str | None:
+    """The host a marker's URL names; None for one whose host URL parsers may read apart
+    (user info before an `@`, a backslash), which no list matches."""
+    parts = urlsplit(url)
+    if "@" in parts.netloc or "\\" in url:
+        return None
+    return parts.hostname
+
+
+def listed_attachments(
+    found: tuple[ReplyAttachment, ...], media_hosts: Sequence[str]
+) -> tuple[tuple[ReplyAttachment, ...], tuple[ReplyAttachment, ...]]:
+    """The attachments whose URL's host is on `media_hosts` (host patterns:
+    `context.host_patterns`), and the others."""
+    kept: list[ReplyAttachment] = []
+    dropped: list[ReplyAttachment] = []
+    for attachment in found:
+        host = attachment_host(attachment.url)
+        listed = host is not None and any_host_matches(media_hosts, host)
+        (kept if listed else dropped).append(attachment)
+    return tuple(kept), tuple(dropped)
 
 
 # The start of a media marker still being written at the end of a streamed reply.

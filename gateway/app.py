@@ -30,6 +30,7 @@ from gateway.keys import (
     DELIVER,
     ENGINE,
     EVENTS,
+    FETCHER,
     FORGETTING,
     HTTP,
     HUB,
@@ -51,6 +52,7 @@ from gateway.runtime.metrics import Metrics
 from gateway.storage.engine import engine_for, make_sessionmaker
 from gateway.storage.migrate import upgrade
 from gateway.webchat.fanout import FANOUT
+from outbound import SafeFetcher
 
 log = logging.getLogger("relaydesk.app")
 
@@ -93,7 +95,11 @@ async def http_ctx(app: web.Application) -> AsyncIterator[None]:
         ),
     )
     app[HTTP] = client
+    # Fetches of URLs others chose go through their own client, checked on every connection.
+    fetcher = SafeFetcher(app[SETTINGS].fetch_policy)
+    app[FETCHER] = fetcher
     yield
+    await fetcher.aclose()
     await client.aclose()
 
 
@@ -105,6 +111,7 @@ async def flow_ctx(app: web.Application) -> AsyncIterator[None]:
         sessions=app[SESSIONS],
         redis=app.get(REDIS),
         http=app[HTTP],
+        fetcher=app[FETCHER],
         counter=app[COUNTER],
         metrics=app[METRICS],
     )

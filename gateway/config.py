@@ -23,6 +23,7 @@ from pydantic_settings import (
 )
 
 from gateway.webchat.origins import web_origin
+from outbound.policy import FetchPolicy, parse_allow
 
 CONFIG_FILE_ENV = "RELAYDESK_CONFIG"
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./relaydesk.db"
@@ -147,6 +148,9 @@ class Settings(BaseSettings):
     # Sites that may frame the web chat widget and hand it an identity token, as origins
     # ("https://shop.example.com"). Empty: no other site may frame it.
     webchat_allowed_origins: CommaList = Field((), alias="RELAYDESK_WEBCHAT_ALLOWED_ORIGINS")
+    # What the deployment runs itself that fetches of URLs others chose (attachments, media,
+    # vCards) and event posts may reach though it is not public: hostnames or CIDRs.
+    fetch_allow: CommaList = Field((), alias="RELAYDESK_FETCH_ALLOW")
 
     @field_validator("trusted_proxies", "webchat_allowed_origins", mode="before")
     @classmethod
@@ -171,6 +175,21 @@ class Settings(BaseSettings):
     @property
     def trusted_proxy_networks(self) -> tuple[Network, ...]:
         return tuple(ip_network(item, strict=False) for item in self.trusted_proxies)
+
+    @field_validator("fetch_allow", mode="before")
+    @classmethod
+    def _fetch_allow_list(cls, value: object) -> object:
+        return split_commas(value)
+
+    @field_validator("fetch_allow")
+    @classmethod
+    def _fetch_allow_entries(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        parse_allow(value)
+        return value
+
+    @property
+    def fetch_policy(self) -> FetchPolicy:
+        return FetchPolicy.allowing(self.fetch_allow)
 
     @field_validator("database_url")
     @classmethod

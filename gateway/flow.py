@@ -56,6 +56,7 @@ from gateway.turns.scheduler import TurnScheduler
 from gateway.turns.service_window import ServiceWindows
 from gateway.webchat.fanout import RedisFanout
 from gateway.webchat.hub import WebChatHub
+from outbound import SafeFetcher
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +67,7 @@ class Resources:
     sessions: async_sessionmaker[AsyncSession]
     redis: Redis | None
     http: httpx.AsyncClient
+    fetcher: SafeFetcher
     counter: TokenCounter
     metrics: Metrics
 
@@ -126,7 +128,7 @@ def build_flow(resources: Resources, stack: AsyncExitStack) -> Flow:
     # (gateway/webchat/fanout.py).
     fanout = RedisFanout(redis, owner=tasks) if redis is not None else None
     hub = WebChatHub(fanout.publish if fanout is not None else None)
-    adapters = build_adapters(AdapterDeps(settings, http, hub))
+    adapters = build_adapters(AdapterDeps(settings, http, hub, resources.fetcher))
     stack.push_async_callback(close_adapters, adapters)
     stack.push_async_callback(hub.close_all)
     if fanout is not None:
@@ -135,7 +137,11 @@ def build_flow(resources: Resources, stack: AsyncExitStack) -> Flow:
 
     # Events go out from the processes that run background work; the others only record them
     # and, with Redis, wake the senders after each commit.
-    event_sender = sender_for(settings, sessions, http, resources.metrics, owner=tasks)
+    # Events go through the fetcher's client: the same address checks as every other fetch
+    # (a deployment posting them to a host of its own lists it in RELAYDESK_FETCH_ALLOW).
+    event_sender = sender_for(
+        settings, sessions, resources.fetcher.client, resources.metrics, owner=tasks
+    )
     event_wakeups = (
         EventWakeups(redis, owner=tasks)
         if redis is not None and settings.events_url is not None

@@ -28,6 +28,7 @@ from gateway.turns.backpressure import Backpressure
 from gateway.turns.deliver import Deliverer
 from gateway.turns.scheduler import TurnScheduler
 from gateway.webchat.hub import WebChatHub
+from outbound import SafeFetcher
 
 SETTINGS = web.AppKey("settings", Settings)
 METRICS = web.AppKey("metrics", Metrics)
@@ -35,6 +36,8 @@ ENGINE = web.AppKey("engine", AsyncEngine)
 SESSIONS = web.AppKey("sessions", async_sessionmaker[AsyncSession])
 REDIS = web.AppKey("redis", Redis)
 HTTP = web.AppKey("http", httpx.AsyncClient)
+# Fetches of URLs the deployment's operator did not choose (`outbound`), on a client of their own.
+FETCHER = web.AppKey("fetcher", SafeFetcher)
 COUNTER = web.AppKey("counter", TokenCounter)
 # The one owner of the message flow's background tasks (`gateway.flow`).
 TASKS = web.AppKey("tasks", TaskOwner)

@@ -26,15 +26,18 @@ from gateway.runtime.clock import utcnow
 from gateway.webchat import page, routes
 from gateway.webchat.hub import WebChatHub
 from identity.channels import ChannelName
+from outbound import SafeFetcher
 
 
 @dataclass(frozen=True, slots=True)
 class AdapterDeps:
-    """What adapters are built from: settings, the shared HTTP client, the web chat hub."""
+    """What adapters are built from: settings, the shared HTTP client, the web chat hub, and
+    the guarded fetcher of the URLs they download (`outbound`)."""
 
     settings: Settings
     http: httpx.AsyncClient
     hub: WebChatHub
+    fetcher: SafeFetcher
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +60,7 @@ def _twilio_whatsapp(deps: AdapterDeps) -> Channel:
         public_url=settings.public_url,
         api_base=settings.twilio_api_base,
         clock=utcnow,
-        http=deps.http,
+        fetcher=deps.fetcher,
     )
 
 
@@ -70,6 +73,7 @@ def _whatsapp_cloud(deps: AdapterDeps) -> Channel:
         access_token=_secret(settings.whatsapp_cloud_access_token),
         phone_number_id=settings.whatsapp_cloud_phone_number_id,
         http=deps.http,
+        fetcher=deps.fetcher,
         clock=utcnow,
     )
 

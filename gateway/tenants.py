@@ -9,7 +9,16 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from context.host_patterns import is_host_pattern, normalized_host
 
 DEFAULT_INSTRUCTION = (
     "You are a customer-support assistant. Answer in the customer's language, briefly and "
@@ -113,10 +122,22 @@ class TenantSettings(BaseModel):
     # for an operator).
     whatsapp_templates: dict[str, WhatsAppTemplateSettings] = {}
     outside_window_template: str | None = None
+    # Hosts a model's media marker may attach files from ("cdn.example.org", "*.example.org"
+    # for its subdomains); a marker naming any other host is dropped from the reply. Empty:
+    # the model attaches nothing.
+    media_hosts: list[str] = []
     # Raw messages and transcripts older than this many days are deleted (None: kept); facts
     # and summaries outlive them unless `retention_covers_memory`.
     retention_days: int | None = Field(None, ge=1)
     retention_covers_memory: bool = False
+
+    @field_validator("media_hosts")
+    @classmethod
+    def _host_patterns(cls, value: list[str]) -> list[str]:
+        for host in value:
+            if not is_host_pattern(host):
+                raise ValueError(f"{host!r} is not a hostname or *.hostname")
+        return [normalized_host(host) for host in value]
 
     @model_validator(mode="after")
     def _consistent(self) -> TenantSettings:

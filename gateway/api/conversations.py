@@ -18,13 +18,13 @@ from pydantic import BaseModel, ConfigDict, Field
 from gateway import channel_catalog
 from gateway.api.context import ChannelIdentityIn, claim_for_identity
 from gateway.api.operator_bodies import AttachmentIn, Decision
-from gateway.api.operator_sends import conversation_path, operator_send_answers
+from gateway.api.operator_sends import conversation_path, operator_send_answers, vetted_media
 from gateway.customers.resolve import identify
 from gateway.http.bodies import path_id, query_text, read_json
 from gateway.http.errors import BadRequest, Conflict, NotFound
 from gateway.http.openapi import document
 from gateway.http.tenant import tenant_of
-from gateway.keys import COUNTER, DELIVER, EVENTS, SESSIONS, SETTINGS
+from gateway.keys import COUNTER, DELIVER, EVENTS, FETCHER, SESSIONS, SETTINGS
 from gateway.operators.actor import operator_actor
 from gateway.runtime.clock import utcnow
 from gateway.storage.records import ConversationRecord
@@ -227,6 +227,7 @@ async def write(request: web.Request) -> web.Response:
     body = await read_json(request, OperatorMessageIn)
     if not body.text.strip() and not body.media:
         raise BadRequest("text must not be empty without media", code="empty_text")
+    media = await vetted_media(request.app[FETCHER], body.media)
     with operator_send_answers():
         message = await send_operator_message(
             sessions=request.app[SESSIONS],
@@ -236,7 +237,7 @@ async def write(request: web.Request) -> web.Response:
             conversation_id=path_id(request, "conversation_id"),
             text=body.text,
             actor=who or body.actor,
-            media=[item.media() for item in body.media],
+            media=media,
         )
     return web.json_response({"message_id": message.id}, status=202)
 
@@ -297,6 +298,7 @@ document(
         400: "empty text and no media, or a media URL that is not http(s)",
         404: "no such conversation",
         409: "the actor does not hold it, or the customer never wrote",
+        422: "a media URL no fetch may reach (`attachment_refused`: an internal address)",
     },
 )
 document(

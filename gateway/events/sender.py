@@ -21,7 +21,8 @@ again when its lease runs out: delivery is at least once, and receivers dedupe o
 id (`X-Relaydesk-Delivery`, also the body's `id`).
 
 A recorded event goes out at once when this process committed it (`EventOutbox.wake`), and
-within `POLL_S` otherwise.
+within `POLL_S` otherwise. Posts go through the guarded fetcher's client (`outbound`): a
+receiver on an internal address is reached only when RELAYDESK_FETCH_ALLOW lists it.
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ from gateway.runtime.outages import is_storage_down
 from gateway.runtime.tasks import TaskOwner, cancel_and_wait
 from gateway.storage.repositories import outbound_events
 from gateway.storage.repositories.outbound_events import ClaimedEvent
+from outbound import FetchError
 
 log = logging.getLogger("relaydesk.events")
 
@@ -262,7 +264,8 @@ class EventSender:
         try:
             async with asyncio.timeout(self._deadline_s):
                 response = await self._http.post(self._url, content=body, headers=headers)
-        except (httpx.HTTPError, TimeoutError, OSError) as exc:
+        except (httpx.HTTPError, TimeoutError, OSError, FetchError) as exc:
+            # A receiver the fetch policy refuses is retried too: the deployment may list it.
             error = f"{type(exc).__name__}: {exc}".rstrip(": ")
             return Outcome("retry", error, network=True)
         return classify(response, now=utcnow())

@@ -22,6 +22,7 @@ from context import TokenCounter
 from gateway.storage.records import MessageRecord
 from gateway.storage.repositories import messages
 from gateway.turns.message_versions import read_version
+from outbound import FetchKind
 
 log = logging.getLogger("relaydesk.contact_cards")
 
@@ -58,7 +59,7 @@ async def read_contact_card(
         return inbound
     card = _cards(inbound)[0]
     try:
-        data, _ = await channel.fetch_media(Media(card.url, card.content_type))
+        data, _ = await channel.fetch_media(Media(card.url, card.content_type), FetchKind.VCARD)
     except SendFailed as exc:
         log.warning("contact card not fetched", extra={"fields": {"error": str(exc)}})
         return inbound

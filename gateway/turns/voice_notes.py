@@ -20,6 +20,7 @@ from gateway.providers.transcriber import VOICE_NOT_TRANSCRIBED, Transcriber, Tr
 from gateway.storage.records import MessageRecord
 from gateway.storage.repositories import messages
 from gateway.turns.message_versions import read_version
+from outbound import FetchKind
 
 log = logging.getLogger("relaydesk.voice_notes")
 
@@ -56,7 +57,8 @@ async def heard_message(
     if not isinstance(channel, MediaFetch):
         return inbound
     try:
-        data, content_type = await channel.fetch_media(Media(audio[0].url, audio[0].content_type))
+        note = Media(audio[0].url, audio[0].content_type)
+        data, content_type = await channel.fetch_media(note, FetchKind.AUDIO)
         heard = await transcriber.transcribe(data, content_type)
     except (SendFailed, TranscriptionFailed) as exc:
         log.warning("voice note not transcribed", extra={"fields": {"error": str(exc)}})

@@ -31,6 +31,7 @@ from channels.whatsapp_cloud import MAX_TEXT_CHARS, SIGNATURE_HEADER, WhatsAppCl
 from channels.whatsapp_cloud_payload import Ignored
 from gateway.customers.evidence import SenderClaim, observe_claim, whatsapp_sender
 from identity import DEFAULT_BLOCKED
+from outbound import FetchKind, FetchPolicy, SafeFetcher
 from tests.support.fixtures import FIXTURES
 from tests.support.graph_server import ACCESS_TOKEN, PHONE_NUMBER_ID, LocalGraph
 
@@ -54,6 +55,7 @@ def channel(
     verify: str | None = VERIFY,
     base: str = BASE,
     http: httpx.AsyncClient | None = None,
+    fetcher: SafeFetcher | None = None,
     phone_number_id: str | None = None,
     token: str | None = ACCESS_TOKEN,
     attempts: int = 3,
@@ -65,6 +67,7 @@ def channel(
         access_token=token,
         phone_number_id=phone_number_id,
         http=http or UNUSED_HTTP,
+        fetcher=fetcher,
         clock=lambda: NOW,
         attempts=attempts,
         base_delay_s=0.01,
@@ -393,16 +396,23 @@ def test_a_cloud_sender_is_the_same_identity_as_a_twilio_sender() -> None:
 # Sending through the Graph API
 
 
+Graph = tuple[LocalGraph, str, httpx.AsyncClient, SafeFetcher]
+
+
 @pytest.fixture
-async def graph() -> AsyncIterator[tuple[LocalGraph, str, httpx.AsyncClient]]:
+async def graph() -> AsyncIterator[Graph]:
+    """The local Graph API, its base, the Graph client and a fetcher that may reach it (on
+    loopback, as a deployment's own host listed in RELAYDESK_FETCH_ALLOW)."""
     server = LocalGraph()
+    fetcher = SafeFetcher(FetchPolicy.allowing(["127.0.0.1"]))
     async with server.serving() as base, httpx.AsyncClient() as http:
-        yield server, base, http
+        yield server, base, http, fetcher
+    await fetcher.aclose()
 
 
-def _sender(graph: tuple[LocalGraph, str, httpx.AsyncClient], **more: Any) -> WhatsAppCloudChannel:
-    _, base, http = graph
-    return channel(base=base, http=http, phone_number_id=PHONE_NUMBER_ID, **more)
+def _sender(graph: Graph, **more: Any) -> WhatsAppCloudChannel:
+    _, base, http, fetcher = graph
+    return channel(base=base, http=http, fetcher=fetcher, phone_number_id=PHONE_NUMBER_ID, **more)
 
 
 def _reply(text: str = "Seu pedido saiu.", **more: Any) -> OutboundMessage:
@@ -416,7 +426,7 @@ def _reply(text: str = "Seu pedido saiu.", **more: Any) -> OutboundMessage:
 
 
 async def test_a_text_reply_is_posted_with_the_token_and_quotes_the_customer(graph) -> None:  # type: ignore[no-untyped-def]
-    server, _, _ = graph
+    server, *_ = graph
     result = await _sender(graph).send(_reply())
     [request] = server.accepted
     assert request.path == f"/v21.0/{PHONE_NUMBER_ID}/messages"
@@ -434,7 +444,7 @@ async def test_a_text_reply_is_posted_with_the_token_and_quotes_the_customer(gra
 
 
 async def test_a_long_reply_is_split_in_order_and_only_the_first_part_quotes(graph) -> None:  # type: ignore[no-untyped-def]
-    server, _, _ = graph
+    server, *_ = graph
     words = " ".join(f"w{i:04d}" for i in range(2000))  # ~12,000 characters
     result = await _sender(graph).send(_reply(words))
     bodies = [sent["text"]["body"] for sent in server.sent()]
@@ -445,7 +455,7 @@ async def test_a_long_reply_is_split_in_order_and_only_the_first_part_quotes(gra
 
 
 async def test_a_reply_to_something_that_is_not_a_wamid_quotes_nothing(graph) -> None:  # type: ignore[no-untyped-def]
-    server, _, _ = graph
+    server, *_ = graph
     await _sender(graph).send(
         OutboundMessage("whatsapp_cloud", "whatsapp:+5511999990000", "oi", reply_to=None)
     )
@@ -453,7 +463,7 @@ async def test_a_reply_to_something_that_is_not_a_wamid_quotes_nothing(graph) ->
 
 
 async def test_a_template_is_sent_with_its_variables_in_key_order(graph) -> None:  # type: ignore[no-untyped-def]
-    server, _, _ = graph
+    server, *_ = graph
     template = Template(
         name="pedido_atualizado",
         language="pt_BR",
@@ -479,7 +489,7 @@ async def test_a_template_is_sent_with_its_variables_in_key_order(graph) -> None
 
 
 async def test_attachments_are_uploaded_then_sent_by_media_id(graph) -> None:  # type: ignore[no-untyped-def]
-    server, _, _ = graph
+    server, *_ = graph
     picture = server.serve_file("boleto.png", b"\x89PNG-bytes", "image/png")
     document = server.serve_file("nota.pdf", b"%PDF-1.7 bytes", "application/pdf")
     media = (Media(picture, caption="Seu boleto"), Media(document, caption="Nota fiscal"))
@@ -505,7 +515,7 @@ async def test_attachments_are_uploaded_then_sent_by_media_id(graph) -> None:  #
 
 
 async def test_outside_the_window_is_code_131047_and_not_retried(graph) -> None:  # type: ignore[no-untyped-def]
-    server, _, _ = graph
+    server, *_ = graph
     server.fail_next(131047, "Re-engagement message", subcode=2494010)
     with pytest.raises(SendFailed) as failed:
         await _sender(graph).send(_reply())
@@ -515,7 +525,7 @@ async def test_outside_the_window_is_code_131047_and_not_retried(graph) -> None:
 
 
 async def test_throttling_and_server_errors_are_retried(graph) -> None:  # type: ignore[no-untyped-def]
-    server, _, _ = graph
+    server, *_ = graph
     server.fail_next(130429, "Rate limit hit", status=400)
     server.fail_next(2, "Service temporarily unavailable", status=503)
     result = await _sender(graph).send(_reply())
@@ -523,7 +533,7 @@ async def test_throttling_and_server_errors_are_retried(graph) -> None:  # type:
 
 
 async def test_errors_that_last_end_retryable_after_the_attempts(graph) -> None:  # type: ignore[no-untyped-def]
-    server, _, _ = graph
+    server, *_ = graph
     for _ in range(3):
         server.fail_next(131000, "Something went wrong", status=500)
     with pytest.raises(SendFailed) as failed:
@@ -533,7 +543,7 @@ async def test_errors_that_last_end_retryable_after_the_attempts(graph) -> None:
 
 
 async def test_a_wrong_token_is_refused_without_retry(graph) -> None:  # type: ignore[no-untyped-def]
-    server, _, _ = graph
+    server, *_ = graph
     with pytest.raises(SendFailed) as failed:
         await _sender(graph, token="wrong").send(_reply())
     assert failed.value.code == "190" and failed.value.retryable is False
@@ -541,14 +551,14 @@ async def test_a_wrong_token_is_refused_without_retry(graph) -> None:  # type: i
 
 
 async def test_an_unconfigured_channel_sends_nothing(graph) -> None:  # type: ignore[no-untyped-def]
-    server, _, _ = graph
+    server, *_ = graph
     with pytest.raises(SendFailed, match="not configured") as failed:
         await _sender(graph, token=None).send(_reply())
     assert failed.value.retryable is False and server.requests == []
 
 
 async def test_typing_marks_the_message_read_with_the_indicator_in_one_attempt(graph) -> None:  # type: ignore[no-untyped-def]
-    server, _, _ = graph
+    server, *_ = graph
     cloud = _sender(graph)
     assert isinstance(cloud, TypingSignals) and isinstance(cloud, MediaFetch)
     await cloud.typing("whatsapp:+5511999990000", "wamid.customer1")
@@ -570,16 +580,16 @@ async def test_typing_marks_the_message_read_with_the_indicator_in_one_attempt(g
 
 
 async def test_received_media_is_fetched_through_its_media_object(graph) -> None:  # type: ignore[no-untyped-def]
-    server, base, _ = graph
+    server, base, *_ = graph
     server.media["1234567890987654321"] = (b"OggS-opus", "audio/ogg; codecs=opus")
     voice = _cases("pywa_message")["voice"]
     [message] = channel(base=base).parse(signed(body_of(voice))).messages  # any business number
     # As the voice note step hands it over: the stored URL and type, not the media id.
     stored = Media(message.media[0].url, message.media[0].content_type)
-    data, content_type = await _sender(graph).fetch_media(stored)
+    data, content_type = await _sender(graph).fetch_media(stored, FetchKind.AUDIO)
     assert (data, content_type) == (b"OggS-opus", "audio/ogg; codecs=opus")
     paths = [r.path for r in server.requests]
     assert paths == ["/v21.0/1234567890987654321", "/download/1234567890987654321"]
     assert all(r.headers["Authorization"] == f"Bearer {ACCESS_TOKEN}" for r in server.requests)
     with pytest.raises(SendFailed):
-        await _sender(graph).fetch_media(Media(f"{base}/999"))  # unknown media: 404
+        await _sender(graph).fetch_media(Media(f"{base}/999"), FetchKind.AUDIO)  # unknown: 404

@@ -8,6 +8,8 @@ from hypothesis import strategies as st
 from context.reply_attachments import (
     MAX_ATTACHMENTS,
     ReplyAttachment,
+    attachment_host,
+    listed_attachments,
     shown_while_written,
     split_attachments,
 )
@@ -63,3 +65,22 @@ def test_a_streamed_reply_never_shows_a_marker_being_written() -> None:
     assert shown[whole.index("[[") + 1] == "Segue o catálogo."
     assert shown[-1] == "Segue o catálogo. Até mais"
     assert shown_while_written("lista [1] e [a]") == "lista [1] e [a]"
+
+
+def test_only_attachments_on_listed_hosts_are_kept() -> None:
+    _, found = split_attachments(
+        "[[media: https://cdn.shop.example/a.pdf]] [[media: http://127.0.0.1:8080/secret]] "
+        "[[media: https://shop.example/b.png]] [[media: https://cdn.shop.example@10.0.0.1/c]] "
+        "[[media: https://cdn.shop.example\\@evil.example/d]]"
+    )
+    kept, dropped = listed_attachments(found, ["*.shop.example"])
+    assert [a.url for a in kept] == ["https://cdn.shop.example/a.pdf"]
+    assert len(dropped) == 4
+    # Nothing is listed by default: every marker is dropped.
+    assert listed_attachments(found, []) == ((), found)
+
+
+def test_a_host_parsers_may_read_apart_is_no_host() -> None:
+    assert attachment_host("https://cdn.example.org/a.pdf") == "cdn.example.org"
+    assert attachment_host("https://cdn.example.org@10.0.0.1/a.pdf") is None
+    assert attachment_host("https://cdn.example.org\\@10.0.0.1/a.pdf") is None

@@ -116,7 +116,7 @@ def test_nginx_balances_both_gateways_and_upgrades_websockets(services: dict[str
 
 def test_dockerfile_installs_the_packages_and_checks_health() -> None:
     dockerfile = (DOCKER / "Dockerfile").read_text()
-    for package in ("gateway", "channels", "context", "identity"):
+    for package in ("gateway", "channels", "context", "identity", "outbound"):
         assert f"COPY {package} ./{package}" in dockerfile
     assert "RUN pip install ." in dockerfile
     assert "HEALTHCHECK" in dockerfile and "/healthz" in dockerfile

@@ -1,6 +1,7 @@
 """The whole gateway with RELAYDESK_EVENTS_URL (embedded: SQLite; production: PostgreSQL and
 Redis): an event recorded through `app[EVENTS]` reaches a real receiver, signed, and shows in
-`/metrics`; without the URL nothing is kept or sent; a URL without a secret stops the start."""
+`/metrics`; a receiver on an internal address the deployment did not list gets nothing; without
+the URL nothing is kept or sent; a URL without a secret stops the start."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ from tests.support.events import SECRET, EventReceiver, until
 from tests.support.stack import Stack, running_stack
 
 BACKENDS = ["embedded", "production"]
+# The receiver runs on loopback: listed as a host of the deployment's own.
+LOOPBACK = "127.0.0.1"
 
 
 async def record_through_app(stack: Stack, kind: str, data: dict[str, object]) -> None:
@@ -39,6 +42,7 @@ async def test_an_event_recorded_by_the_app_reaches_the_receiver_signed(
         tmp_path,
         RELAYDESK_EVENTS_URL=receiver.url,
         RELAYDESK_EVENTS_SECRET=SECRET.decode(),
+        RELAYDESK_FETCH_ALLOW=LOOPBACK,
     ) as stack:
         assert EVENT_SENDER in stack.app
         await record_through_app(stack, "conversation.waiting", {"conversation_id": "c9"})
@@ -56,6 +60,30 @@ async def test_an_event_recorded_by_the_app_reaches_the_receiver_signed(
     assert len(receiver.requests) == 1
 
 
+async def test_a_receiver_on_an_unlisted_internal_address_gets_nothing(
+    tmp_path: Path, receiver: EventReceiver
+) -> None:
+    async with running_stack(
+        "embedded",
+        tmp_path,
+        RELAYDESK_EVENTS_URL=receiver.url,
+        RELAYDESK_EVENTS_SECRET=SECRET.decode(),
+    ) as stack:
+        await record_through_app(stack, "conversation.waiting", {"conversation_id": "c9"})
+
+        async def refused() -> bool:
+            async with stack.sessions()() as session:
+                error = await session.scalar(select(OutboundEvent.last_error))
+            return error is not None
+
+        await until(refused)
+        async with stack.sessions()() as session:
+            event = await session.scalar(select(OutboundEvent))
+        assert event is not None and event.delivered_at is None
+        assert event.last_error is not None and "RELAYDESK_FETCH_ALLOW" in event.last_error
+    assert receiver.requests == []
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 async def test_without_an_events_url_nothing_is_kept_or_sent(
     backend: str, tmp_path: Path, receiver: EventReceiver
@@ -70,7 +98,11 @@ async def test_without_an_events_url_nothing_is_kept_or_sent(
 async def test_events_recorded_by_a_process_that_only_acknowledges_are_sent_by_the_background(
     tmp_path: Path, receiver: EventReceiver
 ) -> None:
-    events = {"RELAYDESK_EVENTS_URL": receiver.url, "RELAYDESK_EVENTS_SECRET": SECRET.decode()}
+    events = {
+        "RELAYDESK_EVENTS_URL": receiver.url,
+        "RELAYDESK_EVENTS_SECRET": SECRET.decode(),
+        "RELAYDESK_FETCH_ALLOW": LOOPBACK,
+    }
     async with running_stack("production", tmp_path, **events) as background:
         url = background.app[SETTINGS].database_url
         async with running_stack(

@@ -94,6 +94,7 @@ async def test_with_redis_and_events_the_listeners_and_the_sender_stop_too(
             RELAYDESK_REDIS_URL=REDIS_URL,
             RELAYDESK_EVENTS_URL=str(events.make_url("/events")),
             RELAYDESK_EVENTS_SECRET="events-secret-for-tests-0123456789",
+            RELAYDESK_FETCH_ALLOW="127.0.0.1",  # the receiver runs on loopback
         )
         client = TestClient(TestServer(create_app(settings)))
         await client.start_server()

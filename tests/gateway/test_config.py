@@ -3,9 +3,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 from gateway.cli import main
 from gateway.config import ConfigError, load_settings
+from gateway.tenants import TenantSettings
+from outbound import FetchPolicy
 
 
 def test_defaults_are_the_embedded_ones(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -41,6 +44,7 @@ def test_defaults_are_the_embedded_ones(monkeypatch: pytest.MonkeyPatch) -> None
         ("RELAYDESK_HEADER_TIMEOUT_S", "0"),
         ("RELAYDESK_BODY_TIMEOUT_S", "-1"),
         ("RELAYDESK_ERASURE_TOMBSTONE_DAYS", "0"),
+        ("RELAYDESK_FETCH_ALLOW", "10.0.0.0/8, http://desk.internal"),
     ],
 )
 def test_a_wrong_value_names_the_variable(
@@ -116,3 +120,20 @@ def test_allowed_origins_are_written_as_browsers_write_them(
         "https://shop.example.com",
         "http://127.0.0.1:8000",
     )
+
+
+def test_the_fetch_allowlist_is_hosts_and_networks(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("RELAYDESK_FETCH_ALLOW", raising=False)
+    assert load_settings().fetch_policy == FetchPolicy()  # public addresses only
+    monkeypatch.setenv("RELAYDESK_FETCH_ALLOW", " Desk.Internal , 10.20.0.0/16,127.0.0.1 ")
+    policy = load_settings().fetch_policy
+    assert policy.allow_hosts == ("desk.internal",)
+    assert [str(n) for n in policy.allow_networks] == ["10.20.0.0/16", "127.0.0.1/32"]
+
+
+def test_media_hosts_are_host_patterns() -> None:
+    settings = TenantSettings(media_hosts=["CDN.example.org", "*.shop.example"])
+    assert settings.media_hosts == ["cdn.example.org", "*.shop.example"]
+    assert TenantSettings().media_hosts == []  # no marker is honoured by default
+    with pytest.raises(ValidationError, match="media_hosts"):
+        TenantSettings(media_hosts=["https://cdn.example.org/catalogo"])

@@ -13,6 +13,7 @@ from gateway.memory.retention import CHANNELS as RETAINED_CHANNELS
 from gateway.webchat.hub import WebChatHub
 from identity import DEFAULT_BLOCKED, InvalidIdentifier, channel_identity_key
 from identity.channels import CHANNEL_NAMES, ChannelName, channel_name, identity_channel
+from outbound import FetchPolicy, SafeFetcher
 
 SENDERS = {
     "whatsapp": "whatsapp:+5511998765432",
@@ -41,8 +42,10 @@ def test_every_channel_has_one_entry_and_a_sender_rule() -> None:
 
 
 async def test_adapters_are_built_from_settings_under_their_names() -> None:
+    fetcher = SafeFetcher(FetchPolicy())
     async with httpx.AsyncClient() as http:
-        adapters = registry.build_adapters(registry.AdapterDeps(Settings(), http, WebChatHub(None)))
+        deps = registry.AdapterDeps(Settings(), http, WebChatHub(None), fetcher)
+        adapters = registry.build_adapters(deps)
         try:
             # Phone is never sent to.
             assert set(adapters) == {"whatsapp", "whatsapp_cloud", "telegram", "webchat"}
@@ -50,6 +53,7 @@ async def test_adapters_are_built_from_settings_under_their_names() -> None:
                 assert adapter.name == name
         finally:
             await registry.close_adapters(adapters)
+            await fetcher.aclose()
 
 
 @pytest.mark.parametrize("sender", ["²", "12a", "9" * 30, "-5", ""])

@@ -3,12 +3,13 @@ of `ReplyStep`s, each returning the draft it was given or a changed copy."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
 
 from channels.base import Media
-from context.reply_attachments import split_attachments
+from context.reply_attachments import attachment_host, listed_attachments, split_attachments
 from gateway.storage.message_meta import CANNED_HANDOFF
 from gateway.storage.records import PendingTurn
 from gateway.storage.updates import TurnOutcome
@@ -16,6 +17,8 @@ from gateway.tenants import TenantSettings
 from gateway.turns.answer.routing import MODEL_MARKER
 from gateway.turns.window import AssembledContext
 from identity.conversation_owner import strip_marker
+
+log = logging.getLogger("relaydesk.answer")
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,14 +69,27 @@ class HandoffMarker:
 
 
 class MediaAttachments:
-    """The model's media markers become attachments (`context.reply_attachments`); a canned
-    text has none."""
+    """The model's media markers become attachments (`context.reply_attachments`) when their
+    host is one of the tenant's `media_hosts`; any other marker is dropped (taken out of the
+    text, not sent) and logged. A canned text has none."""
 
     async def apply(self, draft: Draft, turn: ReplyTurn) -> Draft:
         if draft.canned is not None:
             return draft
         text, found = split_attachments(draft.text)
-        attachments = tuple(Media(a.url, a.content_type, caption=a.caption) for a in found)
+        kept, dropped = listed_attachments(found, turn.tenant.media_hosts)
+        for attachment in dropped:
+            # The host only: a URL's query may carry what the model was talked into naming.
+            log.warning(
+                "media marker dropped: its host is not in the tenant's media_hosts",
+                extra={
+                    "fields": {
+                        "turn": turn.pending.turn.id,
+                        "host": attachment_host(attachment.url) or "(unreadable)",
+                    }
+                },
+            )
+        attachments = tuple(Media(a.url, a.content_type, caption=a.caption) for a in kept)
         return replace(draft, text=text, attachments=attachments)
 
 

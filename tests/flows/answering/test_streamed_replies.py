@@ -18,6 +18,7 @@ from gateway.storage.models import Message, TurnRow
 from tests.support.openai_server import FakeOpenAI, model_settings
 from tests.support.shared_gateways import next_frame
 from tests.support.stack import Stack, running_stack
+from tests.support.tenant_settings import save_domain_settings
 from tests.support.webchat import signed_visitor
 
 
@@ -34,13 +35,18 @@ class _Exchange:
 
 
 @asynccontextmanager
-async def _exchange(model: FakeOpenAI, tmp_path: Path, text: str) -> AsyncIterator[_Exchange]:
-    """A gateway answering with `model`; a web chat visitor says `text` and reads the frames up
-    to the stored reply's. On leaving: the socket closed, the rows read, the gateway stopped."""
+async def _exchange(
+    model: FakeOpenAI, tmp_path: Path, text: str, **tenant: object
+) -> AsyncIterator[_Exchange]:
+    """A gateway answering with `model` (`tenant`: the domain's tenant settings); a web chat
+    visitor says `text` and reads the frames up to the stored reply's. On leaving: the socket
+    closed, the rows read, the gateway stopped."""
     async with (
         model.serving() as model_url,
         running_stack("embedded", tmp_path, **model_settings(model_url)) as stack,
     ):
+        if tenant:
+            await save_domain_settings(stack, **tenant)
         visitor = await signed_visitor(stack.client)
         socket = await stack.client.ws_connect("/webchat/ws")
         await socket.send_json({"type": "hello", "visitor_id": visitor, "after": None})
@@ -113,7 +119,8 @@ async def test_a_media_marker_never_shows_while_the_reply_is_written(tmp_path: P
         tokens_per_s=200,
         reply=f"Segue o catálogo [[media: {catalogue} | Catálogo]] de verão.",
     )
-    async with _exchange(model, tmp_path, "tem catálogo?") as exchange:
+    hosts = ["cdn.example.org"]
+    async with _exchange(model, tmp_path, "tem catálogo?", media_hosts=hosts) as exchange:
         *shown, final = exchange.frames
         partials = [frame["text"] for frame in shown if frame["type"] == "partial"]
         assert len(partials) >= 2, shown

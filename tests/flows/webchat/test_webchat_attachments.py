@@ -1,6 +1,6 @@
-"""A web chat reply's attachments travel in its `message` frame (`media`), live, in a
-reconnect's backlog and in the REST fallback, so the widget can show them; a message without
-any has no `media` key, as before."""
+"""A web chat reply's attachments (from a host of the tenant's `media_hosts`) travel in its
+`message` frame (`media`), live, in a reconnect's backlog and in the REST fallback, so the
+widget can show them; a message without any has no `media` key, as before."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import pytest
 from tests.support.openai_server import FakeOpenAI, model_settings
 from tests.support.shared_gateways import next_frame
 from tests.support.stack import running_stack
+from tests.support.tenant_settings import save_domain_settings
 from tests.support.webchat import signed_visitor
 
 CATALOGUE = "https://cdn.example.org/catalogo/verao-2026.pdf"
@@ -31,6 +32,7 @@ async def test_a_reply_frame_carries_the_attachment_its_marker_named(
         model.serving() as model_url,
         running_stack(backend, tmp_path, **model_settings(model_url)) as stack,
     ):
+        await save_domain_settings(stack, media_hosts=["cdn.example.org"])
         visitor = await signed_visitor(stack.client)
         socket = await stack.client.ws_connect("/webchat/ws")
         await socket.send_json(

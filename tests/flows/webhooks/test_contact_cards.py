@@ -27,6 +27,9 @@ CARD = (
     b"item1.TEL;waid=5511987654321:+55 11 98765-4321\r\nitem1.X-ABLabel:Celular\r\nEND:VCARD\r\n"
 )
 
+# Twilio's media host is on loopback here: listed as a host of the deployment's own.
+LOOPBACK = {"RELAYDESK_FETCH_ALLOW": "127.0.0.1"}
+
 
 class MediaHost:
     """Twilio's media host: the card, for the account's credentials only."""
@@ -77,7 +80,7 @@ async def test_a_shared_contact_is_read_before_the_answer(
     model = FakeOpenAI()
     async with (
         model.serving() as model_url,
-        whatsapp_stack(tmp_path, backend, **model_settings(model_url)) as gateway,
+        whatsapp_stack(tmp_path, backend, **model_settings(model_url), **LOOPBACK) as gateway,
     ):
         await _share(gateway, f"{root}/media/card.vcf")
         await gateway.stack.idle()
@@ -104,7 +107,7 @@ async def test_a_card_that_cannot_be_fetched_leaves_the_placeholder(
     model = FakeOpenAI()
     async with (
         model.serving() as model_url,
-        whatsapp_stack(tmp_path, **model_settings(model_url)) as gateway,
+        whatsapp_stack(tmp_path, **model_settings(model_url), **LOOPBACK) as gateway,
     ):
         await _share(gateway, f"{root}/media/gone.vcf")
         await gateway.stack.idle()

@@ -140,6 +140,8 @@ async def test_voice_note_is_transcribed_and_stored_with_its_confidence(
         twilio_base,
         RELAYDESK_TRANSCRIBER_MODEL="whisper-1",
         RELAYDESK_TRANSCRIBER_BASE_URL=f"{voice_base}/v1",
+        # The media host is on loopback: listed as a host of the deployment's own.
+        RELAYDESK_FETCH_ALLOW="127.0.0.1",
     )
     async with running_stack("embedded", tmp_path, **settings) as stack:
         await _deliver(stack, _voice_webhook_body(f"{voice_base}/media/voice.ogg"))

@@ -445,6 +445,7 @@ async def test_a_voice_note_is_fetched_from_the_graph_api_and_transcribed(tmp_pa
             tmp_path,
             RELAYDESK_TRANSCRIBER_MODEL="whisper-1",
             RELAYDESK_TRANSCRIBER_BASE_URL=f"{voice_base}/v1",
+            RELAYDESK_FETCH_ALLOW="127.0.0.1",  # the local Graph's media host
         ) as (stack, graph):
             graph.media[media_id] = (AUDIO, "audio/ogg; codecs=opus")
             assert (await _post(stack, body)).status == 200

@@ -1,7 +1,7 @@
 """Attachments both ways on WhatsApp through a real gateway (SQLite and PostgreSQL): a photo
 with a caption is stored as a reference and read by the model as `[image: caption]`; an
-operator's attachment and one a reply names with its media marker reach Twilio (the real
-twilio client, a local Twilio) as `MediaUrl`."""
+operator's attachment and one a reply names with its media marker (on a host of the tenant's
+`media_hosts`) reach Twilio (the real twilio client, a local Twilio) as `MediaUrl`."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from gateway.storage.models import Message
 from tests.support.app_settings import AUTH
 from tests.support.openai_server import FakeOpenAI, model_settings
 from tests.support.signed_twilio import inbound_params, post_signed
+from tests.support.tenant_settings import save_domain_settings
 from tests.support.whatsapp_stack import ACCOUNT, TOKEN, WhatsAppStack, until, whatsapp_stack
 
 NUMBER = "+5511998765432"
@@ -36,6 +37,8 @@ pytestmark = pytest.mark.parametrize("backend", ["embedded", "production"])
 async def _gateway(tmp_path: Path, backend: str, model: FakeOpenAI) -> AsyncIterator[WhatsAppStack]:
     async with model.serving() as base_url:
         async with whatsapp_stack(tmp_path, backend, **model_settings(base_url)) as gateway:
+            # The host the model's media markers may name (Twilio fetches the file).
+            await save_domain_settings(gateway.stack, media_hosts=["cdn.example.org"])
             yield gateway
 
 

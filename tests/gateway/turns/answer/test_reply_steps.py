@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import replace
 
+import pytest
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from channels.base import Media
@@ -54,7 +56,7 @@ async def test_a_failed_call_and_an_unmarked_reply_are_left_as_they_are(
 async def test_media_markers_become_attachments_unless_the_text_is_canned(
     sessions: async_sessionmaker[AsyncSession],
 ) -> None:
-    turn = await _reply_turn(sessions)
+    turn = await _reply_turn(sessions, media_hosts=["example.com"])
     text = "Segue o catálogo.\n[[media: https://example.com/catalogo.pdf | Catálogo]]"
     draft = await MediaAttachments().apply(Draft(text, DONE), turn)
     assert draft.text == "Segue o catálogo."
@@ -63,6 +65,31 @@ async def test_media_markers_become_attachments_unless_the_text_is_canned(
     )
     canned = Draft(text, FAILED, CANNED_FALLBACK)
     assert await MediaAttachments().apply(canned, turn) is canned
+
+
+async def test_a_marker_off_the_tenants_media_hosts_is_dropped_and_logged(
+    sessions: async_sessionmaker[AsyncSession], caplog: pytest.LogCaptureFixture
+) -> None:
+    text = (
+        "Segue a nota.\n[[media: http://127.0.0.1:9000/secret?token=abc | nota]]\n"
+        "[[media: https://cdn.shop.example/nota.pdf | Nota]]\n"
+        "[[media: https://shop.example@169.254.169.254/x.pdf]]"
+    )
+    # By default no host is listed: every marker leaves the text and nothing is attached.
+    unlisted = await _reply_turn(sessions)
+    draft = await MediaAttachments().apply(Draft(text, DONE), unlisted)
+    assert (draft.text, draft.attachments) == ("Segue a nota.", ())
+
+    listed = await _reply_turn(sessions, media_hosts=["*.shop.example"])
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="relaydesk.answer"):
+        draft = await MediaAttachments().apply(Draft(text, DONE), listed)
+    assert draft.text == "Segue a nota."
+    assert [a.url for a in draft.attachments] == ["https://cdn.shop.example/nota.pdf"]
+    # Logged by host: never the URL's query, and user info makes a host nobody lists.
+    dropped = [r for r in caplog.records if "media marker dropped" in r.getMessage()]
+    assert [r.fields["host"] for r in dropped] == ["127.0.0.1", "(unreadable)"]  # type: ignore[attr-defined]
+    assert all("token" not in str(r.fields) for r in dropped)  # type: ignore[attr-defined]
 
 
 class _Signed:
@@ -79,7 +106,7 @@ class _Signed:
 async def test_the_steps_run_in_list_order_and_a_new_one_is_one_more_entry(
     sessions: async_sessionmaker[AsyncSession],
 ) -> None:
-    turn = await _reply_turn(sessions, handoff_marker="#pessoa")
+    turn = await _reply_turn(sessions, handoff_marker="#pessoa", media_hosts=["example.com"])
     signed = _Signed()
     steps: tuple[ReplyStep, ...] = (*REPLY_STEPS, signed)
     text = "Já chamo. #pessoa [[media: https://example.com/a.png]]"

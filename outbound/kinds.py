@@ -1,0 +1,22 @@
+"""What is fetched, and the most bytes each kind may take: a body past its cap is not read on."""
+
+from __future__ import annotations
+
+from enum import Enum
+
+KIB = 1024
+MIB = 1024 * KIB
+
+
+class FetchKind(Enum):
+    # A shared contact's card is a few hundred bytes (`channels.vcard` reads up to 64 KiB).
+    VCARD = 64 * KIB
+    # A file sent with a reply: WhatsApp takes audio, video and a whole message up to 16 MB
+    # (images 5 MB); larger documents are not held in memory to send.
+    ATTACHMENT = 16 * MIB
+    # A voice note to transcribe: OpenAI's transcription API takes files up to 25 MB.
+    AUDIO = 25 * MIB
+
+    @property
+    def max_bytes(self) -> int:
+        return self.value
