@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from sqlalchemy import select
+from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from gateway.runtime.clock import utcnow
@@ -17,9 +17,16 @@ OTHER_CHANNEL = ("telegram", "SM" + "1" * 32)
 NEVER_ERASED = ("whatsapp", "SM" + "2" * 32)
 
 
+async def _none_kept(session: AsyncSession) -> None:
+    # Erasures of other tests on this database keep tombstones too; this test's transaction
+    # starts from none (and is rolled back after).
+    await session.execute(delete(ErasureTombstone))
+
+
 async def test_live_tombstones_are_found_by_channel_and_provider_id(
     session: AsyncSession,
 ) -> None:
+    await _none_kept(session)
     now = utcnow()
     assert await erasure_tombstones.keep(session, [ERASED, ERASED], until=now + timedelta(days=7))
     found = await erasure_tombstones.erased_among(
@@ -34,6 +41,7 @@ async def test_live_tombstones_are_found_by_channel_and_provider_id(
 async def test_erased_again_the_newer_expiry_holds_and_expired_ones_are_ignored_then_purged(
     session: AsyncSession,
 ) -> None:
+    await _none_kept(session)
     now = utcnow()
     await erasure_tombstones.keep(session, [ERASED], until=now + timedelta(hours=1))
     await erasure_tombstones.keep(session, [ERASED], until=now + timedelta(days=7))
