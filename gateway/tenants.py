@@ -79,9 +79,10 @@ class RateLimitSettings(BaseModel):
     - a person types at most a message every few seconds, so 20 web chat messages a minute per
       visitor fits bursts of short lines; every websocket frame after the hello counts against
       60 a minute;
-    - a customer's messages call the model 30 times a minute at most, across channels: the
-      messages past that are stored as usual and answered together by the next call (a
-      provider's webhook is never refused: it would retry);
+    - a customer's messages call the model 60 times a minute at most, across channels (a call
+      a second: beyond anyone's typing, so only floods are paced); the messages past that are
+      stored as usual and answered together by the next call (a provider's webhook is never
+      refused: it would retry);
     - 20 console logins a minute from one address lets an office's operators all sign in at a
       shift change (wrong passwords are throttled apart, per account and address)."""
 
@@ -90,7 +91,7 @@ class RateLimitSettings(BaseModel):
     visitor_ids_per_address: str | None = "60/hour"
     webchat_messages_per_visitor: str | None = "20/minute"
     webchat_frames_per_visitor: str | None = "60/minute"
-    model_calls_per_customer: str | None = "30/minute"
+    model_calls_per_customer: str | None = "60/minute"
     console_logins_per_address: str | None = "20/minute"
 
     @field_validator("*")
