@@ -5,7 +5,17 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.tenants import TenantConfigError, effective_settings
+from gateway.tenants import RateLimitSettings, TenantConfigError, effective_settings
+
+
+def test_the_defaults_the_flow_tests_count_to() -> None:
+    """tests/flows/rate_limits and the console's login test count to these."""
+    defaults = RateLimitSettings()
+    assert defaults.visitor_ids_per_address == "60/hour"
+    assert defaults.webchat_messages_per_visitor == "20/minute"
+    assert defaults.webchat_frames_per_visitor == "60/minute"
+    assert defaults.model_calls_per_customer == "60/minute"
+    assert defaults.console_logins_per_address == "20/minute"
 
 
 def test_rate_limits_merge_key_by_key_and_null_turns_one_off() -> None:
