@@ -39,6 +39,7 @@ from gateway.keys import (
     INBOX_WRITER,
     MEMORY,
     METRICS,
+    RATE_LIMITER,
     RECALL,
     REDIS,
     SCHEDULER,
@@ -47,6 +48,7 @@ from gateway.keys import (
     TASKS,
     WAKEUPS,
 )
+from gateway.rate_limits.doors import rate_limits_ctx
 from gateway.registry import add_channel_routes
 from gateway.runtime.metrics import Metrics
 from gateway.storage.engine import engine_for, make_sessionmaker
@@ -114,6 +116,7 @@ async def flow_ctx(app: web.Application) -> AsyncIterator[None]:
         fetcher=app[FETCHER],
         counter=app[COUNTER],
         metrics=app[METRICS],
+        rate_limiter=app[RATE_LIMITER],
     )
     async with AsyncExitStack() as stack:
         keep_flow(app, build_flow(resources, stack))
@@ -169,7 +172,7 @@ def create_app(settings: Settings) -> web.Application:
     app[METRICS] = Metrics.create()
     # The tokenizer is loaded once per process and shared (it is read-only).
     app[COUNTER] = TiktokenCounter(load_encoding())
-    app.cleanup_ctx.extend([database_ctx, redis_ctx, http_ctx, flow_ctx])
+    app.cleanup_ctx.extend([database_ctx, redis_ctx, rate_limits_ctx, http_ctx, flow_ctx])
     app.on_shutdown.append(_close_webchat_sockets)
     health.add_routes(app)
     openapi.add_routes(app)

@@ -43,13 +43,14 @@ from gateway.memory.retention import RetentionSweeper
 from gateway.memory.worker import MemoryWorker
 from gateway.models_from_settings import providers_for, secret, transcriber_for
 from gateway.providers.limits import CallLimits, ModelGate
+from gateway.rate_limits.limiter import RateLimiter
 from gateway.registry import AdapterDeps, build_adapters, close_adapters
 from gateway.runtime.metrics import Metrics
 from gateway.runtime.tasks import TaskOwner
 from gateway.storage.repositories.tenants import SettingsCache
 from gateway.tenant_ref import TenantRef
 from gateway.turns.accept import Accepted, Acceptor, LotWriter
-from gateway.turns.answer import AnswerDeps, Answerer, AnswerSteps
+from gateway.turns.answer import AnswerDeps, Answerer, AnswerSteps, ModelPacing
 from gateway.turns.backpressure import Backpressure
 from gateway.turns.deliver import Deliverer
 from gateway.turns.scheduler import TurnScheduler
@@ -70,6 +71,8 @@ class Resources:
     fetcher: SafeFetcher
     counter: TokenCounter
     metrics: Metrics
+    # Also paces each customer's model calls (the tenant's `model_calls_per_customer`).
+    rate_limiter: RateLimiter
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,6 +225,7 @@ def build_flow(resources: Resources, stack: AsyncExitStack) -> Flow:
         locks=RedisLocks(redis) if redis is not None else InProcessLocks(),
         backpressure=backpressure,
         deliverer=deliver,
+        pacing=ModelPacing(resources.rate_limiter),
     )
 
     # The scheduler and the inbox. A gateway process that only acknowledges (settings make

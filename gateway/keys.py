@@ -20,6 +20,7 @@ from gateway.inbox.processor import InboxProcessor
 from gateway.inbox.writer import InboxWriter
 from gateway.memory.recall import RecallCache
 from gateway.memory.worker import MemoryWorker
+from gateway.rate_limits.limiter import RateLimiter
 from gateway.runtime.metrics import Metrics
 from gateway.runtime.tasks import TaskOwner
 from gateway.turns.accept import Acceptor
@@ -59,5 +60,7 @@ EVENTS = web.AppKey("events", EventOutbox)
 INBOX_WRITER = web.AppKey("inbox_writer", InboxWriter)
 INBOX = web.AppKey("inbox", InboxProcessor)
 WAKEUPS = web.AppKey("wakeups", Wakeups)
+# The rate limits of the public doors and of customers' model calls (`gateway.rate_limits`).
+RATE_LIMITER = web.AppKey("rate_limiter", RateLimiter)
 # Rows were put in the inbox outside a webhook (a console retry): whoever stores them is told.
 INBOX_READY: web.AppKey[Callable[[], None]] = web.AppKey("inbox_ready")

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
+from limits import RateLimitItem, parse
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -58,6 +59,49 @@ class WhatsAppTemplateSettings(BaseModel):
     name: str | None = None
     language: str = "pt_BR"
     variables: dict[str, str] = {}
+
+
+def rate_item(rate: str) -> RateLimitItem:
+    """A rate in the `limits` notation ("60/hour", "5 per 10 seconds") as the library's item."""
+    item = parse(rate)
+    if item.amount < 1:
+        raise ValueError(f"{rate!r} allows nothing; leave the limit unset (null) to turn it off")
+    return item
+
+
+class RateLimitSettings(BaseModel):
+    """How fast the public doors may be used, each a rate in the `limits` notation ("60/hour",
+    "20/minute", "5 per 10 seconds") counted in a moving window, or null for no limit. With
+    Redis the counts are shared by every process. Over the limit a request gets 429 with
+    `Retry-After`, except customer messages, which are never refused (see below).
+
+    The defaults leave people alone and stop scripts:
+    - a browser asks for a visitor id once and keeps it, so 60 an hour is 60 new browsers an hour
+      behind one address (a busy office NAT); raise it for audiences behind carrier NAT;
+    - a person types at most a message every few seconds, so 20 web chat messages a minute per
+      visitor fits bursts of short lines; every websocket frame after the hello counts against
+      60 a minute;
+    - a customer's messages call the model 60 times a minute at most, across channels (a call
+      a second: beyond anyone's typing, so only floods are paced); the messages past that are
+      stored as usual and answered together by the next call (a provider's webhook is never
+      refused: it would retry);
+    - 20 console logins a minute from one address lets an office's operators all sign in at a
+      shift change (wrong passwords are throttled apart, per account and address)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    visitor_ids_per_address: str | None = "60/hour"
+    webchat_messages_per_visitor: str | None = "20/minute"
+    webchat_frames_per_visitor: str | None = "60/minute"
+    model_calls_per_customer: str | None = "60/minute"
+    console_logins_per_address: str | None = "20/minute"
+
+    @field_validator("*")
+    @classmethod
+    def _a_rate(cls, value: str | None) -> str | None:
+        if value is not None:
+            rate_item(value)  # refused at load, naming the key, not when a request counts
+        return value
 
 
 class TenantSettings(BaseModel):
@@ -130,6 +174,7 @@ class TenantSettings(BaseModel):
     # and summaries outlive them unless `retention_covers_memory`.
     retention_days: int | None = Field(None, ge=1)
     retention_covers_memory: bool = False
+    rate_limits: RateLimitSettings = RateLimitSettings()
 
     @field_validator("media_hosts")
     @classmethod

@@ -13,6 +13,7 @@ from gateway.http.client_address import client_of
 from gateway.http.errors import GatewayError, TooManyRequests
 from gateway.keys import SESSIONS
 from gateway.operators import logins
+from gateway.rate_limits.doors import Door, enforce
 
 
 async def login_form(request: web.Request) -> web.StreamResponse:
@@ -31,6 +32,7 @@ async def login_submit(request: web.Request) -> web.StreamResponse:
     if not expected or not secrets.compare_digest(expected.encode(), presented.encode()):
         return html_response(views.error_page(None, 403, "The login form expired; reload it."), 403)
     try:
+        await enforce(request, Door.CONSOLE_LOGINS, client_of(request).address)
         token, _ = await logins.attempt_login(
             request.app[SESSIONS],
             logins.ledger_of(request.app),

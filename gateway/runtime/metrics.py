@@ -30,6 +30,10 @@ class Metrics:
     retention_deleted: Counter
     # Background tasks of the message flow running in this process (`gateway.runtime.tasks`).
     background_tasks: Gauge
+    # Requests and model calls held back by the rate limits (`gateway.rate_limits`), by door, and
+    # the checks let through unchecked because the limiter's storage (Redis) did not answer.
+    rate_limited: Counter
+    rate_limiter_unavailable: Counter
 
     @classmethod
     def create(cls) -> Metrics:
@@ -105,6 +109,17 @@ class Metrics:
             background_tasks=Gauge(
                 "relaydesk_background_tasks",
                 "Background tasks of the message flow running in this process",
+                registry=registry,
+            ),
+            rate_limited=Counter(
+                "relaydesk_rate_limited",
+                "Requests refused (429) or model calls deferred by the rate limits, by door",
+                ["door"],
+                registry=registry,
+            ),
+            rate_limiter_unavailable=Counter(
+                "relaydesk_rate_limiter_unavailable",
+                "Rate limit checks let through unchecked: the limiter's Redis did not answer",
                 registry=registry,
             ),
         )

@@ -21,9 +21,15 @@ Websocket protocol (JSON text frames):
       stored; it replaces the partial of the same reply_to (replayed stored messages, here or
       from `GET /webchat/messages`, carry no reply_to: only stored messages are ever replayed)
     ← {"type": "error", "error": code, "detail": str} for a bad frame (the socket stays open)
+    ← {"type": "error", "error": "rate_limited", "detail": str, "retry_after_s": int} for a text
+      frame past the visitor's rate limit (the tenant's `webchat_frames_per_visitor`): the
+      frame is not read, a message in it not stored (the socket stays open; resend it later)
 
 A resent `client_message_id` (after a reconnect) is acknowledged again and stored once; one
 whose message was erased meanwhile gets an error frame `message_erased` (REST: 409).
+
+Rate limits (`gateway.rate_limits`, the tenant's `rate_limits`): new visitor ids per client
+address, REST messages per visitor (429 with `Retry-After` past them) and frames per visitor.
 """
 
 from __future__ import annotations
@@ -43,10 +49,13 @@ from channels.webchat import (
     message_from,
     visitor_id_of,
 )
+from gateway.http.client_address import client_of
 from gateway.http.errors import BadRequest, GatewayError
 from gateway.http.openapi import document
 from gateway.http.tenant import tenant_of
 from gateway.keys import ACCEPT, ADAPTERS, HUB, SCHEDULER, SESSIONS
+from gateway.rate_limits.doors import Door, check, enforce
+from gateway.rate_limits.limiter import Verdict
 from gateway.runtime.clock import utcnow
 from gateway.storage.records import MessageRecord
 from gateway.storage.repositories import messages
@@ -89,6 +98,7 @@ async def post_message(request: web.Request) -> web.Response:
         raise PayloadInvalid(f"body is not usable JSON: {exc}") from exc
     check_storable(inbound.text)
     require_signed(request.app, inbound.sender)
+    await enforce(request, Door.WEBCHAT_MESSAGES, inbound.sender, channel="webchat")
     accepted = await request.app[ACCEPT].accept(inbound, tenant=tenant_of(request))
     if not accepted.duplicate:
         request.app[SCHEDULER].kick(accepted.conversation_key)
@@ -112,6 +122,7 @@ async def get_messages(request: web.Request) -> web.Response:
 
 
 async def post_visitor(request: web.Request) -> web.Response:
+    await enforce(request, Door.VISITOR_IDS, client_of(request).address, channel="webchat")
     return web.json_response({"visitor_id": request.app[VISITORS].issue()}, status=201)
 
 
@@ -125,6 +136,11 @@ async def websocket(request: web.Request) -> web.WebSocketResponse:
         async for frame in socket:
             if frame.type != WSMsgType.TEXT:
                 continue
+            if visitor is not None:
+                verdict = await check(request, Door.WEBCHAT_FRAMES, visitor, channel="webchat")
+                if not verdict.allowed:
+                    await _too_many(socket, verdict)
+                    continue
             try:
                 data = read_frame(frame.data)
                 if visitor is None:
@@ -156,6 +172,19 @@ async def websocket(request: web.Request) -> web.WebSocketResponse:
 async def _refuse(socket: web.WebSocketResponse, refused: GatewayError) -> None:
     await socket.send_json({"type": "error", "error": refused.code, "detail": refused.detail})
     await socket.close(code=WSCloseCode.POLICY_VIOLATION, message=refused.code.encode())
+
+
+async def _too_many(socket: web.WebSocketResponse, verdict: Verdict) -> None:
+    """The answer to a frame past the limit, in its place (the widget matches answers to its
+    message frames in order)."""
+    await socket.send_json(
+        {
+            "type": "error",
+            "error": "rate_limited",
+            "detail": f"too many frames from this visitor; retry in {verdict.retry_after_s} s",
+            "retry_after_s": verdict.retry_after_s,
+        }
+    )
 
 
 async def _hello(socket: web.WebSocketResponse, hello: Hello) -> tuple[str, str | None, int | None]:
@@ -220,6 +249,7 @@ document(
         400: "malformed",
         403: "visitor_id not issued by this server",
         409: "message_erased: this client_message_id's message was erased",
+        429: "too many messages from this visitor (`Retry-After` says when to resend)",
     },
 )
 document(
@@ -257,7 +287,10 @@ document(
     "A new, server-signed visitor id: the widget keeps it and sends it with every message, "
     "poll and websocket hello (an id not issued here is refused with 403)",
     secured=False,
-    responses={201: "the visitor id"},
+    responses={
+        201: "the visitor id",
+        429: "too many new visitor ids from this address (`Retry-After` says when to ask again)",
+    },
 )
 
 

@@ -38,10 +38,10 @@ _NEXT_PENDING = (
     .order_by(TURNS.c.inbound_message_id)
     .limit(1)
 )
-# The answer step's read of its next turn: the turn, its inbound message (columns labelled
+# The answer step's read of its pending turns: the turn, its inbound message (columns labelled
 # "m_<name>"), the sender identity's key, who answers the conversation and its WhatsApp window,
-# in one statement.
-_NEXT_PENDING_WITH_INBOUND = (
+# in one statement; usually only the next one.
+_PENDING_WITH_INBOUND = (
     select(
         TURNS,
         *(column.label(f"m_{column.name}") for column in MESSAGES.c),
@@ -57,8 +57,8 @@ _NEXT_PENDING_WITH_INBOUND = (
     )
     .where(TURNS.c.conversation_key == bindparam("key"), TURNS.c.status == "pending")
     .order_by(TURNS.c.inbound_message_id)
-    .limit(1)
 )
+_NEXT_PENDING_WITH_INBOUND = _PENDING_WITH_INBOUND.limit(1)
 _FENCE = select(FENCES.c.fence).where(FENCES.c.conversation_key == bindparam("key"))
 # Whether a drain has work, and the fence its lock must pass: one statement per kick.
 _DRAIN_CHECK = select(
@@ -198,8 +198,32 @@ async def next_pending(session: AsyncSession, conversation_key: str) -> TurnReco
 async def next_pending_turn(session: AsyncSession, conversation_key: str) -> PendingTurn | None:
     """`next_pending` with the turn's inbound message and its sender's identity key."""
     row = (await session.execute(_NEXT_PENDING_WITH_INBOUND, {"key": conversation_key})).first()
-    if row is None:
-        return None
+    return _pending_turn(row) if row is not None else None
+
+
+async def pending_turns(
+    session: AsyncSession, conversation_key: str, *, limit: int
+) -> list[PendingTurn]:
+    """`next_pending_turn` for the conversation's first `limit` pending turns, in order."""
+    statement = _PENDING_WITH_INBOUND.limit(limit)
+    rows = await session.execute(statement, {"key": conversation_key})
+    return [_pending_turn(row) for row in rows]
+
+
+async def mark_batched(session: AsyncSession, turn_ids: Sequence[int]) -> int:
+    """Mark pending turns answered together with a later one of their conversation (status
+    "batched", no reply of their own); returns how many were still pending."""
+    if not turn_ids:
+        return 0
+    result = await session.execute(
+        TURNS.update()
+        .where(TURNS.c.id.in_(turn_ids), TURNS.c.status == "pending")
+        .values(status="batched", updated_at=utcnow())
+    )
+    return int(result.rowcount)  # type: ignore[attr-defined]
+
+
+def _pending_turn(row: AnyRow) -> PendingTurn:
     values = row._mapping
     return PendingTurn(
         turn=turn_record(row),

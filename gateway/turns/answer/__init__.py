@@ -21,6 +21,10 @@ model's handoff marker move a bot conversation to waiting, and the customer is t
 tenant's text, a canned reply). The owner is read with the turn; the reply's own UPDATE checks
 it is still the bot's, so a conversation taken while its model was answering sends nothing.
 
+A customer's model calls are paced (`pacing.py`): past the tenant's
+`rate_limits.model_calls_per_customer` the drain waits for the window, then answers the turns
+waiting by then with one reply, so a burst of messages never costs a call each.
+
 Several processes may answer: a drain takes the conversation's lock only if it is free (the
 holder answers what is pending) and looks once more after letting it go, so a turn stored while
 it held the lock is never left waiting for the sweep.
@@ -30,6 +34,7 @@ The steps, one module each:
 - `drain.py` — `Answerer`: the lock and the loop, each turn routed and its steps run;
 - `steps.py` — `AnswerSteps`: the steps below, built once, each with what it uses;
 - `routing.py` — `route_turn`, pure: answer, leave to a person, or hand over (with the reason);
+- `pacing.py` — `ModelPacing`: each customer's model calls within the tenant's rate limit;
 - `preparation.py` — the read version (voice transcript, contact card), facts, the window;
 - `model_call.py` — the model call (gate, preview, fallback, repeated failures) → a `Draft`;
 - `reply_steps.py` — the ordered `ReplyStep`s the draft goes through before it is stored;
@@ -50,6 +55,7 @@ from __future__ import annotations
 
 from gateway.turns.answer.deps import WORK_SLOTS, AnswerDeps
 from gateway.turns.answer.drain import Answerer
+from gateway.turns.answer.pacing import ModelPacing
 from gateway.turns.answer.reply_steps import REPLY_STEPS, Draft, ReplyStep, ReplyTurn
 from gateway.turns.answer.routing import (
     ASKED_BY_CUSTOMER,
@@ -72,6 +78,7 @@ __all__ = [
     "AnswerSteps",
     "Answerer",
     "Draft",
+    "ModelPacing",
     "ReplyStep",
     "ReplyTurn",
     "Route",

@@ -1,20 +1,24 @@
 """The drain: one conversation's pending turns, one at a time, in arrival order, under its
-lock; each turn routed (answered, left to a person, or handed over) and its steps run."""
+lock; each turn routed (answered, left to a person, or handed over) and its steps run; past the
+customer's model-call limit, the waiting turns answered together (`pacing.py`)."""
 
 from __future__ import annotations
 
 from gateway.coordination.locks import ConversationLocks, Held
+from gateway.memory.message_facts import store_message_facts
+from gateway.rate_limits.limiter import ALLOWED
 from gateway.storage.message_meta import CANNED_HANDOFF
 from gateway.storage.records import PendingTurn
 from gateway.storage.repositories import turns
 from gateway.storage.updates import TurnOutcome
 from gateway.tenants import TenantSettings
 from gateway.turns.answer.deps import AnswerDeps
+from gateway.turns.answer.pacing import BATCH_LIMIT, ModelPacing, answered_together
 from gateway.turns.answer.preparation import Prepared
 from gateway.turns.answer.reply_steps import Draft, ReplyTurn, run_reply_steps
 from gateway.turns.answer.routing import Route, route_turn
 from gateway.turns.answer.steps import AnswerSteps
-from gateway.turns.answer.store import TakenMeanwhile
+from gateway.turns.answer.store import StaleWriter, TakenMeanwhile
 from gateway.turns.backpressure import Backpressure
 from gateway.turns.deliver import Deliverer
 from gateway.turns.typing import Typing
@@ -29,8 +33,10 @@ class Answerer:
         locks: ConversationLocks,
         backpressure: Backpressure,
         deliverer: Deliverer,
+        pacing: ModelPacing | None = None,
     ) -> None:
         self.deps = deps
+        self.pacing = pacing if pacing is not None else ModelPacing()
         self.locks = locks
         self.backpressure = backpressure
         self.deliverer = deliverer
@@ -63,6 +69,7 @@ class Answerer:
 
     async def _drain_held(self, key: str, held: Held) -> int:
         answered = 0
+        admitted = False  # the pacing let a model call through after a wait; not yet made
         try:
             while True:
                 await self.backpressure.yield_to_ingest()
@@ -76,10 +83,22 @@ class Answerer:
                     )
                     routing = route_turn(pending.owner, inbound.text, tenant.handoff_phrases)
                     ready: Prepared | None = None
+                    paced = ALLOWED
                     if routing.route is not Route.ANSWER:
                         await self.preparation.store_facts(session, pending, tenant)
-                    elif not self.preparation.waits(pending):
-                        ready = await self.preparation.prepare(session, pending)
+                    else:
+                        if not admitted:
+                            paced = await self.pacing.admit(pending, tenant)
+                        admitted = False
+                        if paced.allowed and not self.preparation.waits(pending):
+                            ready = await self.preparation.prepare(session, pending)
+                if not paced.allowed:
+                    # Past the customer's model-call limit: once the window lets one more
+                    # through, the turns waiting by then are answered by one reply.
+                    await self.pacing.wait_for_call(pending, tenant, paced)
+                    answered += await self._batch(key, held, tenant)
+                    admitted = True
+                    continue
                 if routing.route is Route.LEAVE_TO_HUMAN:
                     await self._leave_to_human(pending, tenant)
                 elif routing.route is Route.HAND_OVER:
@@ -95,6 +114,20 @@ class Answerer:
             await self.model_facts.settle(key)
             # The replies leave before the lock does: a next holder never overtakes them.
             await self.deliverer.flush(key)
+
+    async def _batch(self, key: str, held: Held, tenant: TenantSettings) -> int:
+        """Mark the waiting turns that the next reply answers together (`pacing.py`), their
+        offline facts stored; the summary model reads them with the episode, not one by one."""
+        async with self.deps.work, self.deps.sessions.begin() as session:
+            waiting = await turns.pending_turns(session, key, limit=BATCH_LIMIT)
+            together = answered_together(waiting, tenant.handoff_phrases)
+            if not together:
+                return 0
+            if held.fence is not None and not await turns.claim_fence(session, key, held.fence):
+                raise StaleWriter(f"{key}: a newer lock holder wrote first")
+            for pending in together:
+                await store_message_facts(session, pending.inbound, pending.inbound.text)
+            return await turns.mark_batched(session, [pending.turn.id for pending in together])
 
     async def _leave_to_human(self, pending: PendingTurn, tenant: TenantSettings) -> None:
         """A turn of a conversation a person answers: marked so, nothing sent."""

@@ -1,0 +1,1 @@
+"""Rate limits on the public doors (`limiter.py`: the limiter; `doors.py`: the HTTP side)."""
