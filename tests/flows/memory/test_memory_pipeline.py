@@ -114,8 +114,7 @@ async def test_a_conversation_around_the_threshold_compacts_once(tmp_path: Path)
                     "threshold_tokens": 1500,
                     "low_water_tokens": 700,
                     "keep_recent_turns": 4,
-                    # 24 messages in well under a minute: past a visitor's default web chat
-                    # rate limit (20 a minute), which is not what this test is about.
+                    # 24 messages in well under a minute: more than a visitor may send.
                     "rate_limits": {"webchat_messages_per_visitor": None},
                 },
             )
