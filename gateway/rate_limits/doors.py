@@ -16,7 +16,7 @@ from aiohttp import web
 from gateway.http.errors import TooManyRequests
 from gateway.http.tenant import tenant_of
 from gateway.keys import METRICS, RATE_LIMITER, REDIS, SESSIONS, SETTINGS
-from gateway.rate_limits.limiter import Door, RateLimiter, Verdict, namespace_for
+from gateway.rate_limits.limiter import Door, RateLimiter, Verdict
 from gateway.storage.repositories.tenants import SettingsCache
 
 __all__ = ["Door", "check", "enforce", "rate_limits_ctx"]
@@ -38,8 +38,7 @@ async def rate_limits_ctx(app: web.Application) -> AsyncIterator[None]:
     redis = app.get(REDIS)
     metrics = app[METRICS]
     if redis is not None:
-        namespace = namespace_for(app[SETTINGS].database_url)
-        app[RATE_LIMITER] = RateLimiter.shared(redis, namespace, metrics)
+        app[RATE_LIMITER] = RateLimiter.shared(redis, app[SETTINGS].database_url, metrics)
     else:
         app[RATE_LIMITER] = RateLimiter.in_process(metrics)
     app[DOOR_SETTINGS] = SettingsCache()

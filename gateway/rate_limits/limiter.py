@@ -11,6 +11,9 @@ visitor and customer because a cache is down would do the attacker's work for hi
 other defences (signed visitor ids, body limits, the login throttle in the database) stay up.
 After a failure Redis is skipped for a moment, so a dead server costs one request its budget
 rather than every request.
+
+A key names its door and tenant domain and a keyed digest of its subject: Redis never holds a
+client address, a visitor id or a customer id (an erased customer leaves nothing there).
 """
 
 from __future__ import annotations
@@ -18,8 +21,10 @@ from __future__ import annotations
 import asyncio
 import functools
 import hashlib
+import hmac
 import logging
 import math
+import secrets
 import time
 from dataclasses import dataclass
 from enum import StrEnum
@@ -34,7 +39,7 @@ from redis.exceptions import RedisError
 from gateway.runtime.metrics import Metrics
 from gateway.tenants import RateLimitSettings, rate_item
 
-__all__ = ["ALLOWED", "Door", "RateLimiter", "Verdict", "namespace_for"]
+__all__ = ["ALLOWED", "Door", "RateLimiter", "Verdict", "namespace_for", "subject_key_for"]
 
 log = logging.getLogger("relaydesk.rate_limits")
 
@@ -93,16 +98,23 @@ def namespace_for(database_url: str) -> str:
     return hashlib.sha256(database_url.encode()).hexdigest()[:16]
 
 
+def subject_key_for(database_url: str) -> bytes:
+    """The key of the subjects' digests, the same in every process of the deployment."""
+    return hmac.new(database_url.encode(), b"relaydesk rate limit subjects", "sha256").digest()
+
+
 class RateLimiter:
     def __init__(
         self,
         storage: Storage,
         metrics: Metrics,
         *,
+        subject_key: bytes | None = None,
         budget_s: float = BUDGET_S,
         backoff_s: float = BACKOFF_S,
     ) -> None:
         self._window = MovingWindowRateLimiter(storage)
+        self._subject_key = subject_key or secrets.token_bytes(32)
         self._metrics = metrics
         self._budget_s = budget_s
         self._backoff_s = backoff_s
@@ -116,22 +128,24 @@ class RateLimiter:
         return cls(MemoryStorage(), metrics)
 
     @classmethod
-    def shared(cls, redis: Redis, namespace: str, metrics: Metrics, **kwargs: float) -> RateLimiter:
+    def shared(
+        cls, redis: Redis, database_url: str, metrics: Metrics, **kwargs: float
+    ) -> RateLimiter:
         """Counts kept in Redis, on the process's own client's connections (its timeouts and
-        retry); keys under `relaydesk:rate:<namespace>`."""
+        retry), under `relaydesk:rate:<namespace_for(database_url)>`."""
         storage = RedisStorage(
             "async+redis://",
             implementation="redispy",
-            key_prefix=f"relaydesk:rate:{namespace}",
+            key_prefix=f"relaydesk:rate:{namespace_for(database_url)}",
             wrap_exceptions=True,
             # The library types its options as plain values; a pool is what it passes on.
             connection_pool=redis.connection_pool,  # type: ignore[arg-type]
         )
-        return cls(storage, metrics, **kwargs)
+        return cls(storage, metrics, subject_key=subject_key_for(database_url), **kwargs)
 
-    async def hit(self, door: Door, rate: str | None, *subject: str) -> Verdict:
-        """Count one use of `door` by `subject` against `rate` (None: no limit): allowed, or
-        refused with how long until it would be allowed."""
+    async def hit(self, door: Door, rate: str | None, domain: str, subject: str) -> Verdict:
+        """Count one use of `door` by `subject` in a tenant `domain` against `rate` (None: no
+        limit): allowed, or refused with how long until it would be allowed."""
         if rate is None:
             return ALLOWED
         now = time.monotonic()
@@ -139,12 +153,13 @@ class RateLimiter:
             self._metrics.rate_limiter_unavailable.inc()
             return ALLOWED
         item = _item(rate)
+        who = hmac.new(self._subject_key, subject.encode(), "sha256").hexdigest()[:32]
         try:
             async with asyncio.timeout(self._budget_s):
-                if await self._window.hit(item, door.value, *subject):
+                if await self._window.hit(item, door.value, domain, who):
                     self._recovered()
                     return ALLOWED
-                stats = await self._window.get_window_stats(item, door.value, *subject)
+                stats = await self._window.get_window_stats(item, door.value, domain, who)
         except (StorageError, RedisError, OSError, TimeoutError) as exc:
             self._unavailable(exc)
             return ALLOWED
