@@ -17,7 +17,6 @@ customer asking for a person, a voice note or a shared contact to read first.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 from collections.abc import Iterable, Sequence
 
 from gateway.rate_limits.limiter import ALLOWED, Door, RateLimiter, Verdict
@@ -47,7 +46,7 @@ class ModelPacing:
             Door.MODEL_CALLS,
             tenant.rate_limits.model_calls_per_customer,
             pending.turn.tenant.domain,
-            _counted_as(pending.turn.customer_id),
+            pending.turn.customer_id,
         )
 
     async def wait_for_call(
@@ -58,12 +57,6 @@ class ModelPacing:
         while not verdict.allowed:
             await asyncio.sleep(verdict.wait_s + _SLACK_S)
             verdict = await self.admit(pending, tenant)
-
-
-def _counted_as(customer_id: str) -> str:
-    # The shared counter's key holds a digest, not the customer's id: an erasure leaves no id
-    # behind in Redis, and the count (a minute long) needs no more than a stable name.
-    return hashlib.sha256(customer_id.encode()).hexdigest()[:32]
 
 
 def answered_together(
