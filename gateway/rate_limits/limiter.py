@@ -33,6 +33,7 @@ from limits import RateLimitItem
 from limits.aio.storage import MemoryStorage, RedisStorage, Storage
 from limits.aio.strategies import MovingWindowRateLimiter
 from limits.errors import StorageError
+from packaging.version import Version
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
@@ -103,6 +104,13 @@ def subject_key_for(database_url: str) -> bytes:
     return hmac.new(database_url.encode(), b"relaydesk rate limit subjects", "sha256").digest()
 
 
+class _RedispyStorage(RedisStorage):
+    """`RedisStorage` importing only redis-py: the base class imports every client it could
+    use (coredis, valkey) when built, which costs a process start about half a second."""
+
+    DEPENDENCIES = {"redis": Version("5.2.0")}
+
+
 class RateLimiter:
     def __init__(
         self,
@@ -133,7 +141,7 @@ class RateLimiter:
     ) -> RateLimiter:
         """Counts kept in Redis, on the process's own client's connections (its timeouts and
         retry), under `relaydesk:rate:<namespace_for(database_url)>`."""
-        storage = RedisStorage(
+        storage = _RedispyStorage(
             "async+redis://",
             implementation="redispy",
             key_prefix=f"relaydesk:rate:{namespace_for(database_url)}",
