@@ -22,6 +22,10 @@ if TYPE_CHECKING:
 # retries), not hold it for asyncpg's default 60 s; the pool wait is bounded the same way.
 CONNECT_TIMEOUT_S = 5.0
 POOL_TIMEOUT_S = 10.0
+# Statements prepared and kept per connection (the dialect keeps 100): the flow runs a few
+# dozen hot statements, and each size of a multi-row insert or IN list is a statement of its
+# own; past the cache, a hot one is prepared again (a round trip and a parse) each time.
+PREPARED_STATEMENTS = 500
 # A pooled connection idle longer than this is pinged before use (`_ping_idle_connections`).
 PING_IDLE_S = 1.0
 _RETURNED_AT = "relaydesk_returned_at"
@@ -54,6 +58,7 @@ def make_engine(
         pool_timeout=POOL_TIMEOUT_S,
         connect_args={
             "timeout": CONNECT_TIMEOUT_S,
+            "prepared_statement_cache_size": PREPARED_STATEMENTS,
             "server_settings": postgres_timeouts(
                 statement_timeout_ms, idle_in_transaction_timeout_ms
             ),

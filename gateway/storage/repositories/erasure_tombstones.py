@@ -16,7 +16,8 @@ from collections.abc import Collection, Sequence
 from datetime import datetime
 from typing import Final
 
-from sqlalchemy import bindparam, delete, select
+from sqlalchemy import String, any_, bindparam, delete, select
+from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -42,10 +43,19 @@ _KEEP: Final[dict[str, Executable]] = {
         index_elements=["key_sha256"], set_={"expires_at": _SQLITE.excluded.expires_at}
     ),
 }
-_LIVE: Final = select(TOMBSTONES.c.key_sha256).where(
-    TOMBSTONES.c.key_sha256.in_(bindparam("keys", expanding=True)),
-    TOMBSTONES.c.expires_at > bindparam("now"),
-)
+# Looked up for every lot of inbound messages. On PostgreSQL the keys go as one array: an
+# expanding IN would be a statement of its own for each number of keys, each prepared on every
+# connection, crowding the hot statements out of the prepared statement cache.
+_LIVE: Final[dict[str, Executable]] = {
+    "postgresql": select(TOMBSTONES.c.key_sha256).where(
+        TOMBSTONES.c.key_sha256 == any_(bindparam("keys", type_=ARRAY(String))),
+        TOMBSTONES.c.expires_at > bindparam("now"),
+    ),
+    "sqlite": select(TOMBSTONES.c.key_sha256).where(
+        TOMBSTONES.c.key_sha256.in_(bindparam("keys", expanding=True)),
+        TOMBSTONES.c.expires_at > bindparam("now"),
+    ),
+}
 
 
 def tombstone_key(channel: str, provider_message_id: str) -> str:
@@ -81,7 +91,8 @@ async def erased_among(
     if not provider_messages:
         return set()
     by_key = {tombstone_key(channel, pid): (channel, pid) for channel, pid in provider_messages}
-    found = await session.scalars(_LIVE, {"keys": list(by_key), "now": now})
+    statement = _LIVE["postgresql" if _dialect(session) == "postgresql" else "sqlite"]
+    found = await session.scalars(statement, {"keys": list(by_key), "now": now})
     return {by_key[key] for key in found}
 
 

@@ -12,7 +12,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.pool import NullPool
 
-from gateway.storage.engine import make_engine
+from gateway.storage.engine import PREPARED_STATEMENTS, make_engine
 from tests.support.databases import POSTGRES_URL, postgres_reachable, unavailable
 
 _PID = text("SELECT pg_backend_pid()")
@@ -58,5 +58,18 @@ async def test_a_connection_the_server_closed_is_replaced_without_a_ping(
         await _cut(admin, int(first))  # the server ends it and closes the socket
         async with engine.connect() as connection:
             assert await connection.scalar(_PID) != first
+    finally:
+        await engine.dispose()
+
+
+async def test_each_connection_keeps_every_hot_statement_prepared(admin: AsyncEngine) -> None:
+    # 100 by default: the flow's statements (a few dozen, times the sizes of its multi-row
+    # inserts and IN lists) would evict each other and be prepared again on every use.
+    engine = make_engine(POSTGRES_URL)
+    try:
+        async with engine.connect() as connection:
+            raw = await connection.get_raw_connection()
+            cache = raw.dbapi_connection._prepared_statement_cache  # type: ignore[union-attr]
+            assert cache.capacity == PREPARED_STATEMENTS >= 500
     finally:
         await engine.dispose()

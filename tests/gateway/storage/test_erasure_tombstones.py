@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from sqlalchemy import delete, select
-from sqlalchemy.ext.asyncio import AsyncSession
+import pytest
+from sqlalchemy import delete, event, select
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from gateway.runtime.clock import utcnow
 from gateway.storage.models import ErasureTombstone
@@ -53,3 +54,29 @@ async def test_erased_again_the_newer_expiry_holds_and_expired_ones_are_ignored_
     assert await erasure_tombstones.erased_among(session, [ERASED], now=gone) == set()
     assert await erasure_tombstones.purge_expired(session, now=gone) == 1
     assert list(await session.scalars(select(ErasureTombstone))) == []
+
+
+async def test_a_lookup_is_one_statement_whatever_the_number_of_keys(
+    session: AsyncSession,
+) -> None:
+    # Looked up for every lot: on PostgreSQL a statement per lot size would be prepared on
+    # each connection and crowd the hot statements out of the prepared statement cache.
+    bind = session.bind
+    assert isinstance(bind, AsyncConnection)  # the fixture's session runs on one connection
+    if bind.dialect.name != "postgresql":
+        pytest.skip("SQLite keeps no prepared statements between executions")
+    statements: set[str] = set()
+
+    def seen(conn: object, cursor: object, statement: str, *args: object) -> None:
+        if "erasure_tombstones" in statement:
+            statements.add(statement)
+
+    engine = bind.engine.sync_engine
+    event.listen(engine, "before_cursor_execute", seen)
+    try:
+        for count in (1, 3, 7):
+            keys = [("whatsapp", f"SM{index:032d}") for index in range(count)]
+            assert await erasure_tombstones.erased_among(session, keys, now=utcnow()) == set()
+    finally:
+        event.remove(engine, "before_cursor_execute", seen)
+    assert len(statements) == 1, statements
