@@ -210,9 +210,35 @@ class Template:
 
 
 @dataclass(frozen=True, slots=True)
+class SendReference:
+    """Which stored reply a send is: its turn and reply ids. A channel whose provider echoes a
+    string of ours in its status reports (Twilio: the status callback URL; the Cloud API:
+    `biz_opaque_callback_data`) sends `token(part)` with each part, so a part the provider
+    accepted is recorded from its status even when our own record of the send was lost (the
+    process died between the two) and is not sent again."""
+
+    turn_id: int
+    reply_id: int
+
+    def token(self, part: int) -> str:
+        return f"{self.turn_id}.{self.reply_id}.{part}"
+
+    @staticmethod
+    def read(token: str | None) -> tuple[SendReference, int] | None:
+        """The reference and part a `token` names; None for anything else (never raises:
+        a status without ours is still applied)."""
+        fields = (token or "").split(".")
+        if len(fields) != 3 or not all(field.isdigit() and len(field) <= 18 for field in fields):
+            return None
+        turn_id, reply_id, part = (int(field) for field in fields)
+        return SendReference(turn_id, reply_id), part
+
+
+@dataclass(frozen=True, slots=True)
 class OutboundMessage:
     """A reply or an operator's message. With `template`, the channel sends that template
-    instead of `text` (which stays what is stored and shown); `media` are attachments by URL."""
+    instead of `text` (which stays what is stored and shown); `media` are attachments by URL;
+    `reference` names the stored reply in the provider's status reports, where it can."""
 
     channel: str
     recipient: str
@@ -221,6 +247,7 @@ class OutboundMessage:
     message_id: str | None = None
     media: tuple[Media, ...] = ()
     template: Template | None = None
+    reference: SendReference | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,11 +258,14 @@ class SendResult:
 @dataclass(frozen=True, slots=True)
 class DeliveryStatus:
     """A provider's report on a message we sent: its id, the status and the provider's error
-    code when it failed."""
+    code when it failed; the reply and part it was sent for when the provider echoed our
+    `SendReference`."""
 
     provider_message_id: str
     status: str
     error_code: str | None = None
+    reference: SendReference | None = None
+    part: int = 0
 
 
 @dataclass(frozen=True, slots=True)

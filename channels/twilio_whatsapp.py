@@ -44,6 +44,7 @@ from channels.base import (
     PayloadInvalid,
     RawRequest,
     SendFailed,
+    SendReference,
     SendResult,
     SignatureInvalid,
     Template,
@@ -65,6 +66,8 @@ __all__ = [
 # Where Twilio posts inbound messages, and the status callback every send asks for.
 INBOUND_PATH = "/webhooks/twilio/whatsapp"
 STATUS_PATH = "/webhooks/twilio/status"
+# The query parameter of the status callback URL naming the reply and part it was sent for.
+REFERENCE_PARAM = "reply"
 
 # Twilio accepts up to 1600 characters per WhatsApp message body.
 MAX_BODY_CHARS = 1600
@@ -168,19 +171,22 @@ class TwilioWhatsAppChannel:
         if not validator.validate(self.signed_url(request), params, signature, algorithm):
             raise SignatureInvalid("X-Twilio-Signature does not match")
 
-    def parse_status(self, request: RawRequest) -> tuple[str, str, str | None]:
-        """A status callback: (message sid, status, error code)."""
+    def parse_status(self, request: RawRequest) -> DeliveryStatus:
+        """A status callback, with the reply and part its URL names (`_callback`)."""
         params = form_params(request.body)
         sid = params.get("MessageSid") or params.get("SmsSid")
         status = params.get("MessageStatus") or params.get("SmsStatus")
         if not sid or not status:
             raise PayloadInvalid("MessageSid and MessageStatus are required")
-        return sid, status, params.get("ErrorCode") or None
+        references = parse_qs(urlsplit(request.url).query).get(REFERENCE_PARAM, [])
+        named = SendReference.read(references[0]) if len(references) == 1 else None
+        reference, part = named if named is not None else (None, 0)
+        return DeliveryStatus(sid, status, params.get("ErrorCode") or None, reference, part)
 
     def parse(self, request: RawRequest) -> Parsed:
         """A status callback on `STATUS_PATH`, an inbound message anywhere else."""
         if urlsplit(request.url).path == STATUS_PATH:
-            return Parsed(statuses=(DeliveryStatus(*self.parse_status(request)),))
+            return Parsed(statuses=(self.parse_status(request),))
         return Parsed(messages=(self._message(request),))
 
     def _message(self, request: RawRequest) -> InboundMessage:
@@ -230,10 +236,11 @@ class TwilioWhatsAppChannel:
         if message.template is not None:
             # A template (Content API) is one message: its content stays at Twilio.
             content = _content(message.template)
+            callback = self._callback(message, 0)
             return SendResult(
-                provider_message_ids=(await self._create(client, recipient, content),)
+                provider_message_ids=(await self._create(client, recipient, content, callback),)
             )
-        sids = []
+        sids: list[str] = []
         parts = split_message(message.text, MAX_BODY_CHARS)
         # WhatsApp takes one attachment per message: the first goes with the first part of
         # the text (or its caption when there is no text), each further one as a message of
@@ -243,22 +250,33 @@ class TwilioWhatsAppChannel:
             parts = [media[0].caption or ""]
         for index, part in enumerate(parts):
             urls = [media[0].url] if media and index == 0 else []
-            sids.append(await self._create(client, recipient, _body(part, urls)))
+            callback = self._callback(message, len(sids))
+            sids.append(await self._create(client, recipient, _body(part, urls), callback))
         for item in media[1:]:
+            body = _body(item.caption or "", [item.url])
             sids.append(
-                await self._create(client, recipient, _body(item.caption or "", [item.url]))
+                await self._create(client, recipient, body, self._callback(message, len(sids)))
             )
         return SendResult(provider_message_ids=tuple(sids))
 
-    async def _create(self, client: Client, to: str, content: Mapping[str, object]) -> str:
+    def _callback(self, message: OutboundMessage, part: int) -> str | None:
+        """The status callback URL of one part: ours, naming the reply and the part (Twilio
+        signs the whole URL, query included, so the reference cannot be forged)."""
+        if self._status_callback is None or message.reference is None:
+            return self._status_callback
+        return f"{self._status_callback}?{REFERENCE_PARAM}={message.reference.token(part)}"
+
+    async def _create(
+        self, client: Client, to: str, content: Mapping[str, object], callback: str | None
+    ) -> str:
         """Create one message: `content` is its `body` and `media_url`, or a template's
-        `content_sid` and `content_variables`."""
+        `content_sid` and `content_variables`; `callback` its status callback URL."""
         for attempt in range(1, self._attempts + 1):
             try:
                 created = await client.messages.create_async(
                     to=to,
                     from_=self._sender,
-                    status_callback=self._status_callback or values.unset,
+                    status_callback=callback or values.unset,
                     **content,
                 )
                 return str(created.sid)

@@ -163,17 +163,19 @@ class WhatsAppCloudChannel:
             else {}
         )
         if message.template is not None:
-            body = {**_envelope(to), **_template(message.template)}
+            body = {**_envelope(to), **_reference(message, 0), **_template(message.template)}
             return SendResult((await self._post_message(headers, body),))
         ids: list[str] = []
         for part in split_message(message.text, MAX_TEXT_CHARS):
             quote = {} if ids else context  # only the first message quotes the customer's
             text = {"type": "text", "text": {"body": part}}
-            ids.append(await self._post_message(headers, {**_envelope(to), **quote, **text}))
+            envelope = {**_envelope(to), **_reference(message, len(ids))}
+            ids.append(await self._post_message(headers, {**envelope, **quote, **text}))
         for media in message.media:  # each uploaded just before it is sent
             content = await self._attachment(headers, media)
             quote = {} if ids else context
-            ids.append(await self._post_message(headers, {**_envelope(to), **quote, **content}))
+            envelope = {**_envelope(to), **_reference(message, len(ids))}
+            ids.append(await self._post_message(headers, {**envelope, **quote, **content}))
         return SendResult(tuple(ids))
 
     async def _post_message(self, headers: Mapping[str, str], body: dict[str, Any]) -> str:
@@ -314,3 +316,11 @@ def _template(template: Template) -> dict[str, Any]:
 def _variable_order(key: str) -> tuple[int, str]:
     """ "1", "2", …, "10" in number order (names that are not numbers after them)."""
     return (int(key), "") if key.isdigit() else (1 << 30, key)
+
+
+def _reference(message: OutboundMessage, part: int) -> dict[str, str]:
+    """Meta echoes `biz_opaque_callback_data` in the message's status webhooks: the reply and
+    part it was sent for (`SendReference`)."""
+    if message.reference is None:
+        return {}
+    return {"biz_opaque_callback_data": message.reference.token(part)}

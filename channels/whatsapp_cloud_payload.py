@@ -38,6 +38,7 @@ from channels.base import (
     MessageKind,
     Parsed,
     PayloadInvalid,
+    SendReference,
 )
 from channels.json_body import load_json
 from channels.media_text import describe_media
@@ -163,7 +164,13 @@ def _status(item: JSON) -> DeliveryStatus:
     errors = _list(item, "errors", "statuses[]", required=False)
     if errors:
         code = _optional(_object(errors[0], "statuses[].errors[]"), "code")
-    return DeliveryStatus(_text(item, "id", "statuses[]"), STATUS_ALIASES.get(status, status), code)
+    # Ours when it reads as a `SendReference`; anything else there is ignored, never refused.
+    echoed = item.get("biz_opaque_callback_data")
+    named = SendReference.read(echoed if isinstance(echoed, str) else None)
+    reference, part = named if named is not None else (None, 0)
+    return DeliveryStatus(
+        _text(item, "id", "statuses[]"), STATUS_ALIASES.get(status, status), code, reference, part
+    )
 
 
 def _first_of_each(messages: list[InboundMessage]) -> tuple[InboundMessage, ...]:

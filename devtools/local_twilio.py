@@ -1,10 +1,15 @@
 """Twilio's Messages API on a local server: the part the twilio SDK's ``messages.create`` uses,
 and Messaging v2's Typing Indicators (``messaging.v2.typing_indicator.create``), so a gateway
 whose ``TWILIO_API_BASE`` points here sends its WhatsApp replies and typing indicators over HTTP
-with the real SDK, as in production. The benchmarks and the tests use this one implementation."""
+with the real SDK, as in production. The benchmarks and the tests use this one implementation.
+
+With ``auth_token`` set it also calls back as Twilio does: each accepted create that named a
+``StatusCallback`` URL gets a signed ``sent`` status posted to that URL (query included, which
+Twilio signs too), so a gateway's status callbacks run for real."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Mapping
@@ -12,7 +17,9 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+import aiohttp
 from aiohttp import web
+from twilio.request_validator import RequestValidator
 
 from devtools.loopback import serving_on_loopback
 
@@ -23,9 +30,9 @@ TYPING_PATH = "/v2/Indicators/Typing.json"
 OnCreated = Callable[[float, Mapping[str, str]], None]
 
 
-def created_message(account: str, form: Mapping[str, Any]) -> web.Response:
+def created_message(account: str, form: Mapping[str, Any], sid: str | None = None) -> web.Response:
     """201 with the Message resource Twilio returns for ``POST …/Messages.json``."""
-    sid = "SM" + uuid.uuid4().hex
+    sid = sid or "SM" + uuid.uuid4().hex
     return web.json_response(
         {
             "sid": sid,
@@ -53,7 +60,10 @@ class LocalTwilio:
 
     ``typing`` holds the form fields (``channel``, ``messageId``) of every typing indicator
     request, refused ones included, in order; ``fail_typing_next`` lists HTTP statuses to
-    answer the next ones with."""
+    answer the next ones with.
+
+    ``auth_token``: call back as Twilio does (see the module docstring); ``callbacks`` holds
+    (URL, HTTP status, or None when unreachable) of each callback made."""
 
     created: list[dict[str, str]] = field(default_factory=list)
     attempts: int = 0
@@ -61,6 +71,10 @@ class LocalTwilio:
     on_created: OnCreated | None = None
     typing: list[dict[str, str]] = field(default_factory=list)
     fail_typing_next: list[int] = field(default_factory=list)
+    auth_token: str | None = None
+    callbacks: list[tuple[str, int | None]] = field(default_factory=list)
+    _calling: set[asyncio.Task[None]] = field(default_factory=set)
+    _http: aiohttp.ClientSession | None = None
 
     def app(self) -> web.Application:
         """The Messages API, the typing indicator, and ``GET /`` answering 200 (a health
@@ -74,8 +88,19 @@ class LocalTwilio:
     @asynccontextmanager
     async def serving(self) -> AsyncIterator[str]:
         """`app` on a free loopback port; yields the API base URL (for ``TWILIO_API_BASE``)."""
-        async with serving_on_loopback(self.app()) as root:
-            yield root
+        try:
+            async with serving_on_loopback(self.app()) as root:
+                yield root
+        finally:
+            await self.close()
+
+    async def close(self) -> None:
+        """Wait for the callbacks under way, then let their connections go."""
+        if self._calling:
+            await asyncio.gather(*self._calling, return_exceptions=True)
+        if self._http is not None:
+            await self._http.close()
+            self._http = None
 
     async def _create(self, request: web.Request) -> web.Response:
         arrived = time.perf_counter()  # a reply's latency ends when it reaches Twilio
@@ -93,7 +118,38 @@ class LocalTwilio:
         self.created.append(form)
         if self.on_created is not None:
             self.on_created(arrived, form)
-        return created_message(request.match_info["sid"], form)
+        sid = "SM" + uuid.uuid4().hex
+        callback = form.get("StatusCallback")
+        if self.auth_token and callback:
+            account = request.match_info["sid"]
+            task = asyncio.create_task(self._call_back(callback, sid, account, form))
+            self._calling.add(task)
+            task.add_done_callback(self._calling.discard)
+        return created_message(request.match_info["sid"], form, sid)
+
+    async def _call_back(self, url: str, sid: str, account: str, form: Mapping[str, str]) -> None:
+        """Twilio's status callback: the message's "sent", signed over the URL and fields."""
+        assert self.auth_token is not None
+        params = {
+            "MessageSid": sid,
+            "SmsSid": sid,
+            "MessageStatus": "sent",
+            "SmsStatus": "sent",
+            "AccountSid": account,
+            "To": form.get("To", ""),
+            "From": form.get("From", ""),
+            "ApiVersion": "2010-04-01",
+        }
+        signature = RequestValidator(self.auth_token).compute_signature(url, params)
+        if self._http is None:
+            self._http = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10))
+        try:
+            async with self._http.post(
+                url, data=params, headers={"X-Twilio-Signature": signature}
+            ) as answer:
+                self.callbacks.append((url, answer.status))
+        except (aiohttp.ClientError, TimeoutError):
+            self.callbacks.append((url, None))
 
     async def _typing(self, request: web.Request) -> web.Response:
         form = {

@@ -190,10 +190,13 @@ def build_flow(resources: Resources, stack: AsyncExitStack) -> Flow:
         seen=SeenKeys(redis) if redis is not None else None,
         memory=queue,
     )
+    # One conversation at a time: its turns answered, and its replies sent, under one lock.
+    locks = RedisLocks(redis) if redis is not None else InProcessLocks()
     deliver = Deliverer(
         sessions=sessions,
         adapters=adapters,
         windows=ServiceWindows(sessions, tenant_cache),
+        locks=locks,
         owner=tasks,
     )
     stack.push_async_callback(deliver.close)
@@ -222,7 +225,7 @@ def build_flow(resources: Resources, stack: AsyncExitStack) -> Flow:
             message_facts_for=compactor_for,
             owner=tasks,
         ),
-        locks=RedisLocks(redis) if redis is not None else InProcessLocks(),
+        locks=locks,
         backpressure=backpressure,
         deliverer=deliver,
         pacing=ModelPacing(resources.rate_limiter),

@@ -137,6 +137,8 @@ async def apply_statuses(
                 provider_id=status.provider_message_id,
                 status=status.status,
                 error_code=status.error_code,
+                reference=status.reference,
+                part=status.part,
             )
 
 

@@ -347,6 +347,7 @@ class TurnRecord:
     delivery_status: str | None
     delivery_attempts: int = 0
     tenant: TenantRef = DEFAULT_TENANT  # the tenant it entered through
+    delivery_lease_until: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)

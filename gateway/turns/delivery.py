@@ -19,6 +19,7 @@ from collections.abc import Sequence
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from channels.base import SendReference
 from gateway.storage.repositories import outbound, service_window
 from gateway.storage.repositories.outbound import RecordedPart
 from identity.service_window import closes_window, has_window
@@ -47,13 +48,26 @@ def advances(current: str, new: str) -> bool:
 
 
 async def apply_status(
-    session: AsyncSession, *, channel: str, provider_id: str, status: str, error_code: str | None
+    session: AsyncSession,
+    *,
+    channel: str,
+    provider_id: str,
+    status: str,
+    error_code: str | None,
+    reference: SendReference | None = None,
+    part: int = 0,
 ) -> bool:
-    """Apply one status callback; True when it changed the stored status."""
+    """Apply one status callback; True when it changed the stored status. A callback naming
+    the reply it was sent for (`reference`) joins the message to it if we had not: the
+    provider accepted that part, so it is not sent again (`Deliverer`)."""
     status = status.lower()
     row, created = await outbound.find_or_add_outbound(
         session, channel, provider_id, status=status, error_code=error_code
     )
+    if reference is not None and row.turn_id is None:
+        await outbound.join_to_reply(
+            session, row.id, turn_id=reference.turn_id, reply_id=reference.reply_id, part=part
+        )
     if created:
         return True
     if not advances(row.status, status):

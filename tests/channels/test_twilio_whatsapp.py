@@ -18,6 +18,7 @@ from channels.base import (
     PayloadInvalid,
     RawRequest,
     SendFailed,
+    SendReference,
     SignatureInvalid,
     TypingSignals,
 )
@@ -186,9 +187,23 @@ def test_malformed_bodies_have_a_reason(body: bytes) -> None:
 
 
 def test_status_callbacks_parse() -> None:
-    sid, status, error = channel().parse_status(fixture_request("status_delivered.form.txt"))
-    assert status == "delivered" and sid.startswith("SM") and error is None
-    assert channel().parse_status(fixture_request("status_sent.form.txt"))[1] == "sent"
+    delivered = channel().parse_status(fixture_request("status_delivered.form.txt"))
+    assert delivered.status == "delivered" and delivered.provider_message_id.startswith("SM")
+    assert delivered.error_code is None and delivered.reference is None
+    assert channel().parse_status(fixture_request("status_sent.form.txt")).status == "sent"
+
+
+def test_a_status_callback_names_the_reply_its_url_carried() -> None:
+    url = "https://relay.example.org/webhooks/twilio/status?reply=41.97.2"
+    status = channel().parse_status(fixture_request("status_sent.form.txt", url))
+    assert status.reference == SendReference(turn_id=41, reply_id=97) and status.part == 2
+
+
+@pytest.mark.parametrize("query", ["reply=41.97", "reply=a.b.c", "reply=1.2.3&reply=4.5.6", ""])
+def test_a_status_callback_without_a_readable_reference_is_still_a_status(query: str) -> None:
+    url = f"https://relay.example.org/webhooks/twilio/status?{query}"
+    status = channel().parse_status(fixture_request("status_sent.form.txt", url))
+    assert status.status == "sent" and status.reference is None and status.part == 0
 
 
 # Sends and typing indicators through the twilio SDK to the local Twilio API.

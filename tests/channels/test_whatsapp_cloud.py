@@ -23,6 +23,7 @@ from channels.base import (
     PayloadInvalid,
     RawRequest,
     SendFailed,
+    SendReference,
     SignatureInvalid,
     Template,
     TypingSignals,
@@ -227,6 +228,20 @@ def test_statuses_are_read_with_their_error_codes() -> None:
     assert read["with_tracker"] == (("wamid.xyzxyz", "sent", None),)
     assert read["group"] == (("<WHATSAPP_MESSAGE_ID>", "read", None),)
     assert all(channel().parse(signed(body_of(body))).messages == () for body in cases.values())
+
+
+def test_a_status_names_the_reply_it_was_sent_for_when_the_tracker_is_ours() -> None:
+    body = _cases("pywa_message_status")["with_tracker"]
+    [status] = body["entry"][0]["changes"][0]["value"]["statuses"]
+    assert status["biz_opaque_callback_data"] == "some data"  # not ours: no reference
+    [read] = channel().parse(signed(body_of(body))).statuses
+    assert read.reference is None
+    status["biz_opaque_callback_data"] = "41.97.1"
+    [read] = channel().parse(signed(body_of(body))).statuses
+    assert (read.reference, read.part) == (SendReference(turn_id=41, reply_id=97), 1)
+    status["biz_opaque_callback_data"] = {"not": "a string"}
+    [read] = channel().parse(signed(body_of(body))).statuses
+    assert read.status == "sent" and read.reference is None
 
 
 def _batch() -> dict[str, Any]:

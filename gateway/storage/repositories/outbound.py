@@ -6,14 +6,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Table, bindparam, select, update
+from sqlalchemy import Table, bindparam, exists, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from gateway.runtime.clock import utcnow
-from gateway.storage.models import OutboundMessage
+from gateway.storage.models import OutboundMessage, TurnRow
 from gateway.storage.records import OutboundRecord
 from gateway.storage.repositories.tables import table_of
 
@@ -171,6 +171,24 @@ async def record_parts(session: AsyncSession, parts: Sequence[SentPart]) -> list
         RecordedPart(row.channel, row.provider_message_id, row.status, row.error_code)
         for row in result
     ]
+
+
+async def join_to_reply(
+    session: AsyncSession, outbound_id: int, *, turn_id: int, reply_id: int, part: int
+) -> bool:
+    """Join a message known only from its status (our record of the send was lost) to the
+    turn and reply its provider says it was sent for, if that turn has that reply (a turn
+    erased since, or a reference that names no reply of ours, joins nothing)."""
+    result = await session.execute(
+        update(OutboundMessage)
+        .where(
+            OutboundMessage.id == outbound_id,
+            OutboundMessage.turn_id.is_(None),
+            exists().where(TurnRow.id == turn_id, TurnRow.reply_message_id == reply_id),
+        )
+        .values(turn_id=turn_id, reply_message_id=reply_id, part=part)
+    )
+    return bool(result.rowcount)  # type: ignore[attr-defined]
 
 
 async def set_delivery_status(

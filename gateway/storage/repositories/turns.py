@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Update, and_, bindparam, exists, or_, select, update
+from sqlalchemy import Update, bindparam, exists, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -60,12 +61,19 @@ _PENDING_WITH_INBOUND = (
 )
 _NEXT_PENDING_WITH_INBOUND = _PENDING_WITH_INBOUND.limit(1)
 _FENCE = select(FENCES.c.fence).where(FENCES.c.conversation_key == bindparam("key"))
-# Whether a drain has work, and the fence its lock must pass: one statement per kick.
+# Whether a drain has work, the fence its lock must pass and whether a reply is still to be
+# delivered (settled first, `gateway.turns.delivery_order`): one statement per kick.
 _DRAIN_CHECK = select(
     _FENCE.scalar_subquery(),
     exists()
     .where(TURNS.c.conversation_key == bindparam("key"), TURNS.c.status == "pending")
     .label("pending"),
+    exists()
+    .where(
+        TURNS.c.conversation_key == bindparam("key"),
+        TURNS.c.delivery_status.in_(("retry", "sending")),
+    )
+    .label("undelivered"),
 )
 _RAISE_FENCE = (
     FENCES.update()
@@ -94,6 +102,7 @@ def turn_record(row: TurnRow | AnyRow) -> TurnRecord:
         error=row.error,
         delivery_status=row.delivery_status,
         delivery_attempts=row.delivery_attempts,
+        delivery_lease_until=row.delivery_lease_until,
         tenant=TenantRef.decode(row.tenant),
     )
 
@@ -289,54 +298,6 @@ async def pending_conversations(session: AsyncSession, limit: int = 10_000) -> l
     return list(rows)
 
 
-async def undelivered(
-    session: AsyncSession, *, limit: int, stranded_after: timedelta = timedelta(minutes=2)
-) -> list[TurnRecord]:
-    """Answered turns whose reply is waiting for another delivery attempt, and replies stored
-    but never handed to the channel (the process stopped between the two) for a while."""
-    stranded = utcnow() - stranded_after
-    rows = await session.scalars(
-        select(TurnRow)
-        .where(
-            or_(
-                TurnRow.delivery_status == "retry",
-                and_(
-                    TurnRow.delivery_status.is_(None),
-                    TurnRow.reply_message_id.is_not(None),
-                    TurnRow.updated_at < stranded,
-                ),
-                and_(
-                    TurnRow.delivery_status == "sending",
-                    TurnRow.delivery_lease_until < utcnow(),
-                ),
-            )
-        )
-        .order_by(TurnRow.updated_at, TurnRow.id)
-        .limit(limit)
-    )
-    return [turn_record(row) for row in rows]
-
-
-async def claim_delivery(session: AsyncSession, turn_id: int, lease: timedelta) -> bool:
-    """Take the right to send this turn's reply until the lease ends; False when another
-    sender holds a live lease or the reply is already sent or given up."""
-    now = utcnow()
-    result = await session.execute(
-        update(TurnRow)
-        .where(
-            TurnRow.id == turn_id,
-            TurnRow.reply_message_id.is_not(None),
-            or_(
-                TurnRow.delivery_status.is_(None),
-                TurnRow.delivery_status == "retry",
-                and_(TurnRow.delivery_status == "sending", TurnRow.delivery_lease_until < now),
-            ),
-        )
-        .values(delivery_status="sending", delivery_lease_until=now + lease)
-    )
-    return bool(result.rowcount)  # type: ignore[attr-defined]
-
-
 async def record_outcome(session: AsyncSession, turn_id: int, outcome: TurnOutcome) -> None:
     """`finish_turn` without reading the turn back (the answer step has it)."""
     columns = outcome_columns(outcome)
@@ -428,10 +389,18 @@ async def record_deliveries(
         await session.execute(_set_statement(names), rows)
 
 
-async def pending_and_fence(session: AsyncSession, conversation_key: str) -> tuple[bool, int]:
-    """Whether the conversation has a turn waiting, and its fence (`current_fence`)."""
+@dataclass(frozen=True, slots=True)
+class DrainCheck:
+    """What a drain finds before it takes the conversation's lock."""
+
+    pending: bool  # a turn waits for its answer
+    fence: int  # the last fence the database saw (`current_fence`)
+    undelivered: bool  # an earlier reply is still to be delivered, or being sent
+
+
+async def drain_check(session: AsyncSession, conversation_key: str) -> DrainCheck:
     row = (await session.execute(_DRAIN_CHECK, {"key": conversation_key})).one()
-    return bool(row[1]), int(row[0] or 0)
+    return DrainCheck(pending=bool(row[1]), fence=int(row[0] or 0), undelivered=bool(row[2]))
 
 
 async def current_fence(session: AsyncSession, conversation_key: str) -> int:

@@ -55,13 +55,23 @@ class Answerer:
         answered = 0
         while True:
             async with self.deps.work, self.deps.sessions() as session:
-                waiting, floor = await turns.pending_and_fence(session, key)
-            if not waiting:
+                check = await turns.drain_check(session, key)
+            if not check.pending:
                 return answered
-            async with self.locks.try_hold(key, floor=floor) as held:
+            async with self.locks.try_hold(key, floor=check.fence) as held:
                 if held is None:
                     return answered  # another drain holds it and answers what is pending
+                if check.undelivered:
+                    await self._settle_earlier_replies(key)
                 answered += await self._drain_held(key, held)
+
+    async def _settle_earlier_replies(self, key: str) -> None:
+        """The conversation's earlier replies still to be delivered go first; while one
+        cannot go yet, the replies of this drain wait behind it (`delivery_order.py`)."""
+        await self.deliverer.flush(key)  # an operator's message this process is sending
+        _, clear = await self.deliverer.order.settle(key)
+        if not clear:
+            self.deliverer.hold_back(key)
 
     async def pending_conversations(self) -> list[str]:
         async with self.deps.sessions() as session:
