@@ -184,16 +184,24 @@ class Deliverer:
         A later send first looks for parts of the reply that the provider reported (a send
         whose record was lost): then it is recorded as sent, and not sent again."""
         if not claimed:
+            # Only a send whose outcome nobody recorded can have parts the provider reported
+            # that we do not know of; a "retry" is a send that did not go, or never went.
+            in_doubt = turn.delivery_status in (None, "sending")
             async with self.sessions.begin() as session:
                 if not await deliveries.claim_delivery(session, turn.id, DELIVERY_LEASE):
                     return False  # another sender holds it, or it is done
-                reported = await outbound.sent_for_turn(session, turn.id)
+                reported = await outbound.sent_for_turn(session, turn.id) if in_doubt else []
             if reported:
                 log.info(
                     "reply found sent from its status reports; not sent again",
                     extra={"fields": {"turn": turn.id, "conversation": turn.conversation_key}},
                 )
-                await self.records.record(SendOutcome(turn.id, _sent(turn)))
+                # Recorded as if just sent: a refusal reported meanwhile applies as usual.
+                parts = tuple(
+                    SentPart(row.channel, row.provider_message_id, turn.id, reply.id, row.part)
+                    for row in reported
+                )
+                await self.records.record(SendOutcome(turn.id, _sent(turn), parts))
                 return True
         try:
             async with asyncio.timeout(SEND_DEADLINE.total_seconds()):

@@ -10,7 +10,7 @@ from urllib.parse import urlencode
 
 import pytest
 from aiohttp.test_utils import TestServer
-from sqlalchemy import func, select
+from sqlalchemy import delete, func, select
 from twilio.request_validator import RequestValidator
 
 from gateway.storage.models import ChannelIdentity, Message, OutboundMessage, TurnRow
@@ -81,12 +81,15 @@ async def test_signed_message_is_stored_and_answered_through_twilio(tmp_path: Pa
         [sent] = fake.created
         assert sent["To"] == "whatsapp:+5511998765432" and sent["From"] == BOT
         assert "Olá, meu pedido chegou?" in sent["Body"]  # the offline reply quotes it
-        assert sent["StatusCallback"] == "https://relay.example.org/webhooks/twilio/status"
         async with stack.sessions()() as session:
             outbound = await session.scalar(select(OutboundMessage))
             turn = await session.scalar(select(TurnRow))
         assert outbound is not None and outbound.status == "queued"
         assert turn is not None and turn.delivery_status == "sent"
+        # The callback URL names the reply and its part, for a callback that beats our record.
+        assert sent["StatusCallback"] == (
+            f"https://relay.example.org/webhooks/twilio/status?reply={turn.id}.{turn.reply_message_id}.0"
+        )
 
 
 async def test_long_reply_is_split_in_order(tmp_path: Path, twilio) -> None:  # type: ignore[no-untyped-def]
@@ -230,6 +233,7 @@ async def test_a_reply_stored_but_never_sent_is_sent_by_the_sweep(tmp_path: Path
         assert len(fake.created) == 1
         # As if the process had stopped after storing the reply and before sending it.
         async with stack.sessions().begin() as session:
+            await session.execute(delete(OutboundMessage))
             await session.execute(
                 update(TurnRow).values(
                     delivery_status=None, updated_at=utcnow() - timedelta(minutes=5)
@@ -259,6 +263,7 @@ async def test_concurrent_sweeps_send_a_stranded_reply_once(
         await stack.idle()
         assert len(fake.created) == 1
         async with stack.sessions().begin() as session:  # stranded: stored, never sent
+            await session.execute(delete(OutboundMessage))
             await session.execute(
                 update(TurnRow).values(
                     delivery_status=None, updated_at=utcnow() - timedelta(minutes=5)
