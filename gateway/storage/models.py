@@ -249,11 +249,25 @@ class InboxMessage(Base):
     dead_at: Mapped[datetime | None]
 
 
+# A turn whose reply is still to be delivered; as SQL text, literal values, so that a query
+# using it is seen to match the partial index `ix_turns_undelivered` even as a prepared one.
+UNDELIVERED = "delivery_status IN ('retry', 'sending')"
+
+
 class TurnRow(Base):
     """One inbound message's turn: pending until answered; usage and budget report kept."""
 
     __tablename__ = "turns"
-    __table_args__ = (Index("ix_turns_conversation_status", "conversation_key", "status"),)
+    __table_args__ = (
+        Index("ix_turns_conversation_status", "conversation_key", "status"),
+        # The replies still to be delivered (few at any time), looked at on every drain.
+        Index(
+            "ix_turns_undelivered",
+            "conversation_key",
+            postgresql_where=sql_text(UNDELIVERED),
+            sqlite_where=sql_text(UNDELIVERED),
+        ),
+    )
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
     inbound_message_id: Mapped[int] = mapped_column(BigId, ForeignKey("messages.id"), unique=True)

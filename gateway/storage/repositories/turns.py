@@ -8,14 +8,14 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Update, bindparam, exists, select
+from sqlalchemy import Update, bindparam, exists, select, text
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from gateway.runtime.clock import utcnow
 from gateway.storage.errors import RecordNotFound
-from gateway.storage.models import ConversationFence, TurnRow
+from gateway.storage.models import UNDELIVERED, ConversationFence, TurnRow
 from gateway.storage.records import MessageRecord, NewTurn, PendingTurn, TurnRecord, WindowState
 from gateway.storage.repositories.messages import message_from
 from gateway.storage.repositories.tables import (
@@ -69,10 +69,7 @@ _DRAIN_CHECK = select(
     .where(TURNS.c.conversation_key == bindparam("key"), TURNS.c.status == "pending")
     .label("pending"),
     exists()
-    .where(
-        TURNS.c.conversation_key == bindparam("key"),
-        TURNS.c.delivery_status.in_(("retry", "sending")),
-    )
+    .where(TURNS.c.conversation_key == bindparam("key"), text(UNDELIVERED))
     .label("undelivered"),
 )
 _RAISE_FENCE = (
