@@ -6,65 +6,31 @@ wait behind it instead of overtaking it."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
 from datetime import timedelta
 from pathlib import Path
-from urllib.parse import urlencode, urlsplit
 
 import pytest
 from sqlalchemy import delete, select, update
-from twilio.request_validator import RequestValidator
 
-from devtools.local_twilio import LocalTwilio
 from gateway.keys import SCHEDULER
 from gateway.runtime.clock import utcnow
 from gateway.storage.models import OutboundMessage, TurnRow
-from tests.support.signed_twilio import inbound_params
-from tests.support.stack import Stack, running_stack
+from tests.support.signed_twilio import post_signed
+from tests.support.stack import Stack
+from tests.support.whatsapp_stack import ACCOUNT, TOKEN, WhatsAppStack, whatsapp_stack
 
-TOKEN = "twilio-auth-token-for-tests"
-ACCOUNT = "AC" + "b" * 32
-PUBLIC = "https://relay.example.org"
-
-
-@pytest.fixture
-async def twilio() -> AsyncIterator[tuple[LocalTwilio, str]]:
-    fake = LocalTwilio()
-    async with fake.serving() as base:
-        yield fake, base
+BACKENDS = pytest.mark.parametrize("backend", ["embedded", "production"])
 
 
-def _settings(api_base: str) -> dict[str, object]:
-    return {
-        "TWILIO_ACCOUNT_SID": ACCOUNT,
-        "TWILIO_AUTH_TOKEN": TOKEN,
-        "TWILIO_WHATSAPP_FROM": "whatsapp:+14155238886",
-        "TWILIO_API_BASE": api_base,
-        "RELAYDESK_PUBLIC_URL": PUBLIC,
-    }
+def _number() -> str:
+    return f"+55119{uuid.uuid4().int % 10**8:08d}"
 
 
-async def _post_signed(stack: Stack, url: str, params: dict[str, str]) -> int:
-    """POST `params` to `url` (one of ours) as Twilio would: signed over the whole URL."""
-    called = urlsplit(url)
-    path = called.path + (f"?{called.query}" if called.query else "")
-    response = await stack.client.post(
-        path,
-        data=urlencode(params).encode(),
-        headers={
-            "Content-Type": "application/x-www-form-urlencoded",
-            "X-Twilio-Signature": RequestValidator(TOKEN).compute_signature(url, params),
-        },
-    )
-    return response.status
-
-
-async def _customer_writes(stack: Stack, sender: str, text: str) -> None:
-    params = inbound_params("SM" + uuid.uuid4().hex, sender, text, account=ACCOUNT)
-    assert await _post_signed(stack, f"{PUBLIC}/webhooks/twilio/whatsapp", params) == 200
+async def _customer_writes(gateway: WhatsAppStack, number: str, text: str) -> None:
+    await gateway.post(number, text)
     # Stored and answered as it arrives, without the sweep (which settles deliveries).
-    await stack.stored()
-    await stack.app[SCHEDULER].idle()
+    await gateway.stack.stored()
+    await gateway.stack.app[SCHEDULER].idle()
 
 
 async def _lose_the_record_of_the_send(stack: Stack, *, lease_left: timedelta) -> None:
@@ -93,21 +59,25 @@ async def _turns(stack: Stack) -> list[TurnRow]:
         return list(await session.scalars(select(TurnRow).order_by(TurnRow.id)))
 
 
-@pytest.mark.parametrize("backend", ["embedded", "production"])
+@BACKENDS
 async def test_a_send_twilio_reported_is_recorded_and_not_sent_again(
-    backend: str, tmp_path: Path, twilio: tuple[LocalTwilio, str]
+    backend: str, tmp_path: Path
 ) -> None:
-    fake, base = twilio
-    sender = f"whatsapp:+55119{uuid.uuid4().int % 10**8:08d}"
-    async with running_stack(backend, tmp_path, **_settings(base)) as stack:
-        await _customer_writes(stack, sender, "oi, meu pedido 4471 chegou?")
+    async with whatsapp_stack(tmp_path, backend) as gateway:
+        stack, fake, number = gateway.stack, gateway.twilio, _number()
+        await _customer_writes(gateway, number, "oi, meu pedido 4471 chegou?")
         [sent] = fake.created
         await _lose_the_record_of_the_send(stack, lease_left=timedelta(seconds=-1))
 
-        # Twilio's callback reaches the URL the send gave it.
+        # Twilio's callback reaches the URL the send gave it, signed over all of it.
         callback = {"MessageSid": "SM" + uuid.uuid4().hex, "MessageStatus": "sent"}
-        callback |= {"AccountSid": ACCOUNT, "To": sender}
-        assert await _post_signed(stack, sent["StatusCallback"], callback) == 204
+        callback |= {"AccountSid": ACCOUNT, "To": f"whatsapp:{number}"}
+        path = sent["StatusCallback"].removeprefix(gateway.public_url)
+        assert path.startswith("/webhooks/twilio/status?reply=")
+        answer = await post_signed(
+            stack.client, callback, token=TOKEN, public_url=gateway.public_url, path=path
+        )
+        assert answer.status == 204
 
         assert await stack.deliver.retry_deliveries() == 1
         assert len(fake.created) == 1  # found sent: not sent a second time
@@ -119,13 +89,10 @@ async def test_a_send_twilio_reported_is_recorded_and_not_sent_again(
         assert row.reply_message_id == turn.reply_message_id and row.part == 0
 
 
-async def test_a_send_nobody_reported_goes_again_once_its_lease_ran_out(
-    tmp_path: Path, twilio: tuple[LocalTwilio, str]
-) -> None:
-    fake, base = twilio
-    sender = f"whatsapp:+55119{uuid.uuid4().int % 10**8:08d}"
-    async with running_stack("embedded", tmp_path, **_settings(base)) as stack:
-        await _customer_writes(stack, sender, "oi")
+async def test_a_send_nobody_reported_goes_again_once_its_lease_ran_out(tmp_path: Path) -> None:
+    async with whatsapp_stack(tmp_path) as gateway:
+        stack, fake = gateway.stack, gateway.twilio
+        await _customer_writes(gateway, _number(), "oi")
         await _lose_the_record_of_the_send(stack, lease_left=timedelta(seconds=30))
         assert await stack.deliver.retry_deliveries() == 0  # in doubt: its lease still runs
         assert len(fake.created) == 1
@@ -135,18 +102,15 @@ async def test_a_send_nobody_reported_goes_again_once_its_lease_ran_out(
         assert [t.delivery_status for t in await _turns(stack)] == ["sent"]
 
 
-@pytest.mark.parametrize("backend", ["embedded", "production"])
-async def test_later_replies_wait_behind_a_reply_in_doubt(
-    backend: str, tmp_path: Path, twilio: tuple[LocalTwilio, str]
-) -> None:
-    fake, base = twilio
-    sender = f"whatsapp:+55119{uuid.uuid4().int % 10**8:08d}"
-    async with running_stack(backend, tmp_path, **_settings(base)) as stack:
-        await _customer_writes(stack, sender, "primeira pergunta")
+@BACKENDS
+async def test_later_replies_wait_behind_a_reply_in_doubt(backend: str, tmp_path: Path) -> None:
+    async with whatsapp_stack(tmp_path, backend) as gateway:
+        stack, fake, number = gateway.stack, gateway.twilio, _number()
+        await _customer_writes(gateway, number, "primeira pergunta")
         await _lose_the_record_of_the_send(stack, lease_left=timedelta(seconds=30))
         fake.created.clear()  # Twilio never got it after all
 
-        await _customer_writes(stack, sender, "segunda pergunta")
+        await _customer_writes(gateway, number, "segunda pergunta")
         assert fake.created == []  # the second reply did not overtake the first
         first, second = await _turns(stack)
         assert second.reply_message_id is not None and second.delivery_status == "retry"
@@ -155,7 +119,7 @@ async def test_later_replies_wait_behind_a_reply_in_doubt(
         assert await stack.deliver.retry_deliveries() == 2
         callbacks = [created["StatusCallback"] for created in fake.created]
         assert callbacks == [
-            f"{PUBLIC}/webhooks/twilio/status?reply={turn.id}.{turn.reply_message_id}.0"
+            f"{gateway.public_url}/webhooks/twilio/status?reply={turn.id}.{turn.reply_message_id}.0"
             for turn in (first, second)
         ]
         assert [t.delivery_status for t in await _turns(stack)] == ["sent", "sent"]
