@@ -93,6 +93,13 @@ class InboxProcessor:
                 )
             else:
                 log.exception("inbox processing failed")
+        finally:
+            # Not counted as running from here on: a kick between this last look at `_again`
+            # and the end of the task (its done callbacks run later) starts a new one, instead
+            # of being lost until the sweep.
+            task = asyncio.current_task()
+            if task is not None:
+                self._tasks.discard(task)
 
     async def process_waiting(self) -> int:
         """Process claimable rows until none is left; how many were stored or settled."""
