@@ -133,7 +133,7 @@ class _Slot:
     spec: ChildSpec
     process: BaseProcess | None = None
     started_at: float = 0.0
-    streak: int = 0  # deaths in a row, each soon after its start (`Backoff`)
+    streak: int = 0  # the deaths of its current streak (`Backoff`)
     restart_at: float = 0.0
 
 
@@ -176,12 +176,7 @@ class Arbiter:
             now = time.monotonic()
             for slot in self._slots:
                 if slot.process is None and slot.restart_at <= now and not stopping():
-                    self._start_in(slot)
-                    self._restarts.add(slot.spec.role)
-                    log.info(
-                        "child process started again",
-                        extra={"fields": {**_named(slot.spec), "pid": self._pid(slot)}},
-                    )
+                    self._restart(slot)
 
     def stop(self) -> None:
         """SIGTERM to every running child (each stops gracefully), SIGKILL to those still
@@ -200,9 +195,28 @@ class Arbiter:
                 process.kill()
                 process.join()
 
-    @staticmethod
-    def _pid(slot: _Slot) -> int | None:
-        return None if slot.process is None else slot.process.pid
+    def _restart(self, slot: _Slot) -> None:
+        try:
+            self._start_in(slot)
+        except OSError as exc:  # no fork now (memory, the process limit): like a quick death
+            restart = self._backoff.after_death(slot.streak, 0.0)
+            slot.streak, slot.restart_at = restart.streak, time.monotonic() + restart.wait_s
+            log.error(
+                "child process could not be started",
+                extra={
+                    "fields": {
+                        **_named(slot.spec),
+                        "error": f"{type(exc).__name__}: {exc}",
+                        "restart_in_s": restart.wait_s,
+                    }
+                },
+            )
+            return
+        self._restarts.add(slot.spec.role)
+        log.info(
+            "child process started again",
+            extra={"fields": {**_named(slot.spec), "pid": _pid(slot.process)}},
+        )
 
     def _start_in(self, slot: _Slot) -> None:
         slot.process = self._start(slot.spec)
@@ -256,6 +270,10 @@ class Arbiter:
 
 def _named(spec: ChildSpec) -> dict[str, object]:
     return {"child": spec.label, "role": spec.role.value}
+
+
+def _pid(process: BaseProcess | None) -> int | None:
+    return None if process is None else process.pid
 
 
 def _migrate_once(settings: Settings) -> None:

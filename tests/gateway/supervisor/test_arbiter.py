@@ -41,13 +41,21 @@ def _exit_at_once() -> None:
 
 
 class Starts:
-    """A start function that records each start: (spec, process, time)."""
+    """A start function that records each start: (spec, process, time); its call number
+    `fails_at` (from 1), if any, fails as a fork can."""
 
-    def __init__(self, target: Callable[[ChildSpec], Callable[[], None]]) -> None:
+    def __init__(
+        self, target: Callable[[ChildSpec], Callable[[], None]], fails_at: int | None = None
+    ) -> None:
         self.target = target
+        self.fails_at = fails_at
+        self.calls = 0
         self.started: list[tuple[ChildSpec, BaseProcess, float]] = []
 
     def __call__(self, spec: ChildSpec) -> BaseProcess:
+        self.calls += 1
+        if self.calls == self.fails_at:
+            raise BlockingIOError(11, "Resource temporarily unavailable")
         process = FORK.Process(target=self.target(spec), name=spec.name)
         process.start()
         self.started.append((spec, process, time.monotonic()))
@@ -138,6 +146,27 @@ def test_a_child_that_keeps_dying_waits_longer_each_time_and_is_called_a_crash_l
     loops = [r for r in caplog.records if r.getMessage().startswith("child process keeps dying")]
     assert [_fields(r)["deaths_in_a_row"] for r in loops] == [3, 4, 5]
     assert {r.levelno for r in loops} == {logging.ERROR}
+
+
+def test_a_child_that_cannot_be_started_is_tried_again_later(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    starts = Starts(lambda spec: _sleep, fails_at=len(SPECS) + 1)  # the first restart
+    backoff = Backoff(first_wait_s=0.3, max_wait_s=0.6, stable_after_s=30.0, crash_loop_at=3)
+    with (
+        _arbiter(starts, backoff) as (arbiter, counts),
+        caplog.at_level(logging.INFO, "relaydesk.supervisor"),
+    ):
+        arbiter.start_all()
+        _, first, _ = starts.pids()
+        os.kill(first or 0, signal.SIGKILL)
+        arbiter.supervise(stopping=_until(lambda: counts.get(Role.GATEWAY) == 1, 10))
+        assert counts.get(Role.GATEWAY) == 1  # started on the second try
+        assert starts.started[3][0] == ChildSpec(Role.GATEWAY, 1)
+    [failed] = [r for r in caplog.records if r.getMessage().startswith("child process could not")]
+    assert failed.levelno == logging.ERROR
+    assert _fields(failed)["child"] == "gateway 1" and _fields(failed)["restart_in_s"] == 0.3
+    assert str(_fields(failed)["error"]).startswith("BlockingIOError")
 
 
 def test_a_child_dying_while_the_arbiter_is_told_to_stop_stays_dead() -> None:
