@@ -124,9 +124,10 @@ async def serving(
     log_name: str,
     port: int,
     health_path: str,
-) -> AsyncIterator[None]:
+) -> AsyncIterator[list[subprocess.Popen[bytes]]]:
     """Start ``commands`` (in ``workdir``, all writing to ``workdir/log_name``) serving
-    ``port``; yields once `wait_healthy` passes, stops them all on exit."""
+    ``port``; yields the started processes, in order, once `wait_healthy` passes, and stops
+    them all on exit."""
     log_path = workdir / log_name
     started: list[subprocess.Popen[bytes]] = []
     with log_path.open("wb") as log:
@@ -138,7 +139,7 @@ async def serving(
                     )
                 )
             await wait_healthy(port, health_path, started, log_path)
-            yield
+            yield started
         finally:
             for process in started:
                 await stop(process)

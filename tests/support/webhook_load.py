@@ -60,7 +60,16 @@ class Delivery:
         return counts
 
 
-def signed_webhooks(run: str, count: int, senders: Sequence[str]) -> list[Webhook]:
+def signed_webhooks(
+    run: str,
+    count: int,
+    senders: Sequence[str],
+    *,
+    token: str = TOKEN,
+    public_url: str = PUBLIC_URL,
+) -> list[Webhook]:
+    """`count` inbound texts (sids `SM<run><i>`) from `senders` in turn, signed with `token`
+    for `public_url`."""
     webhooks = []
     for i in range(count):
         sid = f"SM{run}{i:06d}"
@@ -71,7 +80,7 @@ def signed_webhooks(run: str, count: int, senders: Sequence[str]) -> list[Webhoo
             account=ACCOUNT,
             profile_name="Falhas",
         )
-        webhooks.append(Webhook(sid, *signed_form(PUBLIC_URL + PATH, params, TOKEN)))
+        webhooks.append(Webhook(sid, *signed_form(public_url + PATH, params, token)))
     return webhooks
 
 
