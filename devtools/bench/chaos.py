@@ -37,13 +37,15 @@ from devtools.bench.chaos_report import ChaosResult
 from devtools.bench.chaos_rss import sample_every
 from devtools.bench.chaos_snapshot import read_snapshot
 from devtools.bench.chaos_stack import ChaosBenchError, ChaosStack, chaos_stack
-from devtools.bench.ingest import until_settled
+from devtools.bench.ingest import unsettled
 from devtools.private_servers import postgres_missing, redis_missing
 
 __all__ = ["FAULTS", "ChaosBenchError", "ChaosOptions", "ChaosResult", "run_chaos_bench"]
 
 # After the settle, for the status callbacks under way to land before the rows are read.
 CALLBACK_GRACE_S = 2.0
+SETTLE_POLL_S = 0.5
+SETTLE_REPORT_S = 10.0
 
 Progress = Callable[[str], None]
 
@@ -84,7 +86,9 @@ async def _run(options: ChaosOptions, stack: ChaosStack, progress: Progress) -> 
             phases.append(Phase(name, fault.started, time.perf_counter()))
         settle_start = time.perf_counter()
         progress(f"settle: no new messages, at most {options.settle_s:g} s")
-        settle_s = await _settle(load, stack.database_url, settle_start + options.settle_s)
+        settle_s = await _settle(
+            load, stack.database_url, settle_start + options.settle_s, progress
+        )
         await asyncio.sleep(CALLBACK_GRACE_S)
         phases.append(Phase("settle", settle_start, time.perf_counter()))
     finally:
@@ -105,13 +109,25 @@ async def _run(options: ChaosOptions, stack: ChaosStack, progress: Progress) -> 
     )
 
 
-async def _settle(load: ChaosLoad, database_url: str, deadline: float) -> float | None:
+async def _settle(
+    load: ChaosLoad, database_url: str, deadline: float, progress: Progress
+) -> float | None:
     """Until every message was acknowledged and nothing waits to be stored, answered or sent,
     or ``deadline``; the seconds it took, or None when the deadline came first."""
+    load.stop_offering()
     started = time.perf_counter()
-    await load.finish(deadline)
-    acknowledged = load.unacknowledged() == 0
-    remaining = deadline - time.perf_counter()
-    if remaining <= 0 or await until_settled(database_url, remaining) < 0 or not acknowledged:
-        return None
-    return time.perf_counter() - started
+    next_report = started
+    while True:
+        webhooks, work = load.unacknowledged(), await unsettled(database_url)
+        now = time.perf_counter()
+        if webhooks == 0 and work == 0:
+            return now - started
+        if now >= deadline:
+            return None
+        if now >= next_report:
+            progress(
+                f"settle: {webhooks} webhooks not acknowledged yet, {work} messages to store, "
+                "answer or send"
+            )
+            next_report += SETTLE_REPORT_S
+        await asyncio.sleep(SETTLE_POLL_S)

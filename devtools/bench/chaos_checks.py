@@ -13,13 +13,15 @@ nothing stored or answered twice, every message answered, in order, every send r
   to answer a conversation in; each reply's first create, its first part);
 - pending turns, inbox rows left and set aside after the settle.
 
-How a create is tied to its message is `devtools.bench.chaos_replies`.
+Each offence is a `Finding` with the moment it showed (the acknowledgement of the message
+concerned, or the create at Twilio), so the report can say in which phase — under which
+fault — each kind arose. How a create is tied to its message is `devtools.bench.chaos_replies`.
 """
 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 
 from devtools.bench.chaos_records import Create, Recorded, Snapshot, Turn
@@ -35,6 +37,18 @@ MUST_BE_ZERO = (
     "order_inversions",
     "pending_turns",
 )
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One offence against a check of `MUST_BE_ZERO`: the load's message concerned ("" when
+    none is known), when it showed (None: unknown), and for an unanswered message or pending
+    turn the state its turn was left in."""
+
+    check: str
+    sid: str
+    at: float | None
+    detail: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,72 +74,129 @@ class Checks:
         return {name: figures[name] for name in MUST_BE_ZERO if figures[name]}
 
 
-def check(recorded: Recorded) -> Checks:
-    snapshot = recorded.snapshot
-    ours = frozenset(message.sid for message in recorded.offered)
-    keys = ReplyMap(ours, snapshot).keys(recorded.creates)
-    stored = Counter(message.sid for message in snapshot.messages)
-    waiting = {row.sid for row in snapshot.inbox}
-    acked = [message for message in recorded.offered if message.acked_at is not None]
-    per_part = Counter(key for key in keys if key is not None)
-    recorded_sends = {send.sid for send in snapshot.outbound}
+def check(recorded: Recorded, found: Sequence[Finding] | None = None) -> Checks:
+    """The checks' counts (``found``: the run's `findings`, when already computed)."""
+    if found is None:
+        found = findings(recorded)
+    counts = Counter(finding.check for finding in found)
+    acked = sum(message.acked_at is not None for message in recorded.offered)
+    keys = _keys(recorded)
     return Checks(
         offered=len(recorded.offered),
-        acknowledged=len(acked),
-        never_acknowledged=len(recorded.offered) - len(acked),
-        lost=sum(m.sid not in stored and m.sid not in waiting for m in acked),
-        duplicated=sum(count > 1 for count in stored.values()),
-        unanswered=unanswered(snapshot, {key.sid for key in keys if key is not None}, ours),
-        answered_twice=len({key.sid for key, count in per_part.items() if count > 1}),
-        unrecorded_sends=sum(create.sid not in recorded_sends for create in recorded.creates),
-        order_inversions=order_inversions(recorded.creates, keys, snapshot),
-        pending_turns=sum(turn.status == "pending" for turn in snapshot.turns),
-        inbox_left=len(snapshot.inbox),
-        set_aside=sum(row.set_aside for row in snapshot.inbox),
+        acknowledged=acked,
+        never_acknowledged=len(recorded.offered) - acked,
+        **{name: counts[name] for name in MUST_BE_ZERO},
+        inbox_left=len(recorded.snapshot.inbox),
+        set_aside=sum(row.set_aside for row in recorded.snapshot.inbox),
         creates=len(recorded.creates),
         unmatched_creates=sum(key is None for key in keys),
     )
 
 
-def unanswered(snapshot: Snapshot, answered: set[str], ours: frozenset[str]) -> int:
-    """Stored messages of ours with no reply at Twilio (see the module docstring)."""
+def findings(recorded: Recorded) -> tuple[Finding, ...]:
+    """Every offence of the run, check by check."""
+    keys = _keys(recorded)
+    return (
+        *_lost_and_duplicated(recorded),
+        *_unanswered(recorded, keys),
+        *_answered_twice(recorded.creates, keys),
+        *_unrecorded(recorded, keys),
+        *_inversions(recorded, keys),
+    )
+
+
+def _keys(recorded: Recorded) -> tuple[ReplyKey | None, ...]:
+    ours = frozenset(message.sid for message in recorded.offered)
+    return ReplyMap(ours, recorded.snapshot).keys(recorded.creates)
+
+
+def _acked_at(recorded: Recorded) -> dict[str, float | None]:
+    return {message.sid: message.acked_at for message in recorded.offered}
+
+
+def _lost_and_duplicated(recorded: Recorded) -> Iterator[Finding]:
+    stored = Counter(message.sid for message in recorded.snapshot.messages)
+    waiting = {row.sid for row in recorded.snapshot.inbox}
+    for message in recorded.offered:
+        if (
+            message.acked_at is not None
+            and message.sid not in stored
+            and message.sid not in waiting
+        ):
+            yield Finding("lost", message.sid, message.acked_at)
+    acked_at = _acked_at(recorded)
+    for sid, count in stored.items():
+        if count > 1:
+            yield Finding("duplicated", sid, acked_at.get(sid))
+
+
+def _unanswered(recorded: Recorded, keys: Sequence[ReplyKey | None]) -> Iterator[Finding]:
+    """Stored messages of ours with no reply at Twilio, and the turns still pending."""
+    snapshot = recorded.snapshot
+    acked_at = _acked_at(recorded)
+    answered = {key.sid for key in keys if key is not None}
     sid_of = {message.id: message.sid for message in snapshot.messages}
-    by_conversation: dict[str, list[Turn]] = defaultdict(list)
-    for turn in snapshot.turns:
-        by_conversation[turn.conversation_key].append(turn)
-    missing = 0
-    for turns in by_conversation.values():
+    for turns in _by_conversation(snapshot).values():
         later_answered = False
         for turn in sorted(turns, key=lambda t: t.inbound_message_id, reverse=True):
-            sid = sid_of.get(turn.inbound_message_id)
-            if sid not in ours:
+            sid = sid_of.get(turn.inbound_message_id, "")
+            state = f"turn {turn.status}, delivery {turn.delivery_status}"
+            if turn.status == "pending":
+                yield Finding("pending_turns", sid, acked_at.get(sid), state)
+            if sid not in acked_at:
                 continue
             if sid in answered:
                 later_answered = True
             elif not (turn.status == "batched" and later_answered):
-                missing += 1
+                yield Finding("unanswered", sid, acked_at[sid], state)
     with_turn = {turn.inbound_message_id for turn in snapshot.turns}
-    turnless = sum(m.sid in ours and m.id not in with_turn for m in snapshot.messages)
-    return missing + turnless
+    for message in snapshot.messages:
+        if message.sid in acked_at and message.id not in with_turn:
+            yield Finding("unanswered", message.sid, acked_at[message.sid], "no turn")
 
 
-def order_inversions(
-    creates: Sequence[Create], keys: Sequence[ReplyKey | None], snapshot: Snapshot
-) -> int:
+def _by_conversation(snapshot: Snapshot) -> dict[str, list[Turn]]:
+    grouped: dict[str, list[Turn]] = defaultdict(list)
+    for turn in snapshot.turns:
+        grouped[turn.conversation_key].append(turn)
+    return grouped
+
+
+def _answered_twice(
+    creates: Sequence[Create], keys: Sequence[ReplyKey | None]
+) -> Iterator[Finding]:
+    """One finding per message, at the first create that repeated a part of its reply."""
+    seen: set[ReplyKey] = set()
+    repeated: set[str] = set()
+    for create, key in sorted(zip(creates, keys, strict=True), key=lambda pair: pair[0].at):
+        if key is None:
+            continue
+        if key in seen and key.sid not in repeated:
+            repeated.add(key.sid)
+            yield Finding("answered_twice", key.sid, create.at)
+        seen.add(key)
+
+
+def _unrecorded(recorded: Recorded, keys: Sequence[ReplyKey | None]) -> Iterator[Finding]:
+    sent = {send.sid for send in recorded.snapshot.outbound}
+    for create, key in zip(recorded.creates, keys, strict=True):
+        if create.sid not in sent:
+            yield Finding("unrecorded_sends", key.sid if key else "", create.at)
+
+
+def _inversions(recorded: Recorded, keys: Sequence[ReplyKey | None]) -> Iterator[Finding]:
     """Replies (their first part's first create) that reached Twilio after the reply to a later
     stored message of the same customer."""
-    stored_order: Mapping[str, int] = _first_ids(snapshot)
+    stored_order: Mapping[str, int] = _first_ids(recorded.snapshot)
     latest: dict[str, int] = {}
-    inversions = 0
-    for key, create in first_replies(creates, keys).items():
+    for key, create in first_replies(recorded.creates, keys).items():
         order = stored_order.get(key.sid)
         if key.part != 0 or order is None:
             continue
         if order < latest.get(create.to, -1):
-            inversions += 1
+            yield Finding("order_inversions", key.sid, create.at)
         else:
             latest[create.to] = order
-    return inversions
 
 
 def _first_ids(snapshot: Snapshot) -> dict[str, int]:

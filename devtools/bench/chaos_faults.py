@@ -1,7 +1,8 @@
 """The faults of a chaos run, one at a time, each as it happens in production:
 
 - ``background-kill``: ``kill -9`` of one background process of ``serve`` (serve then stops
-  its other children and exits; the orchestrator starts it again);
+  its other children and exits; the orchestrator starts it again: the service is given back
+  once it is ready);
 - ``gateway-kill``: ``kill -9`` of one gateway process of ``serve`` (the same);
 - ``redis-stop``: Redis killed and started again, empty, on the same port after
   `REDIS_DOWN_S`;
@@ -26,7 +27,7 @@ from devtools.bench.chaos_stack import ChaosBenchError, ChaosStack
 REDIS_DOWN_S = 10.0
 WORKER_STOPPED_S = 20.0
 POSTGRES_DOWN_S = 15.0
-# How long a kill waits for the process it targets to be running (after an earlier restart).
+# How long a kill waits for its target to be running, and then for it to run again.
 TARGET_WAIT_S = 120.0
 
 
@@ -62,9 +63,15 @@ async def _target(kept: Kept, role: str) -> int:
 
 
 async def _kill(kept: Kept, role: str) -> float:
+    """Kill the process of ``role``, then wait until the orchestrator has it running again (the
+    fault's service is given back then); when it was killed."""
     pid = await _target(kept, role)
     os.kill(pid, signal.SIGKILL)
-    return time.perf_counter()
+    killed = time.perf_counter()
+    deadline = time.monotonic() + TARGET_WAIT_S
+    while kept.roles.get(role, pid) == pid and time.monotonic() < deadline:
+        await asyncio.sleep(0.2)
+    return killed
 
 
 async def _freeze(kept: Kept, seconds: float) -> float:

@@ -94,14 +94,18 @@ class Kept:
             while self._process.poll() is None:
                 await asyncio.sleep(POLL_S)
             self.roles = {}
-            self._restarts.append(Restart(time.perf_counter(), self.name, self._process.returncode))
+            died, code = time.perf_counter(), self._process.returncode
             await asyncio.sleep(RESTART_DELAY_S)
             try:
                 await self._launch()
             except ServerNotReady:
                 # Not ready in time (its database still down, say): stopped, seen dead above,
                 # and started again.
+                self._restarts.append(Restart(died, self.name, code))
                 await stop(self._process)
+            else:
+                ready = time.perf_counter() - died
+                self._restarts.append(Restart(died, self.name, code, ready))
 
 
 def serve_ready(port: int) -> Ready:

@@ -117,8 +117,8 @@ class Phase:
 
 @dataclass(frozen=True, slots=True)
 class Fault:
-    """One fault: when it was done and when the service was given back (the same moment for a
-    kill: the orchestrator restarts what died)."""
+    """One fault: when it was done and when the service was given back (for a kill: when the
+    orchestrator had what died running again)."""
 
     name: str
     started: float
@@ -137,11 +137,13 @@ class RssSample:
 
 @dataclass(frozen=True, slots=True)
 class Restart:
-    """A process the orchestrator found dead and started again."""
+    """A process the orchestrator found dead (``at``) and started again: how long until it was
+    ready (None: it was not, and was stopped to be started again)."""
 
     at: float
     process: str
     exit_code: int | None
+    ready_after_s: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

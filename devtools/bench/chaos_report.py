@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import json
 import os
+from collections import Counter
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
-from devtools.bench.chaos_checks import Checks, check
+from devtools.bench.chaos_checks import Checks, Finding, check, findings
 from devtools.bench.chaos_options import ChaosOptions
 from devtools.bench.chaos_records import Recorded, Restart
 from devtools.bench.chaos_rss import MemoryFigures, memory
@@ -26,6 +28,28 @@ _CHECK_LABELS = (
 
 
 @dataclass(frozen=True, slots=True)
+class Where:
+    """How many offences against one check arose in one phase (with one turn state, for the
+    unanswered messages and pending turns)."""
+
+    check: str
+    phase: str
+    detail: str
+    count: int
+
+
+def where(found: Sequence[Finding], recorded: Recorded) -> tuple[Where, ...]:
+    """The findings counted by check, phase and detail, in the checks' order."""
+    counts = Counter(
+        (f.check, recorded.phase_at(f.at) if f.at is not None else None, f.detail) for f in found
+    )
+    return tuple(
+        Where(name, phase or "unknown", detail, count)
+        for (name, phase, detail), count in counts.items()
+    )
+
+
+@dataclass(frozen=True, slots=True)
 class ChaosResult:
     options: ChaosOptions
     checks: Checks
@@ -34,18 +58,21 @@ class ChaosResult:
     restarts: tuple[Restart, ...]
     settle_s: float | None
     begun: float  # the run's first moment, on the records' clock
+    where: tuple[Where, ...] = ()
 
     @staticmethod
     def of(options: ChaosOptions, recorded: Recorded) -> ChaosResult:
         soak = next((p for p in recorded.phases if p.name == "soak"), None)
+        found = findings(recorded)
         return ChaosResult(
             options=options,
-            checks=check(recorded),
+            checks=check(recorded, found),
             timeline=timeline(recorded),
             memory=memory(recorded.rss, soak),
             restarts=recorded.restarts,
             settle_s=recorded.settle_s,
             begun=recorded.phases[0].start if recorded.phases else 0.0,
+            where=where(found, recorded),
         )
 
     def table(self) -> str:
@@ -86,9 +113,12 @@ class ChaosResult:
         lines += [_memory_line(m) for m in self.memory]
         for restart in self.restarts:
             lines.append(
-                f"restart: {restart.process} at {restart.at - self.begun:.1f} s "
-                f"(exit {restart.exit_code})"
+                f"restart: {restart.process} died at {restart.at - self.begun:.1f} s "
+                f"(exit {restart.exit_code}), ready after {_seconds(restart.ready_after_s)} s"
             )
+        for w in self.where:
+            detail = f" ({w.detail})" if w.detail else ""
+            lines.append(f"where: {w.check} {w.count} in {w.phase}{detail}")
         failures = c.failures()
         lines.append(
             "FAILED: " + ", ".join(f"{name} {count}" for name, count in failures.items())
@@ -137,8 +167,14 @@ class ChaosResult:
                      for key, value in asdict(m).items()}
                     for m in self.memory
                 ],
+                "where": [asdict(w) for w in self.where],
                 "restarts": [
-                    {"process": r.process, "at_s": round(r.at - self.begun, 1), "exit": r.exit_code}
+                    {
+                        "process": r.process,
+                        "at_s": round(r.at - self.begun, 1),
+                        "exit": r.exit_code,
+                        "ready_after_s": _round(r.ready_after_s),
+                    }
                     for r in self.restarts
                 ],
             }

@@ -7,6 +7,7 @@ slow model when one is asked for, ``relaydesk serve --workers 2 --background 2``
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -121,10 +122,12 @@ async def chaos_stack(
         for kept in (serve, worker):
             progress(f"starting relaydesk {kept.name}")
             started.push_async_callback(kept.stop)
+            began = time.perf_counter()
             try:
                 await kept.start()
             except ServerNotReady as exc:
                 raise ChaosBenchError(str(exc)) from exc
+            progress(f"relaydesk {kept.name} ready after {time.perf_counter() - began:.1f} s")
         yield ChaosStack(
             postgres=postgres,
             redis=redis,

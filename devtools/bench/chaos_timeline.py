@@ -49,7 +49,7 @@ class PhaseFigures:
 class FaultFigures:
     name: str
     at_s: float  # since the run began
-    down_s: float  # until the service was given back (0 for a kill)
+    down_s: float  # until the service was given back (a kill: until serve runs again)
     errors: int  # failed webhook attempts in the fault's phase
     webhooks_recovered_s: float | None
     replies_recovered_s: float | None
