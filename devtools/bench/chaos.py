@@ -106,6 +106,7 @@ async def _run(options: ChaosOptions, stack: ChaosStack, progress: Progress) -> 
         rss=tuple(samples),
         restarts=tuple(stack.restarts),
         settle_s=settle_s,
+        callbacks=tuple(status for _, status in stack.twilio.api.callbacks),
     )
 
 

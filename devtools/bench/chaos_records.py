@@ -158,6 +158,9 @@ class Recorded:
     rss: tuple[RssSample, ...]
     restarts: tuple[Restart, ...]
     settle_s: float | None  # None: not settled within the bound
+    # The HTTP status each status callback to the gateway got (None: no answer); like Twilio,
+    # the local Twilio does not post a refused one again.
+    callbacks: tuple[int | None, ...] = ()
 
     def phase_at(self, moment: float) -> str | None:
         return next((p.name for p in self.phases if p.holds(moment)), None)

@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass
 
 from devtools.bench.chaos_checks import Checks, Finding, check, findings
 from devtools.bench.chaos_options import ChaosOptions
-from devtools.bench.chaos_records import Recorded, Restart
+from devtools.bench.chaos_records import OK, Recorded, Restart
 from devtools.bench.chaos_rss import MemoryFigures, memory
 from devtools.bench.chaos_timeline import FaultFigures, PhaseFigures, Timeline, timeline
 
@@ -59,6 +59,8 @@ class ChaosResult:
     settle_s: float | None
     begun: float  # the run's first moment, on the records' clock
     where: tuple[Where, ...] = ()
+    callbacks: int = 0  # status callbacks posted to the gateway
+    callbacks_refused: int = 0  # of them, not answered 200
 
     @staticmethod
     def of(options: ChaosOptions, recorded: Recorded) -> ChaosResult:
@@ -73,6 +75,8 @@ class ChaosResult:
             settle_s=recorded.settle_s,
             begun=recorded.phases[0].start if recorded.phases else 0.0,
             where=where(found, recorded),
+            callbacks=len(recorded.callbacks),
+            callbacks_refused=sum(status != OK for status in recorded.callbacks),
         )
 
     def table(self) -> str:
@@ -89,6 +93,10 @@ class ChaosResult:
         lines.append(
             f"  {'replies at Twilio':<30} {c.creates:>7} ({c.unmatched_creates} naming none "
             "of the load's messages)"
+        )
+        lines.append(
+            f"  {'status callbacks / refused':<30} {self.callbacks:>7} / "
+            f"{self.callbacks_refused} (not posted again, as Twilio does)"
         )
         settle = (
             f"{self.settle_s:.1f} s"
@@ -139,6 +147,8 @@ class ChaosResult:
                 "checks": asdict(self.checks),
                 "failures": self.checks.failures(),
                 "settle_s": _round(self.settle_s),
+                "callbacks": self.callbacks,
+                "callbacks_refused": self.callbacks_refused,
                 "phases": [
                     {
                         "name": p.name,
