@@ -149,13 +149,13 @@ def _rates(raw: str) -> tuple[int, ...]:
     return tuple(sorted(set(rates)))
 
 
-def _positive_number(raw: str, what: str) -> float:
+def _positive_number(raw: str, what: str, *, or_zero: bool = False) -> float:
     try:
         value = float(raw)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(f"not {what}: {raw!r}") from exc
-    if value <= 0:
-        raise argparse.ArgumentTypeError("must be positive")
+    if value < 0 or (value == 0 and not or_zero):
+        raise argparse.ArgumentTypeError("must not be negative" if or_zero else "must be positive")
     return value
 
 
@@ -285,13 +285,7 @@ def _faults(raw: str) -> tuple[str, ...]:
 
 
 def _non_negative_seconds(raw: str) -> float:
-    try:
-        value = float(raw)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {raw!r}") from exc
-    if value < 0:
-        raise argparse.ArgumentTypeError("must not be negative")
-    return value
+    return _positive_number(raw, "a number of seconds", or_zero=True)
 
 
 def _add_chaos_bench(benchmarks: Any) -> None:

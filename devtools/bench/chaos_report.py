@@ -106,7 +106,7 @@ class ChaosResult:
         lines.append(f"settle: {settle}")
         lines.append(
             f"{'phase':<16} {'s':>6} {'due':>6} {'attempts':>8} {'errors':>6} "
-            f"{'p50 ms':>8} {'p99 ms':>8} {'max ms':>8}"
+            f"{'ack p99 ms':>10} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8}"
         )
         lines += [_phase_line(p) for p in self.timeline.phases]
         lines.append(
@@ -134,7 +134,8 @@ class ChaosResult:
             else "all checks passed"
         )
         lines.append(
-            "latency: from a message's acknowledgement to its reply at Twilio; webhooks ok s / "
+            "ack p99: from a message's due time to its 200, retries included; p50/p99/max: from "
+            "its acknowledgement to its reply at Twilio; webhooks ok s / "
             "replies s: from the fault until webhooks succeed again / a message written after "
             "it is answered"
         )
@@ -156,8 +157,7 @@ class ChaosResult:
                         "due": p.due,
                         "attempts": p.attempts,
                         "errors": p.errors,
-                        "p50_ms": round(p.p50_ms, 1),
-                        "p99_ms": round(p.p99_ms, 1),
+                        **p.latency_figures(),
                         "max_ms": round(p.max_ms, 1),
                     }
                     for p in self.timeline.phases
@@ -206,7 +206,7 @@ def _slope(value: float | None) -> str:
 def _phase_line(p: PhaseFigures) -> str:
     return (
         f"{p.name:<16} {p.seconds:>6.1f} {p.due:>6} {p.attempts:>8} {p.errors:>6} "
-        f"{p.p50_ms:>8.0f} {p.p99_ms:>8.0f} {p.max_ms:>8.0f}"
+        f"{p.ack_p99_ms:>10.0f} {p.p50_ms:>8.0f} {p.p99_ms:>8.0f} {p.max_ms:>8.0f}"
     )
 
 

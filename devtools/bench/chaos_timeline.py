@@ -1,7 +1,8 @@
 """The chaos run phase by phase and fault by fault, from what it recorded.
 
 Per phase: the messages due in it, the webhook attempts started in it and how many of them
-failed (no 200), and the reply latency of the messages acknowledged in it — from the
+failed (no 200), the time from the due time of each message due in it to its acknowledgement
+(its retries included), and the reply latency of the messages acknowledged in it — from the
 acknowledgement (the first 200) to their reply's first create at Twilio; a reply that reached
 Twilio before a late acknowledgement (the first 200 was lost with the process that sent it,
 the retry was answered later) counts as 0.
@@ -20,25 +21,18 @@ from dataclasses import dataclass
 
 from devtools.bench.chaos_records import Attempt, Create, Fault, Offered, Phase, Recorded
 from devtools.bench.chaos_replies import ReplyKey, ReplyMap, first_replies
-from devtools.bench.harness import percentile
+from devtools.bench.latencies import ReplyLatencies
 
 
 @dataclass(frozen=True, slots=True)
-class PhaseFigures:
+class PhaseFigures(ReplyLatencies):
     name: str
     seconds: float
     due: int  # messages first due in the phase
     attempts: int  # webhook attempts started in the phase, retries included
     errors: int  # of them, not answered 200
     latencies_ms: tuple[float, ...]  # sorted: acknowledged in the phase → reply at Twilio
-
-    @property
-    def p50_ms(self) -> float:
-        return percentile(self.latencies_ms, 0.50)
-
-    @property
-    def p99_ms(self) -> float:
-        return percentile(self.latencies_ms, 0.99)
+    ack_ms: tuple[float, ...]  # sorted: due in the phase → acknowledged, retries included
 
     @property
     def max_ms(self) -> float:
@@ -91,6 +85,11 @@ def _phase(
         if acked is not None and reply is not None and phase.holds(acked):
             latencies.append(max(0.0, reply.at - acked) * 1000.0)
     started = [a for a in attempts if phase.holds(a.started)]
+    acks = [
+        (message.acked_at - message.due) * 1000.0
+        for message in offered
+        if message.acked_at is not None and phase.holds(message.due)
+    ]
     return PhaseFigures(
         name=phase.name,
         seconds=phase.end - phase.start,
@@ -98,6 +97,7 @@ def _phase(
         attempts=len(started),
         errors=sum(not a.ok for a in started),
         latencies_ms=tuple(sorted(latencies)),
+        ack_ms=tuple(sorted(acks)),
     )
 
 

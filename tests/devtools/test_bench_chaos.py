@@ -97,14 +97,19 @@ def _two_messages_each() -> tuple[list[Offered], list[StoredMessage], list[Turn]
     return offered, messages, turns
 
 
-def test_a_clean_run_passes_every_check() -> None:
-    offered, messages, turns = _two_messages_each()
-    creates = [
+def _answered_in_order() -> list[Create]:
+    """Each of `_two_messages_each`'s messages answered once, in order."""
+    return [
         _reply(2.0, ANA, "SMa1", 1),
         _reply(2.1, BIA, "SMb1", 2),
         _reply(3.0, ANA, "SMa2", 3),
         _reply(3.1, BIA, "SMb2", 4),
     ]
+
+
+def test_a_clean_run_passes_every_check() -> None:
+    offered, messages, turns = _two_messages_each()
+    creates = _answered_in_order()
     checks = check(_recorded(offered, creates, messages=messages, turns=turns))
     assert checks.failures() == {}
     assert (checks.offered, checks.acknowledged, checks.creates) == (4, 4, 4)
@@ -114,10 +119,7 @@ def test_a_clean_run_passes_every_check() -> None:
 def test_a_reply_sent_twice_is_answered_twice_and_its_unrecorded_send_is_counted() -> None:
     offered, messages, turns = _two_messages_each()
     creates = [
-        _reply(2.0, ANA, "SMa1", 1),
-        _reply(2.1, BIA, "SMb1", 2),
-        _reply(3.0, ANA, "SMa2", 3),
-        _reply(3.1, BIA, "SMb2", 4),
+        *_answered_in_order(),
         # The same reply again, after a crash lost the record of the first send.
         _reply(9.0, BIA, "SMb2", 4, sent_as="SMagain"),
     ]
@@ -228,6 +230,7 @@ def test_the_timeline_counts_errors_latencies_and_recovery_per_fault() -> None:
     assert (fault_phase.due, fault_phase.attempts, fault_phase.errors) == (2, 6, 4)
     # SMb1 acknowledged at 13.6, answered at 14.0; SMa2 at 12.6, answered at 15.0.
     assert fault_phase.latencies_ms == pytest.approx((400.0, 2400.0))
+    assert fault_phase.ack_ms == pytest.approx((600.0, 3600.0))  # from due, retries included
     [fault] = timeline(recorded).faults
     assert fault.errors == 4
     assert fault.webhooks_recovered_s == pytest.approx(3.6)  # the 200 after the last refusal
