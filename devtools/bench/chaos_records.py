@@ -162,5 +162,11 @@ class Recorded:
     # the local Twilio does not post a refused one again.
     callbacks: tuple[int | None, ...] = ()
 
+    @property
+    def callbacks_refused(self) -> int:
+        """Status callbacks the gateway did not accept: no answer, or not a 2xx (it answers
+        204)."""
+        return sum(status is None or not 200 <= status < 300 for status in self.callbacks)
+
     def phase_at(self, moment: float) -> str | None:
         return next((p.name for p in self.phases if p.holds(moment)), None)

@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass
 
 from devtools.bench.chaos_checks import Checks, Finding, check, findings
 from devtools.bench.chaos_options import ChaosOptions
-from devtools.bench.chaos_records import OK, Recorded, Restart
+from devtools.bench.chaos_records import Recorded, Restart
 from devtools.bench.chaos_rss import MemoryFigures, memory
 from devtools.bench.chaos_timeline import FaultFigures, PhaseFigures, Timeline, timeline
 
@@ -60,7 +60,7 @@ class ChaosResult:
     begun: float  # the run's first moment, on the records' clock
     where: tuple[Where, ...] = ()
     callbacks: int = 0  # status callbacks posted to the gateway
-    callbacks_refused: int = 0  # of them, not answered 200
+    callbacks_refused: int = 0  # of them, not accepted (no answer, or not a 2xx)
 
     @staticmethod
     def of(options: ChaosOptions, recorded: Recorded) -> ChaosResult:
@@ -76,7 +76,7 @@ class ChaosResult:
             begun=recorded.phases[0].start if recorded.phases else 0.0,
             where=where(found, recorded),
             callbacks=len(recorded.callbacks),
-            callbacks_refused=sum(status != OK for status in recorded.callbacks),
+            callbacks_refused=recorded.callbacks_refused,
         )
 
     def table(self) -> str:
@@ -96,7 +96,7 @@ class ChaosResult:
         )
         lines.append(
             f"  {'status callbacks / refused':<30} {self.callbacks:>7} / "
-            f"{self.callbacks_refused} (not posted again, as Twilio does)"
+            f"{self.callbacks_refused} refused (a refused one is not posted again, as with Twilio)"
         )
         settle = (
             f"{self.settle_s:.1f} s"

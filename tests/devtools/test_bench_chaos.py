@@ -260,6 +260,12 @@ def test_each_offence_is_placed_in_the_phase_it_showed_in() -> None:
     )
 
 
+def test_a_status_callback_is_refused_without_an_answer_or_a_2xx() -> None:
+    recorded = _recorded([], [])
+    recorded = Recorded(**{**_fields(recorded), "callbacks": (204, 200, 503, None, 403)})
+    assert recorded.callbacks_refused == 3
+
+
 def _fields(recorded: Recorded) -> dict[str, object]:
     return {name: getattr(recorded, name) for name in Recorded.__dataclass_fields__}
 
