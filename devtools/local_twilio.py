@@ -52,7 +52,8 @@ def created_message(account: str, form: Mapping[str, Any], sid: str | None = Non
 
 @dataclass
 class LocalTwilio:
-    """``created`` holds the form fields of every accepted create, in order; ``attempts``
+    """``created`` holds the form fields of every accepted create, in order, and ``sids`` the
+    Message SID each was given, in the same order; ``attempts``
     counts every create request, refused ones included; ``fail_next`` lists HTTP statuses to
     answer first, one per request (e.g. ``[429, 503]``), or (status, Twilio error code) pairs
     (``(400, 63016)``: outside WhatsApp's 24-hour window); ``on_created`` is told of each
@@ -66,6 +67,7 @@ class LocalTwilio:
     (URL, HTTP status, or None when unreachable) of each callback made."""
 
     created: list[dict[str, str]] = field(default_factory=list)
+    sids: list[str] = field(default_factory=list)
     attempts: int = 0
     fail_next: list[int | tuple[int, int]] = field(default_factory=list)
     on_created: OnCreated | None = None
@@ -115,10 +117,11 @@ class LocalTwilio:
                 {"code": code, "message": _REFUSALS.get(code, "Refused"), "status": status},
                 status=status,
             )
+        sid = "SM" + uuid.uuid4().hex
         self.created.append(form)
+        self.sids.append(sid)
         if self.on_created is not None:
             self.on_created(arrived, form)
-        sid = "SM" + uuid.uuid4().hex
         callback = form.get("StatusCallback")
         if self.auth_token and callback:
             account = request.match_info["sid"]

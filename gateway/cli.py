@@ -149,13 +149,13 @@ def _rates(raw: str) -> tuple[int, ...]:
     return tuple(sorted(set(rates)))
 
 
-def _positive_number(raw: str, what: str) -> float:
+def _positive_number(raw: str, what: str, *, or_zero: bool = False) -> float:
     try:
         value = float(raw)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(f"not {what}: {raw!r}") from exc
-    if value <= 0:
-        raise argparse.ArgumentTypeError("must be positive")
+    if value < 0 or (value == 0 and not or_zero):
+        raise argparse.ArgumentTypeError("must not be negative" if or_zero else "must be positive")
     return value
 
 
@@ -252,6 +252,90 @@ def _bench_reply_load(args: argparse.Namespace) -> int:
         )
 
     return _run_bench(options, run_load_bench, ReplyBenchError, args.json)
+
+
+def _bench_chaos(settings: Settings, args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
+    from devtools.bench.chaos import ChaosBenchError, ChaosOptions, run_chaos_bench
+
+    def options() -> ChaosOptions:
+        defaults = ChaosOptions()
+        given = {
+            name: getattr(args, name)
+            for name in (
+                "rate",
+                "customers",
+                "warmup_s",
+                "soak_s",
+                "faults",
+                "fault_gap_s",
+                "settle_s",
+                "model_latency_s",
+            )
+            if getattr(args, name) is not None
+        }
+        return replace(defaults, **given)
+
+    return _run_bench(options, run_chaos_bench, ChaosBenchError, args.json)
+
+
+def _faults(raw: str) -> tuple[str, ...]:
+    return tuple(part.strip() for part in raw.split(",") if part.strip())
+
+
+def _non_negative_seconds(raw: str) -> float:
+    return _positive_number(raw, "a number of seconds", or_zero=True)
+
+
+def _add_chaos_bench(benchmarks: Any) -> None:
+    chaos = benchmarks.add_parser(
+        "chaos",
+        help="customers at a steady rate through faults (processes killed, Redis, the worker "
+        "and PostgreSQL stopped) on serve --workers 2 --background 2 + relaydesk worker + a "
+        "private PostgreSQL and Redis: lost, duplicated, unanswered, answered twice or out of "
+        "order, unrecorded sends, latency per phase, recovery per fault, memory growth",
+    )
+    chaos.add_argument(
+        "--json", action="store_true", help="also print one JSON object as the last line"
+    )
+    chaos.add_argument(
+        "--rate", type=_per_second, help="messages per second, all customers (default 40)"
+    )
+    chaos.add_argument("--customers", type=_positive, help="customers sending (default 300)")
+    chaos.add_argument(
+        "--warmup-s", type=_non_negative_seconds, help="seconds of warm-up (default 60)"
+    )
+    chaos.add_argument(
+        "--soak-s",
+        type=_non_negative_seconds,
+        help="seconds of load without faults after the warm-up (default 600)",
+    )
+    chaos.add_argument(
+        "--faults",
+        type=_faults,
+        help="comma-separated, in order (default all: background-kill,gateway-kill,"
+        "redis-stop,worker-stop,postgres-stop)",
+    )
+    chaos.add_argument(
+        "--fault-gap-s",
+        type=_non_negative_seconds,
+        help="seconds of recovery after each fault (default 60)",
+    )
+    chaos.add_argument(
+        "--settle-s",
+        type=_non_negative_seconds,
+        help="at most this long after the last fault for everything to be answered (default 420)",
+    )
+    chaos.add_argument(
+        "--model-latency",
+        dest="model_latency_s",
+        type=_non_negative_seconds,
+        metavar="S",
+        help="0: the offline model (default); else a local OpenAI-compatible model that "
+        "answers after S seconds",
+    )
+    chaos.set_defaults(run=_bench_chaos)
 
 
 def _demo(settings: Settings, args: argparse.Namespace) -> int:
@@ -663,6 +747,7 @@ def build_parser() -> argparse.ArgumentParser:
         "run a database no other gateway uses",
     )
     reply.set_defaults(run=_bench_reply)
+    _add_chaos_bench(benchmarks)
 
     evaluation = commands.add_parser("eval", help="offline evaluations of the window")
     evaluations = evaluation.add_subparsers(dest="evaluation", required=True)

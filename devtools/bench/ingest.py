@@ -518,7 +518,7 @@ async def inbox_waiting(database_url: str) -> int:
 async def until_settled(database_url: str, deadline_s: float) -> float:
     """Wait (bounded) until nothing acknowledged waits to be stored, answered or sent; the
     seconds waited, or -1 when the bound ran out first."""
-    return await _until_none(lambda: _unsettled(database_url), deadline_s)
+    return await _until_none(lambda: unsettled(database_url), deadline_s)
 
 
 async def until_inbox_empty(database_url: str, deadline_s: float) -> float:
@@ -536,7 +536,7 @@ async def _until_none(count: Callable[[], Awaitable[int]], deadline_s: float) ->
     return time.monotonic() - started
 
 
-async def _unsettled(database_url: str) -> int:
+async def unsettled(database_url: str) -> int:
     """Inbox rows not stored yet, turns not answered yet, replies still being (or waiting to
     be) sent — in one statement, so one snapshot: an inbox row is deleted only after its turn
     was created, and two separate counts could miss a message moving between them."""
