@@ -8,22 +8,33 @@ outcomes that arrive while a write is under way go together in the next one. Wit
 a time nothing waits longer than its own write.
 
 A group that fails is written again one outcome at a time, so one bad row fails only its own
-send.
+send. A group the database cannot take (an outage) is tried again for up to
+`OUTAGE_PATIENCE_S`: the provider has the message, and a send left unrecorded would go again
+once its lease runs out (the send waits meanwhile, holding its conversation).
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from gateway.runtime.outages import is_storage_down
 from gateway.runtime.tasks import TaskOwner
 from gateway.storage.repositories import outbound, turns
 from gateway.storage.repositories.outbound import SentPart
 from gateway.storage.updates import DeliveryOutcome
 from gateway.turns.delivery import refused_before_recorded
+
+
+log = logging.getLogger("relaydesk.deliver")
+
+# How long the outcomes of sends are kept trying through a database outage, and the first wait.
+OUTAGE_PATIENCE_S = 60.0
+FIRST_RETRY_S = 0.25
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,7 +82,7 @@ class DeliveryRecords:
 
     async def _write_group(self, group: list[tuple[SendOutcome, asyncio.Future[None]]]) -> None:
         try:
-            await self._write([outcome for outcome, _ in group])
+            await self._write_through_outage([outcome for outcome, _ in group])
         except Exception as exc:
             if len(group) == 1:
                 _settle(group[0][1], exc)
@@ -86,6 +97,24 @@ class DeliveryRecords:
             return
         for _, done in group:
             _settle(done, None)
+
+    async def _write_through_outage(self, outcomes: Sequence[SendOutcome]) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + OUTAGE_PATIENCE_S
+        wait = FIRST_RETRY_S
+        while True:
+            try:
+                await self._write(outcomes)
+                return
+            except Exception as exc:
+                if not is_storage_down(exc) or loop.time() + wait > deadline:
+                    raise
+                log.warning(
+                    "send outcomes not recorded yet, the database is unavailable",
+                    extra={"fields": {"sends": len(outcomes), "error": type(exc).__name__}},
+                )
+            await asyncio.sleep(wait)
+            wait = min(wait * 2, 5.0)
 
     async def _write(self, outcomes: Sequence[SendOutcome]) -> None:
         async with self._sessions.begin() as session:
