@@ -29,7 +29,6 @@ from gateway.storage.repositories.outbound import SentPart
 from gateway.storage.updates import DeliveryOutcome
 from gateway.turns.delivery import refused_before_recorded
 
-
 log = logging.getLogger("relaydesk.deliver")
 
 # How long the outcomes of sends are kept trying through a database outage, and the first wait.
