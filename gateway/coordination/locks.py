@@ -24,6 +24,8 @@ from typing import Protocol
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
+from gateway.runtime.tasks import cancel_and_wait
+
 log = logging.getLogger("relaydesk.locks")
 
 
@@ -146,16 +148,23 @@ class RedisLocks:
         except (RedisError, OSError):
             await self._release(lock_key, owner)
             raise
-        watchdog = asyncio.create_task(self._keep(lock_key, owner)) if self._renew else None
+        released = asyncio.Event()
+        watchdog = (
+            asyncio.create_task(self._keep(lock_key, owner, released)) if self._renew else None
+        )
         try:
             yield Held(key, fence)
         finally:
-            if watchdog is not None:
-                watchdog.cancel()
-                # Waited for without awaiting it: a cancellation of our own (a shutdown)
-                # still propagates instead of being taken for the watchdog's.
-                await asyncio.wait({watchdog})
-            await self._release(lock_key, owner)
+            released.set()
+            try:
+                if watchdog is not None:
+                    # Cancelled until it ends, and it also stops by itself once released: a
+                    # Redis call can swallow a cancellation (its read timeout turns it into a
+                    # TimeoutError), and a watchdog that lived on would renew the lock for good
+                    # while this holder waited for it, the conversation left unanswered.
+                    await cancel_and_wait([watchdog])
+            finally:
+                await self._release(lock_key, owner)
 
     async def _acquire(self, lock_key: str, owner: str) -> None:
         delay = 0.005
@@ -175,9 +184,11 @@ class RedisLocks:
                 extra={"fields": {"lock": lock_key, "error": type(exc).__name__}},
             )
 
-    async def _keep(self, lock_key: str, owner: str) -> None:
-        while True:
+    async def _keep(self, lock_key: str, owner: str, released: asyncio.Event) -> None:
+        while not released.is_set():
             await asyncio.sleep(self._ttl_ms / 3000)
+            if released.is_set():
+                return
             try:
                 renewed = await self._redis.eval(_RENEW, 1, lock_key, owner, self._ttl_ms)
             except (RedisError, OSError):

@@ -7,6 +7,7 @@ import asyncio
 import uuid
 
 from redis.asyncio import Redis
+from redis.exceptions import TimeoutError as RedisTimeoutError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from gateway.coordination.locks import InProcessLocks, RedisLocks
@@ -115,4 +116,43 @@ async def test_redis_try_hold_gives_way_to_another_holder_and_fences_the_next(
         fence = held.fence
     async with second.try_hold(key) as later:
         assert later is not None and later.fence is not None and later.fence > fence
+    await redis.delete(f"relaydesk:fence:{key}")
+
+
+class _SwallowsACancel(Redis):
+    """A client whose renewal, cancelled while it waits for Redis, ends in a TimeoutError
+    instead, as a read timeout of redis-py can turn a cancellation into one."""
+
+    renewals_cut = 0
+    renewing: asyncio.Event | None = None
+
+    async def eval(self, script: str, numkeys: int, *keys_and_args: object) -> object:  # type: ignore[override]
+        if "PEXPIRE" in script and "SET" not in script and self.renewals_cut == 0:
+            if self.renewing is not None:
+                self.renewing.set()
+            try:
+                await asyncio.sleep(0.02)  # waiting for Redis's reply
+            except asyncio.CancelledError:
+                self.renewals_cut += 1
+                raise RedisTimeoutError("Timeout reading from 127.0.0.1:6379") from None
+        return await super().eval(script, numkeys, *keys_and_args)  # type: ignore[arg-type]
+
+
+async def test_a_renewal_that_swallows_its_cancellation_never_keeps_the_lock(
+    redis: Redis,
+) -> None:
+    # Seen under load: the holder waited for good for its renewal task, which lived on and
+    # renewed the lock every few seconds; the conversation was never answered again.
+    client = _SwallowsACancel(connection_pool=redis.connection_pool)
+    client.renewing = asyncio.Event()
+    locks = RedisLocks(client, ttl_ms=600)  # renewed every 0.2 s
+    key = f"conv-{uuid.uuid4().hex}"
+    async with asyncio.timeout(5):
+        async with locks.try_hold(key) as held:
+            assert held is not None
+            await client.renewing.wait()  # the renewal is waiting for Redis now
+    assert client.renewals_cut == 1
+    assert await redis.get(f"relaydesk:lock:{key}") is None  # let go at once, not expired
+    async with locks.try_hold(key) as again:
+        assert again is not None
     await redis.delete(f"relaydesk:fence:{key}")
