@@ -23,6 +23,7 @@ from gateway.storage.attachments import media_of
 from gateway.storage.message_meta import decode_meta
 from gateway.storage.models import Conversation, new_id
 from gateway.storage.records import ConversationRecord, MessageRecord
+from gateway.storage.repositories.bound_lists import values_in
 from gateway.storage.repositories.messages import message_record
 from gateway.storage.repositories.tables import (
     CONVERSATIONS,
@@ -316,7 +317,9 @@ async def _transcript_versions(session: AsyncSession, episode_ids: set[str]) -> 
     if not episode_ids:
         return {}
     found = await session.execute(
-        select(EPISODES.c.id, EPISODES.c.version).where(EPISODES.c.id.in_(sorted(episode_ids)))
+        select(EPISODES.c.id, EPISODES.c.version).where(
+            values_in(session, EPISODES.c.id, sorted(episode_ids))
+        )
     )
     return {row.id: int(row.version) for row in found}
 

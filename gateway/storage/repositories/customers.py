@@ -5,13 +5,21 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, cast
 
-from sqlalchemy import CursorResult, bindparam, func, select, tuple_, update
+from sqlalchemy import CursorResult, bindparam, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from gateway.runtime.clock import utcnow
 from gateway.storage.errors import RecordNotFound, require_customer
 from gateway.storage.models import ChannelIdentity, Customer, CustomerIdentifier
 from gateway.storage.records import ChannelIdentityRecord, CustomerRecord, IdentifierRecord
+from gateway.storage.repositories.bound_lists import (
+    ByDialect,
+    as_arrays,
+    one_of,
+    rows_in,
+    rows_params,
+    values_in,
+)
 from gateway.storage.repositories.tables import IDENTIFIERS, IDENTITIES, AnyRow
 
 # Plain rows of the table, not ORM objects: every message reads its identity twice.
@@ -20,17 +28,17 @@ _FIND_IDENTITY = select(IDENTITIES).where(
     IDENTITIES.c.external_id == bindparam("external_id"),
 )
 _IDENTITY_BY_ID = select(IDENTITIES).where(IDENTITIES.c.id == bindparam("identity_id"))
-_FIND_IDENTITIES = select(IDENTITIES).where(
-    tuple_(IDENTITIES.c.channel, IDENTITIES.c.external_id).in_(bindparam("keys", expanding=True))
-)
-_OWNERS_OF_MANY = (
-    select(IDENTIFIERS)
-    .where(
-        tuple_(IDENTIFIERS.c.kind, IDENTIFIERS.c.value).in_(
-            bindparam("identifiers", expanding=True)
-        )
+_FIND_IDENTITIES = ByDialect.build(
+    lambda arrays: select(IDENTITIES).where(
+        rows_in((IDENTITIES.c.channel, IDENTITIES.c.external_id), "keys", arrays=arrays)
     )
-    .order_by(IDENTIFIERS.c.id)
+)
+_OWNERS_OF_MANY = ByDialect.build(
+    lambda arrays: (
+        select(IDENTIFIERS)
+        .where(rows_in((IDENTIFIERS.c.kind, IDENTIFIERS.c.value), "identifiers", arrays=arrays))
+        .order_by(IDENTIFIERS.c.id)
+    )
 )
 _OWNERS = (
     select(CustomerIdentifier)
@@ -40,17 +48,19 @@ _OWNERS = (
     )
     .order_by(CustomerIdentifier.id)
 )
-_IDENTIFIER_COUNTS = (
-    select(
-        CustomerIdentifier.customer_id,
-        CustomerIdentifier.kind,
-        func.count(func.distinct(CustomerIdentifier.value)),
+_IDENTIFIER_COUNTS = ByDialect.build(
+    lambda arrays: (
+        select(
+            IDENTIFIERS.c.customer_id,
+            IDENTIFIERS.c.kind,
+            func.count(func.distinct(IDENTIFIERS.c.value)),
+        )
+        .where(
+            one_of(IDENTIFIERS.c.customer_id, "customers", arrays=arrays),
+            IDENTIFIERS.c.link_level == bindparam("link_level"),
+        )
+        .group_by(IDENTIFIERS.c.customer_id, IDENTIFIERS.c.kind)
     )
-    .where(
-        CustomerIdentifier.customer_id.in_(bindparam("customers", expanding=True)),
-        CustomerIdentifier.link_level == bindparam("link_level"),
-    )
-    .group_by(CustomerIdentifier.customer_id, CustomerIdentifier.kind)
 )
 
 
@@ -140,7 +150,9 @@ async def unmerged_customers(session: AsyncSession, customer_ids: Iterable[str])
     if not wanted:
         return set()
     rows = await session.scalars(
-        select(Customer.id).where(Customer.id.in_(wanted), Customer.merged_into.is_(None))
+        select(Customer.id).where(
+            values_in(session, Customer.id, wanted), Customer.merged_into.is_(None)
+        )
     )
     return set(rows)
 
@@ -177,7 +189,8 @@ async def find_identities(
     wanted = sorted(set(keys))
     if not wanted:
         return {}
-    rows = await session.execute(_FIND_IDENTITIES, {"keys": wanted})
+    params = rows_params("keys", wanted, width=2, arrays=as_arrays(session))
+    rows = await session.execute(_FIND_IDENTITIES.of(session), params)
     return {(row.channel, row.external_id): identity_record(row) for row in rows}
 
 
@@ -309,7 +322,8 @@ async def owners_of_identifiers(
     if not wanted:
         return {}
     owners: dict[tuple[str, str], list[IdentifierRecord]] = {}
-    for row in await session.execute(_OWNERS_OF_MANY, {"identifiers": wanted}):
+    params = rows_params("identifiers", wanted, width=2, arrays=as_arrays(session))
+    for row in await session.execute(_OWNERS_OF_MANY.of(session), params):
         owners.setdefault((row.kind, row.value), []).append(identifier_record(row))
     return owners
 
@@ -323,7 +337,7 @@ async def identifier_counts(
     if not wanted:
         return []
     rows = await session.execute(
-        _IDENTIFIER_COUNTS, {"customers": wanted, "link_level": link_level}
+        _IDENTIFIER_COUNTS.of(session), {"customers": wanted, "link_level": link_level}
     )
     return [(customer, kind, int(count)) for customer, kind, count in rows]
 

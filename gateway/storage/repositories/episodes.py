@@ -5,13 +5,19 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 
-from sqlalchemy import bindparam, case, select, tuple_, update
+from sqlalchemy import bindparam, case, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from gateway.runtime.clock import utcnow
 from gateway.storage.errors import RecordNotFound, require_customer
 from gateway.storage.models import Episode
 from gateway.storage.records import EpisodeRecord
+from gateway.storage.repositories.bound_lists import (
+    ByDialect,
+    as_arrays,
+    rows_in,
+    rows_params,
+)
 from gateway.storage.repositories.tables import EPISODES, AnyRow
 from gateway.tenant_ref import DEFAULT_TENANT, TenantRef
 
@@ -28,15 +34,19 @@ _OPEN = (
     .limit(1)
 )
 _OPEN_OF_IDENTITY = _OPEN.where(EPISODES.c.identity_id == bindparam("identity_id"))
-_OPEN_OF_MANY = (
-    select(EPISODES)
-    .where(
-        EPISODES.c.status == "open",
-        tuple_(EPISODES.c.customer_id, EPISODES.c.channel, EPISODES.c.identity_id).in_(
-            bindparam("keys", expanding=True)
-        ),
+_OPEN_OF_MANY = ByDialect.build(
+    lambda arrays: (
+        select(EPISODES)
+        .where(
+            EPISODES.c.status == "open",
+            rows_in(
+                (EPISODES.c.customer_id, EPISODES.c.channel, EPISODES.c.identity_id),
+                "keys",
+                arrays=arrays,
+            ),
+        )
+        .order_by(EPISODES.c.last_message_at.desc())
     )
-    .order_by(EPISODES.c.last_message_at.desc())
 )
 _OF_CUSTOMER = (
     select(EPISODES)
@@ -164,7 +174,8 @@ async def latest_open_episodes(
     if not wanted:
         return {}
     found: dict[tuple[str, str, str], EpisodeRecord] = {}
-    for row in await session.execute(_OPEN_OF_MANY, {"keys": wanted}):
+    params = rows_params("keys", wanted, width=3, arrays=as_arrays(session))
+    for row in await session.execute(_OPEN_OF_MANY.of(session), params):
         found.setdefault((row.customer_id, row.channel, row.identity_id), episode_record(row))
     return found
 

@@ -11,6 +11,7 @@ from gateway.runtime.clock import utcnow
 from gateway.storage.errors import InvalidFactSource, RecordNotFound, require_customer
 from gateway.storage.models import Fact, Message
 from gateway.storage.records import FactRecord, NewFact
+from gateway.storage.repositories.bound_lists import values_in
 from gateway.storage.repositories.tables import FACTS, AnyRow
 
 # Facts in force, as plain rows of the table (every answer reads them).
@@ -67,7 +68,7 @@ async def stored_from(
     rows = await session.execute(
         select(Fact.key, Fact.value, Fact.source_message_id).where(
             Fact.customer_id == customer_id,
-            Fact.source_message_id.in_(sorted(message_ids)),
+            values_in(session, Fact.source_message_id, sorted(message_ids)),
             Fact.retracted.is_(False),
         )
     )

@@ -14,6 +14,12 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from gateway.storage.models import InboxMessage
 from gateway.storage.records import InboxDepth, InboxItem, SetAsideItem
+from gateway.storage.repositories.bound_lists import (
+    ByDialect,
+    not_one_of,
+    one_of,
+    values_in,
+)
 from gateway.storage.repositories.tables import INBOX
 from gateway.tenant_ref import DEFAULT_TENANT_ENCODED, TenantRef
 
@@ -49,18 +55,22 @@ _FREE = (
     .order_by(InboxMessage.id)
     .limit(bindparam("limit"))
 )
-_FREE_EXCEPT = _FREE.where(InboxMessage.thread_key.not_in(bindparam("held", expanding=True)))
-_CLAIMED = (
-    select(
-        INBOX.c.id,
-        INBOX.c.thread_key,
-        INBOX.c.host,
-        INBOX.c.tenant,
-        INBOX.c.payload,
-        INBOX.c.attempts,
+_FREE_EXCEPT = ByDialect.build(
+    lambda arrays: _FREE.where(not_one_of(INBOX.c.thread_key, "held", arrays=arrays))
+)
+_CLAIMED = ByDialect.build(
+    lambda arrays: (
+        select(
+            INBOX.c.id,
+            INBOX.c.thread_key,
+            INBOX.c.host,
+            INBOX.c.tenant,
+            INBOX.c.payload,
+            INBOX.c.attempts,
+        )
+        .where(one_of(INBOX.c.id, "ids", arrays=arrays))
+        .order_by(INBOX.c.id)
     )
-    .where(INBOX.c.id.in_(bindparam("ids", expanding=True)))
-    .order_by(INBOX.c.id)
 )
 _WAITING = select(func.count()).select_from(INBOX).where(INBOX.c.dead_at.is_(None))
 _DEPTH = select(
@@ -115,16 +125,16 @@ async def claim(
         await session.execute(_CLAIM_LOCK)
     held = list((await session.scalars(_HELD, {"now": now})).all())
     params = {"now": now, "limit": limit, "held": held}
-    ids = list((await session.scalars(_FREE_EXCEPT if held else _FREE, params)).all())
+    ids = list((await session.scalars(_FREE_EXCEPT.of(session) if held else _FREE, params)).all())
     if not ids:
         return []
     await session.execute(
         update(InboxMessage)
-        .where(InboxMessage.id.in_(ids))
+        .where(values_in(session, INBOX.c.id, ids))
         .values(claimed_until=now + lease, attempts=InboxMessage.attempts + 1)
         .execution_options(synchronize_session=False)
     )
-    rows = await session.execute(_CLAIMED, {"ids": ids})
+    rows = await session.execute(_CLAIMED.of(session), {"ids": ids})
     return [
         InboxItem(
             id=int(row.id),
@@ -148,7 +158,7 @@ def _tenant_of(encoded: str, host: str | None) -> TenantRef:
 async def remove(session: AsyncSession, ids: Sequence[int]) -> None:
     """Delete processed rows (their messages are stored)."""
     if ids:
-        await session.execute(delete(InboxMessage).where(InboxMessage.id.in_(list(ids))))
+        await session.execute(delete(InboxMessage).where(values_in(session, INBOX.c.id, ids)))
 
 
 async def release(session: AsyncSession, ids: Sequence[int], *, error: str | None = None) -> None:
@@ -158,7 +168,7 @@ async def release(session: AsyncSession, ids: Sequence[int], *, error: str | Non
         if error is not None:
             values["last_error"] = error[:2000]
         await session.execute(
-            update(InboxMessage).where(InboxMessage.id.in_(list(ids))).values(**values)
+            update(InboxMessage).where(values_in(session, INBOX.c.id, ids)).values(**values)
         )
 
 

@@ -6,7 +6,7 @@ import functools
 from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Any
 
-from sqlalchemy import bindparam, case, func, select, tuple_
+from sqlalchemy import bindparam, case, func, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -33,6 +33,13 @@ from gateway.storage.records import (
     TurnLine,
     WindowLine,
 )
+from gateway.storage.repositories.bound_lists import (
+    ByDialect,
+    as_arrays,
+    rows_in,
+    rows_params,
+    values_in,
+)
 from gateway.storage.repositories.tables import EPISODES, MESSAGES, AnyRow
 from gateway.tenant_ref import TenantRef
 
@@ -46,9 +53,9 @@ _INSERT = {
 # Plain rows of the table, not ORM objects: the answer path reads a message per reply.
 # Several rows in one statement, the ids returned (and assigned) in the rows' order.
 _INSERT_MANY = MESSAGES.insert().returning(MESSAGES.c.id, sort_by_parameter_order=True)
-_BY_PROVIDER_IDS = select(MESSAGES).where(
-    tuple_(MESSAGES.c.channel, MESSAGES.c.provider_message_id).in_(
-        bindparam("keys", expanding=True)
+_BY_PROVIDER_IDS = ByDialect.build(
+    lambda arrays: select(MESSAGES).where(
+        rows_in((MESSAGES.c.channel, MESSAGES.c.provider_message_id), "keys", arrays=arrays)
     )
 )
 _GET = select(MESSAGES).where(
@@ -283,7 +290,8 @@ async def find_by_provider_ids(
     wanted = sorted(set(keys))
     if not wanted:
         return {}
-    rows = await session.execute(_BY_PROVIDER_IDS, {"keys": wanted})
+    params = rows_params("keys", wanted, width=2, arrays=as_arrays(session))
+    rows = await session.execute(_BY_PROVIDER_IDS.of(session), params)
     return {(row.channel, row.provider_message_id): message_record(row) for row in rows}
 
 
@@ -299,7 +307,9 @@ async def existing_ids(session: AsyncSession, message_ids: Collection[int]) -> s
     """Those of `message_ids` still stored (an erasure may have removed some meanwhile)."""
     if not message_ids:
         return set()
-    rows = await session.scalars(select(Message.id).where(Message.id.in_(sorted(message_ids))))
+    rows = await session.scalars(
+        select(Message.id).where(values_in(session, Message.id, sorted(message_ids)))
+    )
     return set(rows)
 
 

@@ -21,6 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from gateway.runtime.clock import utcnow
 from gateway.storage.models import OutboundEvent
+from gateway.storage.repositories.bound_lists import values_in
 
 # `next_attempt_at` of an event no sender will try again (a refusal, or too many attempts).
 GIVEN_UP = datetime(9999, 1, 1, tzinfo=UTC)
@@ -150,7 +151,7 @@ async def release(session: AsyncSession, ids: Sequence[int]) -> None:
     if ids:
         await session.execute(
             update(OutboundEvent)
-            .where(OutboundEvent.id.in_(list(ids)))
+            .where(values_in(session, OutboundEvent.id, ids))
             .values(lease_until=None)
             .execution_options(synchronize_session=False)
         )
@@ -189,7 +190,9 @@ async def purge(
     )
     ids = list((await session.scalars(old)).all())
     if ids:
-        await session.execute(delete(OutboundEvent).where(OutboundEvent.id.in_(ids)))
+        await session.execute(
+            delete(OutboundEvent).where(values_in(session, OutboundEvent.id, ids))
+        )
     return len(ids)
 
 

@@ -18,6 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from gateway.runtime.clock import utcnow
 from gateway.storage.models import OutboundMessage
 from gateway.storage.records import ConversationRecord
+from gateway.storage.repositories.bound_lists import values_in
 from gateway.storage.repositories.tables import CONVERSATIONS, TURNS, table_of
 
 HELD = "held"
@@ -81,7 +82,8 @@ async def held_since_last_inbound(
     by_key = {c.conversation_key: c for c in windowed}
     rows = await session.execute(
         select(TURNS.c.conversation_key, TURNS.c.updated_at).where(
-            TURNS.c.conversation_key.in_(sorted(by_key)), TURNS.c.delivery_status == HELD
+            values_in(session, TURNS.c.conversation_key, sorted(by_key)),
+            TURNS.c.delivery_status == HELD,
         )
     )
     counts: dict[str, int] = {}

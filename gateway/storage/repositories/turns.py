@@ -17,6 +17,7 @@ from gateway.runtime.clock import utcnow
 from gateway.storage.errors import RecordNotFound
 from gateway.storage.models import UNDELIVERED, ConversationFence, TurnRow
 from gateway.storage.records import MessageRecord, NewTurn, PendingTurn, TurnRecord, WindowState
+from gateway.storage.repositories.bound_lists import values_in
 from gateway.storage.repositories.messages import message_from
 from gateway.storage.repositories.tables import (
     CONVERSATIONS,
@@ -223,7 +224,7 @@ async def mark_batched(session: AsyncSession, turn_ids: Sequence[int]) -> int:
         return 0
     result = await session.execute(
         TURNS.update()
-        .where(TURNS.c.id.in_(turn_ids), TURNS.c.status == "pending")
+        .where(values_in(session, TURNS.c.id, turn_ids), TURNS.c.status == "pending")
         .values(status="batched", updated_at=utcnow())
     )
     return int(result.rowcount)  # type: ignore[attr-defined]
