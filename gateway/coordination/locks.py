@@ -159,9 +159,9 @@ class RedisLocks:
             try:
                 if watchdog is not None:
                     # Cancelled until it ends, and it also stops by itself once released: a
-                    # Redis call can swallow a cancellation (its read timeout turns it into a
-                    # TimeoutError), and a watchdog that lived on would renew the lock for good
-                    # while this holder waited for it, the conversation left unanswered.
+                    # Redis call can end in an error instead of the cancellation (seen under
+                    # load), and a watchdog that lived on renewed the lock for good while this
+                    # holder waited for it, the conversation left unanswered.
                     await cancel_and_wait([watchdog])
             finally:
                 await self._release(lock_key, owner)

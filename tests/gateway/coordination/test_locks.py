@@ -121,7 +121,7 @@ async def test_redis_try_hold_gives_way_to_another_holder_and_fences_the_next(
 
 class _SwallowsACancel(Redis):
     """A client whose renewal, cancelled while it waits for Redis, ends in a TimeoutError
-    instead, as a read timeout of redis-py can turn a cancellation into one."""
+    instead of the cancellation."""
 
     renewals_cut = 0
     renewing: asyncio.Event | None = None
