@@ -1,8 +1,8 @@
 """The faults of a chaos run, one at a time, each as it happens in production:
 
-- ``background-kill``: ``kill -9`` of one background process of ``serve`` (serve then stops
-  its other children and exits; the orchestrator starts it again: the service is given back
-  once it is ready);
+- ``background-kill``: ``kill -9`` of one background process of ``serve`` (serve starts
+  another in its place, the other children serving meanwhile: the fault is given back once
+  the replacement's pid is known);
 - ``gateway-kill``: ``kill -9`` of one gateway process of ``serve`` (the same);
 - ``redis-stop``: Redis killed and started again, empty, on the same port after
   `REDIS_DOWN_S`;
@@ -63,8 +63,8 @@ async def _target(kept: Kept, role: str) -> int:
 
 
 async def _kill(kept: Kept, role: str) -> float:
-    """Kill the process of ``role``, then wait until the orchestrator has it running again (the
-    fault's service is given back then); when it was killed."""
+    """Kill the process of ``role``, then wait until another runs in its place (`serve`'s
+    supervisor, or the orchestrator if `serve` went down with it); when it was killed."""
     pid = await _target(kept, role)
     os.kill(pid, signal.SIGKILL)
     killed = time.perf_counter()

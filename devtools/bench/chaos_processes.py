@@ -1,14 +1,16 @@
 """The gateway's processes in the chaos run, kept running as an orchestrator keeps them.
 
-`relaydesk serve` stops all of its children and exits when one of them dies, leaving the
-restart to the orchestrator (systemd, compose, Kubernetes); `Kept` is that orchestrator: it
-starts a command, waits until it is ready, and whenever the process exits on its own starts it
-again after `RESTART_DELAY_S` (systemd's ``Restart=always``), recording each `Restart`.
+`Kept` is the orchestrator (systemd, compose, Kubernetes): it starts a command, waits until it
+is ready, and whenever the process exits on its own starts it again after `RESTART_DELAY_S`
+(systemd's ``Restart=always``), recording each `Restart`. ``relaydesk serve`` itself starts
+again a child that dies, and keeps serving meanwhile: its log is followed
+(`devtools.bench.chaos_children`) for the children's new pids and their restarts.
 
 Each start writes a log of its own (``<name>-<n>.log`` in the work directory). ``roles`` names
 the live process ids by role: for ``serve`` (run with ``RELAYDESK_LOG_LEVEL=INFO``) they are
-read from its "relaydesk listening" log line (``gateway-1``…, ``background-1``…), for the
-worker it is the process itself; empty while (re)starting.
+read from its "relaydesk listening" log line (``gateway-1``…, ``background-1``…), then from
+its supervisor's lines as it replaces children; for the worker it is the process itself;
+empty while (re)starting.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
+from devtools.bench.chaos_children import ServeChildren
 from devtools.bench.chaos_records import Restart
 from devtools.bench.harness import START_TIMEOUT_S, ServerNotReady, stop, wait_healthy
 from devtools.bench.reply_stack import WORKER_READY
@@ -42,7 +45,10 @@ class Kept:
         workdir: Path,
         ready: Ready,
         restarts: list[Restart],
+        *,
+        follow_children: bool = False,
     ) -> None:
+        """`follow_children`: the process is ``serve``, whose log tells of its children."""
         self.name = name
         self.roles: dict[str, int] = {}
         self._command = list(command)
@@ -53,6 +59,10 @@ class Kept:
         self._starts = 0
         self._process: subprocess.Popen[bytes] | None = None
         self._keeping: asyncio.Task[None] | None = None
+        self._follow_children = follow_children
+        self._children: ServeChildren | None = None
+        self._log_offset = 0
+        self._log_rest = b""
 
     async def start(self) -> None:
         """The first start (raises `ServerNotReady`); then keep it running."""
@@ -87,11 +97,29 @@ class Kept:
                 stderr=subprocess.STDOUT,
             )
         self.roles = await self._ready(self._process, self._log_path())
+        self._log_offset, self._log_rest = 0, b""
+        self._children = ServeChildren(self.roles) if self._follow_children else None
+
+    def _read_children(self) -> None:
+        """Feed the log lines written since the last look to the children's follower."""
+        if self._children is None:
+            return
+        with self._log_path().open("rb") as log:
+            log.seek(self._log_offset)
+            new = log.read()
+        self._log_offset += len(new)
+        *lines, self._log_rest = (self._log_rest + new).split(b"\n")
+        now = time.perf_counter()
+        for line in lines:
+            restart = self._children.feed(line.decode("utf-8", "replace"), now)
+            if restart is not None:
+                self._restarts.append(restart)
 
     async def _keep(self) -> None:
         while True:
             assert self._process is not None
             while self._process.poll() is None:
+                self._read_children()
                 await asyncio.sleep(POLL_S)
             self.roles = {}
             died, code = time.perf_counter(), self._process.returncode

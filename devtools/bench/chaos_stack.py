@@ -117,6 +117,7 @@ async def chaos_stack(
             workdir,
             serve_ready(gateway.port),
             restarts,
+            follow_children=True,
         )  # fmt: skip
         worker = Kept("worker", [*command, "worker"], gateway.env, workdir, worker_ready, restarts)
         for kept in (serve, worker):

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 import pytest
 
 from devtools.bench.chaos_checks import check, findings
+from devtools.bench.chaos_children import ServeChildren
 from devtools.bench.chaos_options import ChaosOptions
 from devtools.bench.chaos_processes import serve_roles
 from devtools.bench.chaos_records import (
@@ -298,6 +299,26 @@ def test_the_serve_log_names_the_children_by_role() -> None:
         "background-2": 11,
     }
     assert serve_roles('{"event": "gateway process started", "pid": 7}') == {}
+
+
+def test_children_replaced_by_serve_are_followed_and_their_restarts_timed() -> None:
+    roles = {"gateway-1": 12, "background-1": 10}
+    children = ServeChildren(roles)
+    died = (
+        '{"event": "child process died; another takes its place", "child": "background 1", '
+        '"pid": 10, "signal": "SIGKILL"}'
+    )
+    assert children.feed(died, 100.0) is None
+    assert "background-1" not in roles  # no pid to fault until its replacement runs
+    again = '{"event": "child process started again", "child": "background 1", "pid": 21}'
+    assert children.feed(again, 100.2) is None
+    assert roles == {"gateway-1": 12, "background-1": 21}
+    assert children.feed('{"event": "background process started", "pid": 99}', 100.4) is None
+    restart = children.feed('{"event": "background process started", "pid": 21}', 101.5)
+    assert restart is not None
+    assert (restart.process, restart.exit_code, restart.at) == ("serve background 1", -9, 100.0)
+    assert restart.ready_after_s == pytest.approx(1.5)
+    assert children.feed("not json", 102.0) is None
 
 
 def test_the_options_refuse_unknown_or_repeated_faults() -> None:
