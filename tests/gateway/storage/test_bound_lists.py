@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
-from gateway.storage.records import NewMessage
+from gateway.storage.records import ChannelIdentityRecord, NewMessage
 from gateway.storage.repositories import customers, episodes, messages
 
 LENGTHS = (1, 3, 7)
@@ -72,6 +72,19 @@ async def _stored_messages(session: AsyncSession, count: int) -> tuple[str, list
     return customer.id, ids
 
 
+async def _identity(
+    session: AsyncSession, customer_id: str, channel: str, external_id: str
+) -> ChannelIdentityRecord:
+    return await customers.create_identity(
+        session,
+        customer_id=customer_id,
+        channel=channel,
+        external_id=external_id,
+        link_level="asserted",
+        evidence={},
+    )
+
+
 async def test_messages_by_provider_ids_and_by_ids(session: AsyncSession) -> None:
     customer_id, ids = await _stored_messages(session, max(LENGTHS))
 
@@ -92,14 +105,7 @@ async def test_messages_by_provider_ids_and_by_ids(session: AsyncSession) -> Non
 async def test_identities_identifiers_and_customers(session: AsyncSession) -> None:
     made = [await customers.create_customer(session) for _ in range(max(LENGTHS))]
     for index, customer in enumerate(made):
-        identity = await customers.create_identity(
-            session,
-            customer_id=customer.id,
-            channel="telegram",
-            external_id=f"bound-{customer.id}",
-            link_level="asserted",
-            evidence={},
-        )
+        identity = await _identity(session, customer.id, "telegram", f"bound-{customer.id}")
         await customers.add_identifier(
             session,
             customer_id=customer.id,
@@ -145,14 +151,7 @@ async def test_open_episodes_of_many_keys(session: AsyncSession) -> None:
     made = []
     for _ in range(max(LENGTHS)):
         customer = await customers.create_customer(session)
-        identity = await customers.create_identity(
-            session,
-            customer_id=customer.id,
-            channel="webchat",
-            external_id=f"visitor-{customer.id}",
-            link_level="anonymous",
-            evidence={},
-        )
+        identity = await _identity(session, customer.id, "webchat", f"visitor-{customer.id}")
         episode = await episodes.open_episode(
             session, customer_id=customer.id, channel="webchat", identity_id=identity.id
         )
