@@ -272,6 +272,7 @@ def _bench_chaos(settings: Settings, args: argparse.Namespace) -> int:
                 "fault_gap_s",
                 "settle_s",
                 "model_latency_s",
+                "logs_dir",
             )
             if getattr(args, name) is not None
         }
@@ -334,6 +335,12 @@ def _add_chaos_bench(benchmarks: Any) -> None:
         metavar="S",
         help="0: the offline model (default); else a local OpenAI-compatible model that "
         "answers after S seconds",
+    )
+    chaos.add_argument(
+        "--logs",
+        dest="logs_dir",
+        metavar="DIR",
+        help="keep the processes' logs in DIR (default: a temporary directory, removed)",
     )
     chaos.set_defaults(run=_bench_chaos)
 

@@ -48,14 +48,20 @@ SETTLE_POLL_S = 0.5
 SETTLE_REPORT_S = 10.0
 
 Progress = Callable[[str], None]
+_PREFIX = "relaydesk-bench-chaos-"
 
 
 async def run_chaos_bench(options: ChaosOptions, progress: Progress) -> ChaosResult:
     for what, why in (("PostgreSQL", postgres_missing()), ("Redis", redis_missing())):
         if why is not None:
             raise ChaosBenchError(f"a private {what} server cannot be started here: {why}")
-    with tempfile.TemporaryDirectory(prefix="relaydesk-bench-chaos-") as tmp:
-        async with chaos_stack(options, Path(tmp), progress) as stack:
+    with contextlib.ExitStack() as kept:
+        if options.logs_dir is None:
+            workdir = Path(kept.enter_context(tempfile.TemporaryDirectory(prefix=_PREFIX)))
+        else:
+            workdir = Path(options.logs_dir)
+            workdir.mkdir(parents=True, exist_ok=True)
+        async with chaos_stack(options, workdir, progress) as stack:
             recorded = await _run(options, stack, progress)
     return ChaosResult.of(options, recorded)
 

@@ -20,6 +20,7 @@ class ChaosOptions:
     fault_gap_s: float = 60.0  # recovery time after each fault, before the next
     settle_s: float = 420.0  # at most, after the last fault's gap
     model_latency_s: float = 0.0  # 0: the offline model; else a local model that waits this long
+    logs_dir: str | None = None  # where the processes' logs are kept; None: removed after
 
     def __post_init__(self) -> None:
         if self.rate <= 0:
