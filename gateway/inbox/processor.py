@@ -23,6 +23,7 @@ from gateway.inbox.codec import from_payload
 from gateway.runtime.clock import utcnow
 from gateway.runtime.outages import is_storage_down
 from gateway.runtime.tasks import TaskOwner, cancel_and_wait
+from gateway.storage.engine import read_sessions
 from gateway.storage.records import InboxItem
 from gateway.storage.repositories import inbox
 from gateway.tenant_ref import TenantRef
@@ -56,6 +57,7 @@ class InboxProcessor:
         `stored(conversation_key)` is told of each new one; `pause` is awaited before each
         claim's rows (it yields to acknowledgements)."""
         self._sessions = sessions
+        self._reads = read_sessions(sessions)
         self._accept = accept
         self._stored = stored
         self._pause = pause
@@ -129,10 +131,14 @@ class InboxProcessor:
         failed (`ThreadBlocked`). A row whose payload cannot be read holds its sender's later
         rows back in the same way."""
         async with self._claiming:
+            now = utcnow()
+            # Every process is woken for a commit that one of them claims: the others look
+            # first, for a round trip instead of a claim's transaction.
+            async with self._reads() as session:
+                if not await inbox.claimable(session, now=now):
+                    return 0, False
             async with self._sessions.begin() as session:
-                items = await inbox.claim(
-                    session, now=utcnow(), lease=self._lease, limit=CLAIM_LIMIT
-                )
+                items = await inbox.claim(session, now=now, lease=self._lease, limit=CLAIM_LIMIT)
         if not items:
             return 0, False
         done: list[int] = []

@@ -29,6 +29,7 @@ PREPARED_STATEMENTS = 500
 # A pooled connection idle longer than this is pinged before use (`_ping_idle_connections`).
 PING_IDLE_S = 1.0
 _RETURNED_AT = "relaydesk_returned_at"
+AUTOCOMMIT = "AUTOCOMMIT"
 
 
 def make_engine(
@@ -133,9 +134,24 @@ def _sqlite_pragmas(dbapi_connection: Any, connection_record: Any) -> None:
 def _sqlite_begin(connection: Connection) -> None:
     # IMMEDIATE takes the write lock up front: a deferred transaction that reads and then
     # writes fails at once with SQLITE_BUSY when another writer got in between, instead of
-    # waiting its turn under the busy timeout.
+    # waiting its turn under the busy timeout. A reading session (`read_sessions`) takes none.
+    if connection.get_execution_options().get("isolation_level") == AUTOCOMMIT:
+        return
     connection.exec_driver_sql("BEGIN IMMEDIATE")
 
 
 def make_sessionmaker(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:
     return async_sessionmaker(engine, expire_on_commit=False)
+
+
+def read_sessions(
+    sessions: async_sessionmaker[AsyncSession],
+) -> async_sessionmaker[AsyncSession]:
+    """Sessions on the same pool whose statements each run on their own (no BEGIN, no
+    ROLLBACK): for reads that need no snapshot shared between their statements. On PostgreSQL
+    a read-committed transaction gives each statement its own snapshot anyway, so such a read
+    sees the same rows for two round trips less; on SQLite it takes no write lock."""
+    engine = sessions.kw["bind"]
+    return async_sessionmaker(
+        engine.execution_options(isolation_level=AUTOCOMMIT), expire_on_commit=False
+    )

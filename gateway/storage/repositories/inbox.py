@@ -58,6 +58,25 @@ _FREE = (
 _FREE_EXCEPT = ByDialect.build(
     lambda arrays: _FREE.where(not_one_of(INBOX.c.thread_key, "held", arrays=arrays))
 )
+# PostgreSQL claims the free rows and reads them in one statement, after the lock (taken in a
+# statement of its own: a statement's snapshot is taken when it starts, so the lock must be
+# held before the held senders are read).
+_HELD_CTE = _HELD.cte("held")
+_FREE_CTE = _FREE.where(INBOX.c.thread_key.not_in(select(_HELD_CTE.c.thread_key))).cte("free")
+_CLAIM_FREE = (
+    INBOX.update()
+    .where(INBOX.c.id == _FREE_CTE.c.id)
+    .values(claimed_until=bindparam("until"), attempts=INBOX.c.attempts + 1)
+    .returning(
+        INBOX.c.id,
+        INBOX.c.thread_key,
+        INBOX.c.host,
+        INBOX.c.tenant,
+        INBOX.c.payload,
+        INBOX.c.attempts,
+    )
+)
+_CLAIMABLE = select(_FREE.with_only_columns(INBOX.c.id).order_by(None).limit(None).exists())
 _CLAIMED = ByDialect.build(
     lambda arrays: (
         select(
@@ -116,6 +135,12 @@ async def add(session: AsyncSession, rows: Sequence[dict[str, Any]]) -> None:
         await session.execute(_INSERT[_dialect(session)], list(rows))
 
 
+async def claimable(session: AsyncSession, *, now: datetime) -> bool:
+    """Whether a claim may find rows (some waiting row is not claimed); one cheap read, so that
+    a process woken for rows another process took skips the claim's transaction."""
+    return bool(await session.scalar(_CLAIMABLE, {"now": now}))
+
+
 async def claim(
     session: AsyncSession, *, now: datetime, lease: timedelta, limit: int
 ) -> list[InboxItem]:
@@ -123,6 +148,9 @@ async def claim(
     in the caller's transaction, which should commit at once."""
     if _dialect(session) == "postgresql":
         await session.execute(_CLAIM_LOCK)
+        params = {"now": now, "limit": limit, "until": now + lease}
+        claimed = sorted((await session.execute(_CLAIM_FREE, params)).all(), key=_by_id)
+        return [_item(row) for row in claimed]
     held = list((await session.scalars(_HELD, {"now": now})).all())
     params = {"now": now, "limit": limit, "held": held}
     ids = list((await session.scalars(_FREE_EXCEPT.of(session) if held else _FREE, params)).all())
@@ -135,16 +163,21 @@ async def claim(
         .execution_options(synchronize_session=False)
     )
     rows = await session.execute(_CLAIMED.of(session), {"ids": ids})
-    return [
-        InboxItem(
-            id=int(row.id),
-            thread_key=row.thread_key,
-            tenant=_tenant_of(row.tenant, row.host),
-            payload=dict(row.payload),
-            attempts=row.attempts,
-        )
-        for row in rows
-    ]
+    return [_item(row) for row in rows]
+
+
+def _by_id(row: Any) -> int:
+    return int(row.id)
+
+
+def _item(row: Any) -> InboxItem:
+    return InboxItem(
+        id=int(row.id),
+        thread_key=row.thread_key,
+        tenant=_tenant_of(row.tenant, row.host),
+        payload=dict(row.payload),
+        attempts=row.attempts,
+    )
 
 
 def _tenant_of(encoded: str, host: str | None) -> TenantRef:

@@ -13,6 +13,7 @@ from channels.base import Channel
 from context import TokenCounter
 from gateway.events.outbox import EventOutbox
 from gateway.providers.limits import ModelGate
+from gateway.storage.engine import read_sessions
 from gateway.storage.repositories import tenants
 
 # Steps that use the CPU and the database at once in a process (a model wait holds none).
@@ -22,9 +23,11 @@ WORK_SLOTS = 4
 @dataclass(frozen=True, slots=True)
 class AnswerDeps:
     """`work`: the slots a step takes while it uses the CPU or the database (one semaphore for
-    the whole answer step, so a model wait never holds one)."""
+    the whole answer step, so a model wait never holds one); `reads`: sessions for reads alone
+    (`read_sessions`), the window's and the drain's checks."""
 
     sessions: async_sessionmaker[AsyncSession]
+    reads: async_sessionmaker[AsyncSession]
     counter: TokenCounter
     tenant_cache: tenants.SettingsCache
     adapters: Mapping[str, Channel]
@@ -46,6 +49,7 @@ class AnswerDeps:
     ) -> AnswerDeps:
         return cls(
             sessions=sessions,
+            reads=read_sessions(sessions),
             counter=counter,
             tenant_cache=tenant_cache,
             adapters=adapters,

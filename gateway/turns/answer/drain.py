@@ -54,7 +54,7 @@ class Answerer:
         one query) and nobody holds it; after letting it go the drain looks again."""
         answered = 0
         while True:
-            async with self.deps.work, self.deps.sessions() as session:
+            async with self.deps.work, self.deps.reads() as session:
                 check = await turns.drain_check(session, key)
             if not check.pending:
                 return answered
@@ -74,7 +74,7 @@ class Answerer:
             self.deliverer.hold_back(key)
 
     async def pending_conversations(self) -> list[str]:
-        async with self.deps.sessions() as session:
+        async with self.deps.reads() as session:
             return await turns.pending_conversations(session)
 
     async def _drain_held(self, key: str, held: Held) -> int:
@@ -83,25 +83,26 @@ class Answerer:
         try:
             while True:
                 await self.backpressure.yield_to_ingest()
-                async with self.deps.work, self.deps.sessions() as session:
-                    pending = await turns.next_pending_turn(session, key)
-                    if pending is None:
-                        return answered
-                    inbound = pending.inbound
-                    tenant = await self.deps.tenant_cache.for_tenant(
-                        session, pending.turn.tenant, channel=inbound.channel
-                    )
+                async with self.deps.work:
+                    async with self.deps.reads() as session:
+                        pending = await turns.next_pending_turn(session, key)
+                        if pending is None:
+                            return answered
+                        inbound = pending.inbound
+                        tenant = await self.deps.tenant_cache.for_tenant(
+                            session, pending.turn.tenant, channel=inbound.channel
+                        )
                     routing = route_turn(pending.owner, inbound.text, tenant.handoff_phrases)
                     ready: Prepared | None = None
                     paced = ALLOWED
                     if routing.route is not Route.ANSWER:
-                        await self.preparation.store_facts(session, pending, tenant)
+                        await self.preparation.store_facts(pending, tenant)
                     else:
                         if not admitted:
                             paced = await self.pacing.admit(pending, tenant)
                         admitted = False
                         if paced.allowed and not self.preparation.waits(pending):
-                            ready = await self.preparation.prepare(session, pending)
+                            ready = await self.preparation.prepare(pending)
                 if not paced.allowed:
                     # Past the customer's model-call limit: once the window lets one more
                     # through, the turns waiting by then are answered by one reply.

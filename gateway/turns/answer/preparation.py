@@ -1,16 +1,14 @@
 """Preparation of a turn the bot answers: the message's read version (a voice note's
 transcript, a shared contact's card), the facts it states, and its window.
 
-Usually the window is assembled in the same session as the turn is read; a voice note waits
-for its transcript first, a contact card for its card, and a message for the model facts of
-the one before it (`waits`, then `prepare_after_waiting`).
+Usually the window is assembled as soon as the turn is read; a voice note waits for its
+transcript first, a contact card for its card, and a message for the model facts of the one
+before it (`waits`, then `prepare_after_waiting`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from gateway.customers.resolve import ResolvedIdentity
 from gateway.memory.background_facts import BackgroundFacts
@@ -58,12 +56,9 @@ class Preparation:
             or self._model_facts.running(pending.turn.conversation_key)
         )
 
-    async def store_facts(
-        self, session: AsyncSession, pending: PendingTurn, tenant: TenantSettings
-    ) -> None:
+    async def store_facts(self, pending: PendingTurn, tenant: TenantSettings) -> None:
         """What `prepare` stores of a message, for one the bot does not answer."""
-        if await store_message_facts(session, pending.inbound, pending.inbound.text):
-            await session.commit()
+        await self._store_facts(pending.inbound, pending.inbound.text)
         self._model_facts.start(
             pending.turn.conversation_key, tenant, pending.inbound, pending.inbound.text
         )
@@ -72,33 +67,37 @@ class Preparation:
         heard = await self.heard(pending.inbound)
         # The model's facts of the conversation's previous message are stored before these.
         await self._model_facts.settle(pending.turn.conversation_key)
-        async with self._deps.work, self._deps.sessions() as session:
-            return await self.prepare(session, pending, heard)
+        async with self._deps.work:
+            return await self.prepare(pending, heard)
 
-    async def prepare(
-        self, session: AsyncSession, pending: PendingTurn, heard: MessageRecord | None = None
-    ) -> Prepared:
+    async def prepare(self, pending: PendingTurn, heard: MessageRecord | None = None) -> Prepared:
         """The facts the message states, stored (a voice note's are sourced to its transcript,
-        and only as sure as it), then its window."""
+        and only as sure as it), then its window, read after they are committed."""
         turn, inbound = pending.turn, pending.inbound
         heard = heard or inbound
-        if await store_message_facts(session, heard, heard.text):
-            await session.commit()
-        tenant = await self._deps.tenant_cache.for_tenant(
-            session, turn.tenant, channel=inbound.channel
-        )
-        self._model_facts.start(turn.conversation_key, tenant, heard, heard.text)
-        assembled = await assemble_context(
-            session,
-            identity=identity_of(pending),
-            settings=tenant,
-            counter=self._deps.counter,
-            message=heard.text,
-            episode_id=turn.episode_id,
-            message_id=inbound.id,
-            recall_cache=self._recall_cache,
-        )
+        await self._store_facts(heard, heard.text)
+        async with self._deps.reads() as session:
+            tenant = await self._deps.tenant_cache.for_tenant(
+                session, turn.tenant, channel=inbound.channel
+            )
+            self._model_facts.start(turn.conversation_key, tenant, heard, heard.text)
+            assembled = await assemble_context(
+                session,
+                identity=identity_of(pending),
+                settings=tenant,
+                counter=self._deps.counter,
+                message=heard.text,
+                episode_id=turn.episode_id,
+                message_id=inbound.id,
+                recall_cache=self._recall_cache,
+            )
         return Prepared(tenant, assembled)
+
+    async def _store_facts(self, message: MessageRecord, text: str) -> None:
+        # A message stating no fact costs no statement (nor a transaction).
+        async with self._deps.sessions() as session:
+            if await store_message_facts(session, message, text):
+                await session.commit()
 
     async def heard(self, inbound: MessageRecord) -> MessageRecord:
         """A voice note's transcript, a shared contact's card read; any other message."""

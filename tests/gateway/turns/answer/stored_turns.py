@@ -143,6 +143,5 @@ async def prepared_reply_turn(
     deps = answer_deps(sessions)
     facts = BackgroundFacts(sessions=sessions, extractor_for=None, gate=deps.gate, work=deps.work)
     preparation = Preparation(deps, recall_cache=RecallCache(), model_facts=facts)
-    async with sessions() as session:
-        prepared = await preparation.prepare(session, pending)
+    prepared = await preparation.prepare(pending)
     return ReplyTurn(pending, prepared.tenant.model_copy(update=tenant), prepared.assembled)

@@ -24,15 +24,14 @@ def _preparation(sessions: async_sessionmaker[AsyncSession]) -> Preparation:
     return Preparation(deps, recall_cache=RecallCache(), model_facts=model_facts)
 
 
-async def test_a_message_is_prepared_in_the_turns_session(
+async def test_a_message_is_prepared_with_its_facts_stored_first(
     sessions: async_sessionmaker[AsyncSession],
 ) -> None:
     text = "Meu email é ana.souza@example.com, pode mandar o boleto?"
     pending = await read_pending(sessions, await store_pending_turn(sessions, text))
     preparation = _preparation(sessions)
     assert not preparation.waits(pending)
-    async with sessions() as session:
-        prepared = await preparation.prepare(session, pending)
+    prepared = await preparation.prepare(pending)
     window = prepared.assembled.window
     assert window.messages[-1].content == text
     assert window.messages[0].role == "system"

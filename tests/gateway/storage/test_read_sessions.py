@@ -1,0 +1,69 @@
+"""Reading sessions (`read_sessions`): each statement on its own, no transaction around them,
+on the same pool as the writing sessions."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from sqlalchemy import func, select, text
+
+from gateway.storage.engine import make_engine, make_sessionmaker, read_sessions
+from gateway.storage.migrate import upgrade
+from gateway.storage.models import Customer
+from tests.conftest import DatabaseUnderTest
+from tests.support.databases import POSTGRES_URL, postgres_reachable, unavailable
+
+
+async def test_a_read_on_sqlite_does_not_wait_for_a_writer(tmp_path: Path) -> None:
+    """A writing session takes SQLite's write lock at BEGIN; a reading one takes none, so a
+    window is read while a lot is being stored, from the last committed rows."""
+    url = f"sqlite+aiosqlite:///{tmp_path / 'reads.db'}"
+    engine = make_engine(url)
+    await upgrade(engine)
+    sessions = make_sessionmaker(engine)
+    try:
+        async with sessions.begin() as writing:
+            writing.add(Customer(id="c-uncommitted"))
+            await writing.flush()
+            async with read_sessions(sessions)() as reading:
+                count = await asyncio.wait_for(
+                    reading.scalar(select(func.count()).select_from(Customer)), 2.0
+                )
+        assert count == 0  # the writer's row is not committed yet
+    finally:
+        await engine.dispose()
+
+
+async def test_each_statement_of_a_read_is_its_own_transaction_on_postgresql() -> None:
+    why = await postgres_reachable()
+    if why is not None:
+        unavailable("PostgreSQL", why)
+    engine = make_engine(POSTGRES_URL)
+    sessions = make_sessionmaker(engine)
+    xid = text("SELECT txid_current()")
+    try:
+        async with read_sessions(sessions)() as reading:
+            first, second = await reading.scalar(xid), await reading.scalar(xid)
+        assert first != second  # no BEGIN: each statement committed by itself
+        async with sessions() as writing:  # the pool's other sessions keep their transaction
+            assert await writing.scalar(xid) == await writing.scalar(xid)
+    finally:
+        await engine.dispose()
+
+
+async def test_a_read_session_sees_what_was_committed(database: DatabaseUnderTest) -> None:
+    engine = make_engine(database.url) if database.schema is None else database.engine()
+    sessions = make_sessionmaker(engine)
+    try:
+        async with sessions.begin() as writing:
+            writing.add(Customer(id="c-read-after-commit"))
+        async with read_sessions(sessions)() as reading:
+            found = await reading.get(Customer, "c-read-after-commit")
+        assert found is not None
+    finally:
+        async with sessions.begin() as writing:
+            row = await writing.get(Customer, "c-read-after-commit")
+            if row is not None:
+                await writing.delete(row)
+        await engine.dispose()
