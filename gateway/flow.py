@@ -263,7 +263,7 @@ def build_flow(resources: Resources, stack: AsyncExitStack) -> Flow:
     stack.push_async_callback(processor.close)
     if wakeups is not None:
         if hand_off is None:
-            wakeups.listen(inbox=processor.kick, turn=scheduler.kick)
+            wakeups.listen(inbox=processor.kick, turn=scheduler.kick, inbox_idle=processor.idle)
         stack.push_async_callback(wakeups.close)
     inbox_ready = hand_off.inbox if hand_off is not None else processor.kick
     writer = InboxWriter(sessions, committed=inbox_ready, owner=tasks)

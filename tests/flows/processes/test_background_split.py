@@ -119,7 +119,7 @@ async def test_a_web_chat_message_is_answered_by_the_background_on_the_gateways_
         await socket.close()
 
 
-async def test_wakeups_reach_every_listener() -> None:
+async def test_wakeups_reach_a_listener() -> None:
     await require_postgres_and_redis()
     channel = f"relaydesk:test-wakeups:{uuid.uuid4().hex}"
     redis = Redis.from_url(REDIS_URL)
