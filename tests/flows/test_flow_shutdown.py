@@ -106,6 +106,7 @@ async def test_with_redis_and_events_the_listeners_and_the_sender_stop_too(
             listeners = {name for name in running if name.endswith(" listener")}
             assert listeners == {
                 "background wake-up listener",
+                "inbox wake-up listener",
                 "event wake-up listener",
                 "recall forgetting listener",
             }
