@@ -82,11 +82,13 @@ class TokenCounter(Protocol):
     def truncate(self, text: str, head_tokens: int, tail_tokens: int) -> tuple[str, str, int]: ...
 
 
-# What the counts memo keeps: texts of up to `MEMO_MAX_TEXT_CHARS` characters (longer ones are
-# rare and mostly seen once), `MEMO_MAX_CHARS` characters of them in all, least recently used
-# first out.
-MEMO_MAX_TEXT_CHARS: Final = 32_768
-MEMO_MAX_CHARS: Final = 8_000_000
+# What the counts memo keeps: texts of up to `MEMO_MAX_TEXT_CHARS` characters (a longer one is
+# mostly seen once: a window's assembled system text is new every turn), `MEMO_MAX_CHARS`
+# characters of them in all (the messages, facts and summaries of a few hundred conversations'
+# windows, ~3 MB), least recently used first out. A larger memo only fills more slowly: a
+# process's memory would keep growing for tens of minutes under steady load.
+MEMO_MAX_TEXT_CHARS: Final = 4_096
+MEMO_MAX_CHARS: Final = 1_000_000
 
 
 class TiktokenCounter:
