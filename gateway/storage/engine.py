@@ -30,6 +30,8 @@ PREPARED_STATEMENTS = 500
 PING_IDLE_S = 1.0
 _RETURNED_AT = "relaydesk_returned_at"
 AUTOCOMMIT = "AUTOCOMMIT"
+# The execution option of a SQLite reading session: no BEGIN, so each statement stands alone.
+_SQLITE_READS = "relaydesk_reads"
 
 
 def make_engine(
@@ -135,7 +137,7 @@ def _sqlite_begin(connection: Connection) -> None:
     # IMMEDIATE takes the write lock up front: a deferred transaction that reads and then
     # writes fails at once with SQLITE_BUSY when another writer got in between, instead of
     # waiting its turn under the busy timeout. A reading session (`read_sessions`) takes none.
-    if connection.get_execution_options().get("isolation_level") == AUTOCOMMIT:
+    if connection.get_execution_options().get(_SQLITE_READS):
         return
     connection.exec_driver_sql("BEGIN IMMEDIATE")
 
@@ -151,7 +153,14 @@ def read_sessions(
     ROLLBACK): for reads that need no snapshot shared between their statements. On PostgreSQL
     a read-committed transaction gives each statement its own snapshot anyway, so such a read
     sees the same rows for two round trips less; on SQLite it takes no write lock."""
-    engine = sessions.kw["bind"]
+    engine: AsyncEngine = sessions.kw["bind"]
+    if engine.dialect.name == "sqlite":
+        # The driver already runs each statement on its own unless BEGIN is sent (see
+        # `_sqlite_pragmas`); changing the isolation level would cost two trips to aiosqlite's
+        # thread per session, each a point where a cancelled task leaves a connection behind.
+        return async_sessionmaker(
+            engine.execution_options(**{_SQLITE_READS: True}), expire_on_commit=False
+        )
     return async_sessionmaker(
         engine.execution_options(isolation_level=AUTOCOMMIT), expire_on_commit=False
     )

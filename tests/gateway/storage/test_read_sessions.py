@@ -67,3 +67,28 @@ async def test_a_read_session_sees_what_was_committed(database: DatabaseUnderTes
             if row is not None:
                 await writing.delete(row)
         await engine.dispose()
+
+
+async def test_a_read_cancelled_at_any_point_on_sqlite_returns_its_connection(
+    tmp_path: Path,
+) -> None:
+    """A background task cancelled in the middle of a read (a process stopping) gives its
+    connection back: none is left checked out for the garbage collector to find later."""
+    engine = make_engine(f"sqlite+aiosqlite:///{tmp_path / 'cancelled.db'}")
+    await upgrade(engine)
+    reads = read_sessions(make_sessionmaker(engine))
+
+    async def read() -> None:
+        async with reads() as reading:
+            await reading.scalar(select(func.count()).select_from(Customer))
+
+    try:
+        for yields in range(12):  # cancelled after 0, 1, … 11 turns of the loop
+            task = asyncio.create_task(read())
+            for _ in range(yields):
+                await asyncio.sleep(0)
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            assert engine.pool.checkedout() == 0, f"left checked out after {yields} yields"  # type: ignore[attr-defined]
+    finally:
+        await engine.dispose()
