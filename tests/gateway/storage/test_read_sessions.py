@@ -4,6 +4,7 @@ on the same pool as the writing sessions."""
 from __future__ import annotations
 
 import asyncio
+import threading
 from pathlib import Path
 
 from sqlalchemy import func, select, text
@@ -92,3 +93,12 @@ async def test_a_read_cancelled_at_any_point_on_sqlite_returns_its_connection(
             assert engine.pool.checkedout() == 0, f"left checked out after {yields} yields"  # type: ignore[attr-defined]
     finally:
         await engine.dispose()
+        await _sqlite_threads_stopped()
+
+
+async def _sqlite_threads_stopped() -> None:
+    # A connection dropped by a cancellation is closed by aiosqlite's thread on its own time;
+    # it must be done before this test's event loop closes, or the thread finds it closed.
+    for thread in threading.enumerate():
+        if thread.name.endswith("(_connection_worker_thread)"):
+            await asyncio.to_thread(thread.join, 5.0)
