@@ -110,7 +110,8 @@ class ChaosResult:
         )
         lines += [_phase_line(p) for p in self.timeline.phases]
         lines.append(
-            f"{'fault':<16} {'at s':>6} {'down s':>6} {'errors':>6} {'webhooks ok s':>13} "
+            f"{'fault':<16} {'at s':>6} {'down s':>6} {'errors':>6} {'refused':>7} "
+            f"{'webhooks ok s':>13} "
             f"{'replies s':>9} {'restarts':>8}"
         )
         lines += [_fault_line(f) for f in self.timeline.faults]
@@ -137,7 +138,8 @@ class ChaosResult:
             "ack p99: from a message's due time to its 200, retries included; p50/p99/max: from "
             "its acknowledgement to its reply at Twilio; webhooks ok s / "
             "replies s: from the fault until webhooks succeed again / a message written after "
-            "it is answered"
+            "it is answered; refused: failed attempts a running gateway answered with a status "
+            "(the others got no answer)"
         )
         return "\n".join(lines)
 
@@ -212,7 +214,7 @@ def _phase_line(p: PhaseFigures) -> str:
 
 def _fault_line(f: FaultFigures) -> str:
     return (
-        f"{f.name:<16} {f.at_s:>6.1f} {f.down_s:>6.1f} {f.errors:>6} "
+        f"{f.name:<16} {f.at_s:>6.1f} {f.down_s:>6.1f} {f.errors:>6} {f.refused:>7} "
         f"{_seconds(f.webhooks_recovered_s):>13} {_seconds(f.replies_recovered_s):>9} "
         f"{f.restarts:>8}"
     )

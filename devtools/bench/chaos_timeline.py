@@ -45,6 +45,9 @@ class FaultFigures:
     at_s: float  # since the run began
     down_s: float  # until the service was given back (a kill: until serve runs again)
     errors: int  # failed webhook attempts in the fault's phase
+    # Of them, those a running gateway answered with a status other than 200; the rest got no
+    # answer (cut with the process killed, refused while none listened, or timed out).
+    refused: int
     webhooks_recovered_s: float | None
     replies_recovered_s: float | None
     restarts: int  # processes found dead and started again in the fault's phase
@@ -115,6 +118,7 @@ def _fault(
         at_s=fault.started - begun,
         down_s=fault.restored - fault.started,
         errors=len(failed),
+        refused=sum(a.status is not None for a in failed),
         webhooks_recovered_s=_webhooks_recovered(fault, failed, attempts),
         replies_recovered_s=_replies_recovered(fault, recorded.offered, replies),
         restarts=sum(phase.holds(restart.at) for restart in recorded.restarts),

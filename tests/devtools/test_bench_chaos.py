@@ -5,6 +5,7 @@ hand-made records, the memory slope, the serve log's roles and the options. The 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 import pytest
 
@@ -212,6 +213,9 @@ def test_the_timeline_counts_errors_latencies_and_recovery_per_fault() -> None:
         _acked("SMb1", BIA, 10.0, 10.0, 11.0, 13.0),  # refused while the gateway restarts
         _acked("SMa2", ANA, 12.0, 12.0),
     ]
+    # One of SMb1's failures was answered 503 by the gateway still running.
+    first, *rest = offered[1].attempts
+    offered[1] = replace(offered[1], attempts=(Attempt(first.started, first.finished, 503), *rest))
     messages = [StoredMessage(1, "SMa1"), StoredMessage(2, "SMb1"), StoredMessage(3, "SMa2")]
     turns = [_turn(1, ANA), _turn(2, BIA), _turn(3, ANA)]
     creates = [
@@ -233,7 +237,7 @@ def test_the_timeline_counts_errors_latencies_and_recovery_per_fault() -> None:
     assert fault_phase.latencies_ms == pytest.approx((400.0, 2400.0))
     assert fault_phase.ack_ms == pytest.approx((600.0, 3600.0))  # from due, retries included
     [fault] = timeline(recorded).faults
-    assert fault.errors == 4
+    assert (fault.errors, fault.refused) == (4, 1)  # three got no answer at all
     assert fault.webhooks_recovered_s == pytest.approx(3.6)  # the 200 after the last refusal
     assert fault.replies_recovered_s == pytest.approx(4.0)  # SMb1, due at the fault, answered
     assert fault.restarts == 1
