@@ -184,3 +184,25 @@ def test_remembered_counts_equal_fresh_ones_and_the_memo_stays_within_its_budget
     assert counter.count(long_text) == len(encoding.encode_ordinary(long_text))
     assert counter.memo_size == kept
     assert counter.count("<|endoftext|>") == len(encoding.encode_ordinary("<|endoftext|>"))
+
+
+def test_a_text_seen_once_per_turn_is_counted_but_not_remembered() -> None:
+    """A window's assembled system text (instruction, facts, summaries) is new every turn and
+    runs to several thousand characters: remembering it only made a process grow under load."""
+    counter = TiktokenCounter(load_encoding())
+    facts = (f"- fact {i}: the customer's order {i} is on its way" for i in range(120))
+    system_text = "\n".join(facts)
+    assert len(system_text) > 5_000
+    assert counter.count(system_text) == len(load_encoding().encode_ordinary(system_text))
+    assert counter.memo_size == 0
+
+
+def test_the_default_memo_stays_within_a_few_megabytes_of_text() -> None:
+    """Under steady load the memo fills, then stays: its default budget is reached within
+    minutes, not tens of them."""
+    counter = TiktokenCounter(load_encoding())
+    texts = [f"{i:06d} " + "a customer's message of ordinary length " * 25 for i in range(2_500)]
+    for text in texts:
+        counter.count(text)
+    kept_chars = sum(len(text) for text in texts[len(texts) - counter.memo_size :])
+    assert kept_chars <= 1_000_000 < sum(len(text) for text in texts)
