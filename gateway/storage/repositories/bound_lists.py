@@ -6,11 +6,14 @@ the background process held thousands of them, and its memory grew by megabytes 
 On PostgreSQL a list goes as one array instead (``= ANY(:ids)``; rows of several values as one
 array a column, zipped by ``unnest``), one statement for every length. SQLite has no arrays
 and prepares nothing across calls: there the list stays an expanding ``IN``.
+
+A multi-row insert has the same trouble (one shape per number of rows): its rows go in chunks
+whose sizes are powers of two (`in_bounded_shapes`), at most seven shapes for a lot of 64.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Generic, TypeVar
 
@@ -21,6 +24,7 @@ from sqlalchemy.orm import QueryableAttribute
 POSTGRESQL: Final = "postgresql"
 
 S = TypeVar("S")
+R = TypeVar("R")
 
 
 def as_arrays(session: AsyncSession) -> bool:
@@ -95,3 +99,14 @@ def values_in(
     if as_arrays(session):
         return column == any_(bindparam(None, listed, type_=ARRAY(column.type)))
     return column.in_(listed)
+
+
+def in_bounded_shapes(rows: Sequence[R]) -> Iterator[Sequence[R]]:
+    """`rows` in consecutive chunks, in order, each a power of two long, largest first (13
+    rows: 8, 4, 1): a multi-row insert of each chunk is one of few statements, whatever the
+    number of rows."""
+    start = 0
+    while start < len(rows):
+        size = 1 << ((len(rows) - start).bit_length() - 1)
+        yield rows[start : start + size]
+        start += size

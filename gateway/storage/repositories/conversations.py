@@ -7,12 +7,12 @@ returns it, owner included. Owner changes lock the row, so two operators never b
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, case, delete, func, outerjoin, select, update
+from sqlalchemy import Table, and_, case, delete, func, outerjoin, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -23,7 +23,7 @@ from gateway.storage.attachments import media_of
 from gateway.storage.message_meta import decode_meta
 from gateway.storage.models import Conversation, new_id
 from gateway.storage.records import ConversationRecord, MessageRecord
-from gateway.storage.repositories.bound_lists import values_in
+from gateway.storage.repositories.bound_lists import in_bounded_shapes, values_in
 from gateway.storage.repositories.messages import message_record
 from gateway.storage.repositories.tables import (
     CONVERSATIONS,
@@ -97,8 +97,8 @@ async def note_messages(
     session: AsyncSession, seen: Iterable[MessageSeen]
 ) -> dict[str, ConversationRecord]:
     """Create or touch each message's conversation (its `last_message_at`, and for a
-    customer's message `last_inbound_at`, only move forward) in one statement; the
-    conversations by key."""
+    customer's message `last_inbound_at`, only move forward) in a few statements
+    (`in_bounded_shapes`); the conversations by key."""
     latest: dict[str, MessageSeen] = {}
     inbound: dict[str, MessageSeen] = {}
     for message in seen:
@@ -131,8 +131,17 @@ async def note_messages(
         for m in sorted(latest.values(), key=lambda m: m.conversation_key)
     ]
     insert = pg_insert if _dialect(session) == "postgresql" else sqlite_insert
-    statement = insert(CONVERSATIONS).values(rows)
-    upsert = statement.on_conflict_do_update(
+    noted: dict[str, ConversationRecord] = {}
+    for chunk in in_bounded_shapes(rows):
+        result = await session.execute(_touch_conversations(insert, chunk))
+        noted.update((row.conversation_key, conversation_record(row)) for row in result)
+    return noted
+
+
+def _touch_conversations(insert: Callable[[Table], Any], rows: Sequence[dict[str, Any]]) -> Any:
+    """The upsert of `rows`: a new conversation is created, a known one touched."""
+    statement = insert(CONVERSATIONS).values(list(rows))
+    return statement.on_conflict_do_update(
         index_elements=["conversation_key"],
         set_={
             "last_message_at": case(
@@ -152,8 +161,6 @@ async def note_messages(
             ),
         },
     ).returning(*CONVERSATIONS.c)
-    result = await session.execute(upsert)
-    return {row.conversation_key: conversation_record(row) for row in result}
 
 
 def _at(message: MessageSeen | None) -> datetime | None:

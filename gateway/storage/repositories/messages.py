@@ -36,6 +36,7 @@ from gateway.storage.records import (
 from gateway.storage.repositories.bound_lists import (
     ByDialect,
     as_arrays,
+    in_bounded_shapes,
     rows_in,
     rows_params,
     values_in,
@@ -254,15 +255,17 @@ async def append_message(
 
 
 async def append_messages(session: AsyncSession, news: Sequence[NewMessage]) -> list[MessageRecord]:
-    """Insert several raw messages in one statement, their ids given in list order (so one
-    chat's messages keep their order). A repeated (channel, provider id) raises the database's
-    `IntegrityError` and spoils the transaction: the caller checks for stored ones first
-    (`find_by_provider_ids`). The caller adds the token counts to the episodes
+    """Insert several raw messages in a few statements (`in_bounded_shapes`), their ids given
+    in list order (so one chat's messages keep their order). A repeated (channel, provider id)
+    raises the database's `IntegrityError` and spoils the transaction: the caller checks for
+    stored ones first (`find_by_provider_ids`). The caller adds the token counts to the episodes
     (`episodes.record_messages`)."""
     if not news:
         return []
     rows = [_row_values(new) for new in news]
-    ids = (await session.execute(_INSERT_MANY, rows)).scalars().all()
+    ids: list[int] = []
+    for chunk in in_bounded_shapes(rows):
+        ids.extend((await session.execute(_INSERT_MANY, chunk)).scalars().all())
     return [
         _stored(message_id, new, values)
         for message_id, new, values in zip(ids, news, rows, strict=True)

@@ -17,7 +17,7 @@ from gateway.runtime.clock import utcnow
 from gateway.storage.errors import RecordNotFound
 from gateway.storage.models import UNDELIVERED, ConversationFence, TurnRow
 from gateway.storage.records import MessageRecord, NewTurn, PendingTurn, TurnRecord, WindowState
-from gateway.storage.repositories.bound_lists import values_in
+from gateway.storage.repositories.bound_lists import in_bounded_shapes, values_in
 from gateway.storage.repositories.messages import message_from
 from gateway.storage.repositories.tables import (
     CONVERSATIONS,
@@ -145,12 +145,15 @@ async def create_turn(
 
 
 async def create_turns(session: AsyncSession, news: Sequence[NewTurn]) -> list[TurnRecord]:
-    """`create_turn` for several messages in one statement, ids in list order."""
+    """`create_turn` for several messages in a few statements (`in_bounded_shapes`), ids in
+    list order."""
     if not news:
         return []
     now = utcnow()
-    ids = (await session.execute(_INSERT_MANY, [_turn_values(new, now) for new in news])).scalars()
-    return [_pending(int(turn_id), new) for turn_id, new in zip(ids.all(), news, strict=True)]
+    ids: list[int] = []
+    for chunk in in_bounded_shapes([_turn_values(new, now) for new in news]):
+        ids.extend((await session.execute(_INSERT_MANY, chunk)).scalars().all())
+    return [_pending(int(turn_id), new) for turn_id, new in zip(ids, news, strict=True)]
 
 
 def _turn_values(new: NewTurn, now: datetime) -> dict[str, Any]:

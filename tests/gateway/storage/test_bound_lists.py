@@ -6,12 +6,15 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
-from gateway.storage.records import ChannelIdentityRecord, NewMessage
-from gateway.storage.repositories import customers, episodes, messages
+from gateway.storage.records import ChannelIdentityRecord, NewMessage, NewTurn
+from gateway.storage.repositories import conversations, customers, episodes, messages, turns
+from gateway.storage.repositories.bound_lists import in_bounded_shapes
+from gateway.storage.repositories.conversations import MessageSeen
 
 LENGTHS = (1, 3, 7)
 
@@ -164,3 +167,95 @@ async def test_open_episodes_of_many_keys(session: AsyncSession) -> None:
         assert len(found) == length
 
     await _each_length(session, "episodes", open_of_many)
+
+
+# Lots of 1 to 12 rows: chunks of 8, 4, 2 and 1 at most (one shape per number of rows before).
+LOT_SIZES = range(1, 13)
+SHAPES = 4
+
+
+def test_a_lot_goes_in_chunks_of_powers_of_two_in_order() -> None:
+    for size in range(0, 70):
+        rows = list(range(size))
+        chunks = [list(chunk) for chunk in in_bounded_shapes(rows)]
+        assert [row for chunk in chunks for row in chunk] == rows
+        assert all(len(chunk) & (len(chunk) - 1) == 0 for chunk in chunks)
+        assert [len(c) for c in chunks] == sorted((len(c) for c in chunks), reverse=True)
+        assert len(chunks) == bin(size).count("1")
+
+
+def _inserts(sent: set[str], table: str) -> set[str]:
+    return {statement for statement in sent if statement.startswith(f"INSERT INTO {table} ")}
+
+
+async def test_messages_turns_and_conversations_of_any_lot_in_a_few_statements(
+    session: AsyncSession,
+) -> None:
+    customer = await customers.create_customer(session)
+    episode = await episodes.open_episode(session, customer_id=customer.id, channel="whatsapp")
+    at = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
+    with (
+        statements_on(session, "messages") as sent_messages,
+        statements_on(session, "turns") as sent_turns,
+        statements_on(session, "conversations") as sent_conversations,
+    ):
+        for size in LOT_SIZES:
+            news = [
+                NewMessage(
+                    customer_id=customer.id,
+                    episode_id=episode.id,
+                    channel="whatsapp",
+                    role="user",
+                    text=f"lot {size} message {index}",
+                    token_count=3,
+                    provider_message_id=f"SM-lot-{customer.id}-{size}-{index}",
+                )
+                for index in range(size)
+            ]
+            stored = await messages.append_messages(session, news)
+            assert [m.text for m in stored] == [new.text for new in news]
+            assert [m.id for m in stored] == sorted(m.id for m in stored)
+            found = await messages.find_by_provider_ids(
+                session, [("whatsapp", new.provider_message_id or "") for new in news]
+            )
+            assert {key: m.id for key, m in found.items()} == {
+                ("whatsapp", m.provider_message_id): m.id for m in stored
+            }
+
+            keys = [f"whatsapp:lot-{size}-{index}" for index in range(size)]
+            made = await turns.create_turns(
+                session,
+                [
+                    NewTurn(
+                        inbound_message_id=m.id,
+                        customer_id=customer.id,
+                        episode_id=episode.id,
+                        conversation_key=key,
+                    )
+                    for m, key in zip(stored, keys, strict=True)
+                ],
+            )
+            assert [t.inbound_message_id for t in made] == [m.id for m in stored]
+            assert [t.id for t in made] == sorted(t.id for t in made)
+
+            noted = await conversations.note_messages(
+                session,
+                [
+                    MessageSeen(
+                        conversation_key=key,
+                        customer_id=customer.id,
+                        channel="whatsapp",
+                        identity_id=None,
+                        external_id=key,
+                        at=at + timedelta(minutes=size),
+                        inbound=True,
+                    )
+                    for key in keys
+                ],
+            )
+            assert sorted(noted) == sorted(keys)
+            assert {c.last_inbound_at for c in noted.values()} == {at + timedelta(minutes=size)}
+
+    assert len(_inserts(sent_messages, "messages")) <= SHAPES, _inserts(sent_messages, "messages")
+    assert len(_inserts(sent_turns, "turns")) <= SHAPES
+    assert len(_inserts(sent_conversations, "conversations")) <= SHAPES
