@@ -290,9 +290,10 @@ async def test_a_claim_is_stored_in_one_transaction_whatever_its_size(
         assert sum(s.startswith("SELECT erasure_tombstones") for s in statements) == 1
         assert sum(s.startswith("INSERT INTO conversations") for s in statements) == 1
         if backend == "production":
-            # One insert of the 40 messages, one of their turns (SQLite inserts row by row
-            # when the ids must follow the rows' order).
-            assert len(inserts) == 2
+            # The 40 messages in two inserts (32 and 8 rows: `in_bounded_shapes`), their
+            # turns likewise (SQLite inserts row by row when the ids must follow the rows'
+            # order).
+            assert len(inserts) == 4
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
