@@ -6,8 +6,8 @@ order: each message marked seen in Redis (`SET NX`, in front of the database's u
 constraint on channel + provider message id), the erased ones among them (a live erasure
 tombstone) set aside as `MessageErased`, the stored ones found in one statement, the identity
 rows they need read at once and each resolved in arrival order, their open episodes read at
-once (an idle one closed, a new one opened), the messages and the pending turns inserted in one
-statement each (ids in arrival order) and each episode updated once.
+once (an idle one closed, a new one opened), the messages and the pending turns inserted in a
+few statements each (chunks of powers of two, ids in arrival order) and each episode updated once.
 
 A lot of several that cannot be stored that way (an edit in it, a failure) is stored as lots of
 one, in order, through the same steps; a message after a failed one of the same chat thread is

@@ -1,6 +1,7 @@
-"""A lot of inbound messages written in the caller's transaction, one statement per kind of
-row: the erased ones among them (a live erasure tombstone) and the stored ones found at once,
-then for the others the identity graph rows
+"""A lot of inbound messages written in the caller's transaction, a few statements per kind
+of row (inserts in chunks of powers of two, `bound_lists.in_bounded_shapes`): the erased
+ones among them (a live erasure tombstone) and the stored ones found at once, then for the
+others the identity graph rows
 and open episodes read at once, the messages inserted together, the conversations noted
 together, the pending turns inserted together and each episode updated once."""
 
