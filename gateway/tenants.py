@@ -20,6 +20,12 @@ from pydantic import (
 )
 
 from context.host_patterns import is_host_pattern, normalized_host
+from gateway.tools.settings import (
+    EndpointSettings,
+    McpServerSettings,
+    ToolSettings,
+    unique_action_names,
+)
 
 DEFAULT_INSTRUCTION = (
     "You are a customer-support assistant. Answer in the customer's language, briefly and "
@@ -175,6 +181,17 @@ class TenantSettings(BaseModel):
     retention_days: int | None = Field(None, ge=1)
     retention_covers_memory: bool = False
     rate_limits: RateLimitSettings = RateLimitSettings()
+    # Actions the model may call (`gateway.tools.settings`): rounds of calls per turn, the
+    # tokens of one result the window keeps, the time all of a turn's calls may take; the
+    # business's operational state, called before the window, waited for at most
+    # `state_timeout_ms`.
+    tools: list[ToolSettings] = []
+    mcp_servers: list[McpServerSettings] = []
+    max_tool_rounds: int = Field(3, ge=0, le=10)
+    max_result_tokens: int = Field(400, ge=16)
+    tool_turn_budget_s: float = Field(30.0, gt=0, le=300)
+    state_endpoint: EndpointSettings | None = None
+    state_timeout_ms: int = Field(300, ge=10, le=10_000)
 
     @field_validator("media_hosts")
     @classmethod
@@ -194,6 +211,7 @@ class TenantSettings(BaseModel):
             )
         if self.output_reserve + self.protocol_margin >= self.window:
             raise ValueError("output_reserve + protocol_margin must leave room in the window")
+        unique_action_names(self.tools, self.mcp_servers)
         return self
 
 

@@ -12,6 +12,7 @@ fetch, redirects included, has one deadline.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import httpcore
@@ -35,6 +36,7 @@ class Fetched:
     body: bytes
     content_type: str | None
     final_url: str  # after redirects
+    status: int = 200
 
 
 def _retryable(status: int) -> bool:
@@ -76,6 +78,43 @@ class SafeFetcher:
                 return await self._follow(target, kind, credentials)
         except TimeoutError as exc:
             raise self._late(target) from exc
+
+    async def request(
+        self,
+        method: str,
+        url: str,
+        *,
+        kind: FetchKind,
+        timeout_s: float,
+        headers: Mapping[str, str] | None = None,
+        params: Mapping[str, str] | None = None,
+        content: bytes | None = None,
+    ) -> Fetched:
+        """One call that is not a plain fetch (a business action): the same checks of the URL
+        and of every connection, within ``timeout_s``, the answer capped by ``kind``. No
+        redirect is followed: a write is never sent on to somewhere else. Raises like `get`
+        (a redirect is a `FetchFailed` naming its status)."""
+        target = self._target(url)
+        try:
+            async with asyncio.timeout(timeout_s):
+                request = self.client.build_request(
+                    method,
+                    target,
+                    headers=headers,
+                    params=params,
+                    content=content,
+                    timeout=httpx.Timeout(timeout_s, connect=min(timeout_s, CONNECT_TIMEOUT_S)),
+                )
+                response = await self.client.send(request, stream=True)
+                try:
+                    return await _fetched(response, kind, target)
+                finally:
+                    await response.aclose()
+        except (TimeoutError, httpx.TimeoutException) as exc:
+            raise FetchFailed(f"{target.host} did not answer within {timeout_s:g} s") from exc
+        except httpx.HTTPError as exc:
+            reason = str(exc) or type(exc).__name__
+            raise FetchFailed(f"{target.host} unreachable: {reason}") from exc
 
     def _late(self, target: httpx.URL) -> FetchFailed:
         return FetchFailed(f"{target.host} did not answer within {self.policy.timeout_s:g} s")
@@ -133,7 +172,7 @@ async def _fetched(response: httpx.Response, kind: FetchKind, target: httpx.URL)
             retryable=_retryable(response.status_code),
         )
     body = await _capped_body(response, kind, target.host)
-    return Fetched(body, response.headers.get("Content-Type"), str(target))
+    return Fetched(body, response.headers.get("Content-Type"), str(target), response.status_code)
 
 
 async def _capped_body(response: httpx.Response, kind: FetchKind, host: str) -> bytes:

@@ -16,6 +16,8 @@ class FetchKind(Enum):
     ATTACHMENT = 16 * MIB
     # A voice note to transcribe: OpenAI's transcription API takes files up to 25 MB.
     AUDIO = 25 * MIB
+    # A business action's answer: data for the window, cut to a few hundred tokens there.
+    ACTION = 256 * KIB
 
     @property
     def max_bytes(self) -> int:
