@@ -8,7 +8,9 @@ the retries of its `RetryPolicy`; the caller then answers with ``FALLBACK_MESSAG
 tenant's own text), records ``ProviderError.to_dict()`` and keeps the inbound message —
 ``answer_or_fallback`` does the first part and returns a `ModelOutcome` to store. Passing
 ``on_text=`` (an `OnText`: awaited with the reply text so far) to either streams the reply.
-``choose_tier`` picks a tenant's model by the size of the assembled window.
+``choose_tier`` picks a tenant's model by the size of the assembled window. ``tools=`` (a
+`ToolUse`) offers actions and replays the turn's earlier calls; the model's own calls come
+back in `Completion.tool_calls`.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from gateway.providers.offline import OFFLINE_NOTICE, OfflineProvider
 from gateway.providers.openai_compat import OPENAI_BASE_URL, OpenAICompatProvider
 from gateway.providers.retry import DEFAULT_RETRY, RetryPolicy
 from gateway.providers.tiers import ModelTier, choose_tier, model_for_window, parse_tiers
+from gateway.providers.tool_calls import ToolCall, ToolDefinition, ToolResult, ToolRound, ToolUse
 
 __all__ = [
     "ANTHROPIC_BASE_URL",
@@ -53,6 +56,11 @@ __all__ = [
     "ProviderError",
     "ProviderSpec",
     "RetryPolicy",
+    "ToolCall",
+    "ToolDefinition",
+    "ToolResult",
+    "ToolRound",
+    "ToolUse",
     "Usage",
     "answer_or_fallback",
     "choose_tier",

@@ -14,10 +14,16 @@ Streamed (``on_text`` given): the same body plus ``"stream": true``. ``message_s
 the model and the input usage, ``content_block_delta`` events of type ``text_delta`` the text,
 ``message_delta`` the stop reason and the output tokens, ``message_stop`` ends the reply;
 ``ping`` and event types added later are skipped, an ``error`` event fails the attempt.
+
+Tools: offered as ``tools`` (``input_schema``); the model's calls are ``tool_use`` content
+blocks (streamed: a ``content_block_start`` naming the call, then ``input_json_delta``
+fragments of its input); earlier rounds go back as an assistant message of ``tool_use`` blocks
+and a user message of ``tool_result`` blocks (``is_error`` for a failed call).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar, Final
@@ -31,6 +37,7 @@ from gateway.providers.endpoint import call, completion, stream, streamed_comple
 from gateway.providers.fields import field_at, tokens_at
 from gateway.providers.retry import DEFAULT_RETRY, JsonReply, RetryPolicy, one_line
 from gateway.providers.streaming import StreamFault, event_json
+from gateway.providers.tool_calls import CallPieces, ToolCall, ToolRound, ToolUse
 
 __all__ = [
     "ANTHROPIC_BASE_URL",
@@ -78,9 +85,9 @@ def _system_blocks(texts: Sequence[str]) -> list[dict[str, object]]:
 
 
 def anthropic_payload(
-    model: str, messages: Sequence[ChatMessage], *, max_tokens: int
+    model: str, messages: Sequence[ChatMessage], *, max_tokens: int, tools: ToolUse | None = None
 ) -> dict[str, object]:
-    """The request body for a window.
+    """The request body for a window, then the turn's rounds of calls.
 
     System messages go to ``system`` in order (the first one cached); empty messages are left
     out (the API refuses empty text); consecutive same-role turns are joined by a blank line.
@@ -103,8 +110,66 @@ def anthropic_payload(
     payload: dict[str, object] = {"model": model, "max_tokens": max_tokens}
     if system:
         payload["system"] = _system_blocks(system)
-    payload["messages"] = turns
+    listed: list[dict[str, object]] = [dict(turn) for turn in turns]
+    payload["messages"] = listed
+    if tools is not None:
+        for round_ in tools.rounds:
+            listed.extend(_round_messages(round_))
+        if tools.definitions:
+            payload["tools"] = [
+                {
+                    "name": definition.name,
+                    "description": definition.description,
+                    "input_schema": definition.parameters,
+                }
+                for definition in tools.definitions
+            ]
     return payload
+
+
+def _round_messages(round_: ToolRound) -> list[dict[str, object]]:
+    asked: list[dict[str, object]] = []
+    if round_.text.strip():
+        asked.append({"type": "text", "text": round_.text})
+    for asked_call in round_.calls:
+        asked.append(
+            {
+                "type": "tool_use",
+                "id": asked_call.id,
+                "name": asked_call.name,
+                "input": asked_call.arguments_object(),
+            }
+        )
+    answered: list[dict[str, object]] = [
+        {
+            "type": "tool_result",
+            "tool_use_id": result.call_id,
+            "content": result.content,
+            "is_error": result.failed,
+        }
+        for result in round_.results
+    ]
+    return [{"role": "assistant", "content": asked}, {"role": "user", "content": answered}]
+
+
+def _calls(content: object) -> tuple[ToolCall, ...]:
+    if not isinstance(content, list):
+        return ()
+    calls: list[ToolCall] = []
+    for position, item in enumerate(content):
+        if field_at(item, "type") != "tool_use":
+            continue
+        name, call_id = field_at(item, "name"), field_at(item, "id")
+        if not isinstance(name, str) or not name:
+            continue
+        calls.append(
+            ToolCall(
+                id=call_id if isinstance(call_id, str) and call_id else f"toolu_{position}",
+                name=name,
+                arguments_json=json.dumps(field_at(item, "input") or {}),
+            )
+        )
+    return tuple(calls)
 
 
 def parse_anthropic_reply(reply: JsonReply, *, requested_model: str) -> Completion:
@@ -125,6 +190,7 @@ def parse_anthropic_reply(reply: JsonReply, *, requested_model: str) -> Completi
         usage=_usage({name: reply.tokens("usage", name) for name in _USAGE_FIELDS}),
         stop_field="stop_reason",
         stop=reply.field("stop_reason"),
+        tool_calls=_calls(content),
     )
 
 
@@ -146,6 +212,7 @@ class AnthropicStream:
         self.model: str | None = None
         self.stop: str | None = None
         self._counts: dict[str, int] = {}
+        self._pieces = CallPieces()
 
     @property
     def complete(self) -> bool:
@@ -153,6 +220,24 @@ class AnthropicStream:
 
     def usage(self) -> Usage:
         return _usage(self._counts)
+
+    def calls(self) -> tuple[ToolCall, ...]:
+        return self._pieces.calls()
+
+    def _add_call(self, kind: object, index: object, piece: object) -> None:
+        """A ``tool_use`` block's start, or a fragment of its input."""
+        if not isinstance(index, int):
+            return
+        if kind == "content_block_start" and field_at(piece, "type") == "tool_use":
+            call_id, name = field_at(piece, "id"), field_at(piece, "name")
+            self._pieces.start(
+                index,
+                call_id if isinstance(call_id, str) else None,
+                name if isinstance(name, str) else None,
+            )
+        fragment = field_at(piece, "partial_json")
+        if field_at(piece, "type") == "input_json_delta" and isinstance(fragment, str):
+            self._pieces.add_arguments(index, fragment)
 
     def _count(self, usage: object) -> None:
         """Counts in ``message_delta`` are running totals, so a later one replaces an earlier."""
@@ -170,6 +255,7 @@ class AnthropicStream:
             self._count(field_at(data, "message", "usage"))
         elif kind in ("content_block_start", "content_block_delta"):
             piece = field_at(data, "content_block" if kind == "content_block_start" else "delta")
+            self._add_call(kind, data.get("index"), piece)
             text = field_at(piece, "text")
             if field_at(piece, "type") in ("text", "text_delta") and isinstance(text, str):
                 return text
@@ -221,9 +307,14 @@ class AnthropicProvider:
         return headers
 
     async def complete(
-        self, messages: Sequence[ChatMessage], *, max_tokens: int, on_text: OnText | None = None
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        max_tokens: int,
+        on_text: OnText | None = None,
+        tools: ToolUse | None = None,
     ) -> Completion:
-        payload = anthropic_payload(self.model, messages, max_tokens=max_tokens)
+        payload = anthropic_payload(self.model, messages, max_tokens=max_tokens, tools=tools)
         if on_text is None:
             return parse_anthropic_reply(await call(self, payload), requested_model=self.model)
         reply = await stream(self, {**payload, "stream": True}, AnthropicStream, on_text)

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Final, Literal, Protocol
 
 from context import ChatMessage
+from gateway.providers.tool_calls import ToolCall, ToolUse
 
 __all__ = [
     "FALLBACK_MESSAGE",
@@ -91,6 +92,8 @@ class Completion:
     ``model`` is the model that answered (as the provider named it), ``attempts`` how many HTTP
     calls it took (1 without retries), ``finish_reason`` the vendor's stop reason when given
     (``stop``/``length`` for OpenAI, ``end_turn``/``max_tokens`` for Anthropic).
+    ``tool_calls``: the actions the model asks to call before it answers (``text`` may then be
+    empty, or a few words said beside the calls).
     """
 
     text: str
@@ -99,6 +102,7 @@ class Completion:
     usage: Usage
     attempts: int
     finish_reason: str | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
 
 
 class ProviderConfigError(ValueError):
@@ -163,6 +167,10 @@ class ModelProvider(Protocol):
     await ``on_text(text_so_far)`` as the text grows (the offline provider calls it once with
     its whole text); a callback that raises is logged and not called again for that call,
     which still finishes.
+
+    With ``tools`` the call offers those actions and replays the turn's earlier rounds of calls
+    and results after the window; the model may answer with calls (`Completion.tool_calls`)
+    instead of text. The offline provider offers none and always answers text.
     """
 
     @property
@@ -174,7 +182,12 @@ class ModelProvider(Protocol):
     def model(self) -> str: ...
 
     async def complete(
-        self, messages: Sequence[ChatMessage], *, max_tokens: int, on_text: OnText | None = None
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        max_tokens: int,
+        on_text: OnText | None = None,
+        tools: ToolUse | None = None,
     ) -> Completion: ...
 
 

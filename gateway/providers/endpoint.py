@@ -17,6 +17,7 @@ from gateway.providers.base import Completion, OnText, ProviderError, Usage
 from gateway.providers.listener import TextListener
 from gateway.providers.retry import JsonReply, ProviderRequest, RetryPolicy, Target, post_json
 from gateway.providers.streaming import StreamedReply, StreamParser, post_stream
+from gateway.providers.tool_calls import ToolCall
 
 __all__ = ["HttpEndpoint", "call", "completion", "stream", "streamed_completion"]
 
@@ -89,12 +90,13 @@ def completion(
     usage: Usage,
     stop_field: str,
     stop: object,
+    tool_calls: tuple[ToolCall, ...] = (),
 ) -> Completion:
-    """The `Completion` of a 2xx reply whose answer is ``text``.
+    """The `Completion` of a 2xx reply whose answer is ``text`` (or ``tool_calls``).
 
-    A ``text`` that is not a string with something in it raises `ProviderError`
-    (``invalid_response``), naming the vendor's stop reason ``stop`` as ``stop_field``. The
-    model is the one the reply names, else ``requested_model``.
+    A reply with no calls whose ``text`` is not a string with something in it raises
+    `ProviderError` (``invalid_response``), naming the vendor's stop reason ``stop`` as
+    ``stop_field``. The model is the one the reply names, else ``requested_model``.
     """
     return _checked(
         provider=provider,
@@ -105,6 +107,7 @@ def completion(
         usage=usage,
         stop_field=stop_field,
         stop=stop,
+        tool_calls=tool_calls,
     )
 
 
@@ -133,6 +136,7 @@ async def streamed_completion(
         usage=reply.parser.usage(),
         stop_field=stop_field,
         stop=reply.parser.stop,
+        tool_calls=reply.parser.calls(),
     )
 
 
@@ -146,8 +150,13 @@ def _checked(
     usage: Usage,
     stop_field: str,
     stop: object,
+    tool_calls: tuple[ToolCall, ...] = (),
 ) -> Completion:
-    if not isinstance(text, str) or not text.strip():
+    if tool_calls and (text is None or isinstance(text, str)):
+        said = text or ""
+    elif isinstance(text, str) and text.strip():
+        said = text
+    else:
         raise ProviderError(
             provider=provider,
             model=requested_model,
@@ -157,10 +166,11 @@ def _checked(
             detail=f"no text in the reply ({stop_field}={stop!r})",
         )
     return Completion(
-        text=text,
+        text=said,
         model=answered_by if isinstance(answered_by, str) and answered_by else requested_model,
         provider=provider,
         usage=usage,
         attempts=attempts,
         finish_reason=stop if isinstance(stop, str) else None,
+        tool_calls=tool_calls,
     )

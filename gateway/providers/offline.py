@@ -20,6 +20,7 @@ from context import ChatMessage
 from context.render import EPISODE_SUMMARY_HEADER, FACTS_HEADER, SUMMARIES_HEADER, quoted
 from gateway.providers.base import Completion, OnText, Usage
 from gateway.providers.listener import TextListener
+from gateway.providers.tool_calls import ToolUse
 
 __all__ = ["OFFLINE_NOTICE", "OfflineProvider", "WindowDigest", "digest_window", "offline_reply"]
 
@@ -145,7 +146,12 @@ class OfflineProvider:
     count: Callable[[str], int] = _rough_count
 
     async def complete(
-        self, messages: Sequence[ChatMessage], *, max_tokens: int, on_text: OnText | None = None
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        max_tokens: int,
+        on_text: OnText | None = None,
+        tools: ToolUse | None = None,
     ) -> Completion:
         """The offline answer; ``on_text`` is told it once, whole (there is nothing to stream)."""
         text = offline_reply(digest_window(messages))

@@ -9,10 +9,16 @@ reports it.
 Streamed (``on_text`` given): the same body plus ``"stream": true`` and
 ``"stream_options": {"include_usage": true}``; each event is a chunk whose
 ``choices[0].delta.content`` adds text, the last chunk before ``data: [DONE]`` carries the usage.
+
+Tools: offered as ``tools`` (``type: "function"``); the model's calls come in
+``message.tool_calls`` (streamed: ``delta.tool_calls`` pieces by ``index``, the arguments in
+fragments); earlier rounds go back as an assistant message with its ``tool_calls`` followed by
+one ``tool`` message per result.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar, Final, Literal
@@ -26,6 +32,7 @@ from gateway.providers.endpoint import call, completion, stream, streamed_comple
 from gateway.providers.fields import field_at, tokens_at
 from gateway.providers.retry import DEFAULT_RETRY, JsonReply, RetryPolicy, one_line
 from gateway.providers.streaming import StreamFault, event_json
+from gateway.providers.tool_calls import CallPieces, ToolCall, ToolRound, ToolUse
 
 __all__ = [
     "OPENAI_BASE_URL",
@@ -59,15 +66,69 @@ def openai_payload(
     *,
     max_tokens: int,
     token_field: TokenField = "max_tokens",
+    tools: ToolUse | None = None,
 ) -> dict[str, object]:
-    """The request body: the messages unchanged, in order."""
+    """The request body: the messages unchanged, in order, then the turn's rounds of calls."""
     if not messages:
         raise ValueError("a chat completion needs at least one message")
-    return {
-        "model": model,
-        "messages": [message.to_dict() for message in messages],
-        token_field: max_tokens,
-    }
+    listed: list[dict[str, object]] = [dict(message.to_dict()) for message in messages]
+    payload: dict[str, object] = {"model": model, "messages": listed, token_field: max_tokens}
+    if tools is None:
+        return payload
+    for round_ in tools.rounds:
+        listed.extend(_round_messages(round_))
+    if tools.definitions:
+        payload["tools"] = [
+            {
+                "type": "function",
+                "function": {
+                    "name": definition.name,
+                    "description": definition.description,
+                    "parameters": definition.parameters,
+                },
+            }
+            for definition in tools.definitions
+        ]
+    return payload
+
+
+def _round_messages(round_: ToolRound) -> list[dict[str, object]]:
+    calls = [
+        {
+            "id": call.id,
+            "type": "function",
+            "function": {"name": call.name, "arguments": call.arguments_json or "{}"},
+        }
+        for call in round_.calls
+    ]
+    messages: list[dict[str, object]] = [
+        {"role": "assistant", "content": round_.text or None, "tool_calls": calls}
+    ]
+    for result in round_.results:
+        content = json.dumps({"error": result.content}) if result.failed else result.content
+        messages.append({"role": "tool", "tool_call_id": result.call_id, "content": content})
+    return messages
+
+
+def _calls(listed: object) -> tuple[ToolCall, ...]:
+    """The function calls of a reply's ``tool_calls`` (other kinds are not ours)."""
+    if not isinstance(listed, list):
+        return ()
+    calls: list[ToolCall] = []
+    for position, item in enumerate(listed):
+        name = field_at(item, "function", "name")
+        arguments = field_at(item, "function", "arguments")
+        call_id = field_at(item, "id")
+        if not isinstance(name, str) or not name:
+            continue
+        calls.append(
+            ToolCall(
+                id=call_id if isinstance(call_id, str) and call_id else f"call_{position}",
+                name=name,
+                arguments_json=arguments if isinstance(arguments, str) else json.dumps(arguments),
+            )
+        )
+    return tuple(calls)
 
 
 def _usage(block: object) -> Usage:
@@ -88,6 +149,7 @@ def parse_openai_reply(reply: JsonReply, *, requested_model: str) -> Completion:
         usage=_usage(reply.field("usage")),
         stop_field="finish_reason",
         stop=reply.field("choices", 0, "finish_reason"),
+        tool_calls=_calls(reply.field("choices", 0, "message", "tool_calls")),
     )
 
 
@@ -104,6 +166,7 @@ class OpenAIStream:
         self.model: str | None = None
         self.stop: str | None = None
         self._usage = Usage(0, 0)
+        self._pieces = CallPieces()
 
     @property
     def complete(self) -> bool:
@@ -111,6 +174,25 @@ class OpenAIStream:
 
     def usage(self) -> Usage:
         return self._usage
+
+    def calls(self) -> tuple[ToolCall, ...]:
+        return self._pieces.calls()
+
+    def _add_calls(self, deltas: object) -> None:
+        if not isinstance(deltas, list):
+            return
+        for position, delta in enumerate(deltas):
+            index = field_at(delta, "index")
+            at = index if isinstance(index, int) else position
+            call_id, name = field_at(delta, "id"), field_at(delta, "function", "name")
+            self._pieces.start(
+                at,
+                call_id if isinstance(call_id, str) else None,
+                name if isinstance(name, str) else None,
+            )
+            fragment = field_at(delta, "function", "arguments")
+            if isinstance(fragment, str) and fragment:
+                self._pieces.add_arguments(at, fragment)
 
     def feed(self, event: ServerSentEvent) -> str:
         if event.data.strip() == _DONE:
@@ -129,6 +211,7 @@ class OpenAIStream:
         stop = field_at(chunk, "choices", 0, "finish_reason")
         if isinstance(stop, str) and stop:
             self.stop = stop
+        self._add_calls(field_at(chunk, "choices", 0, "delta", "tool_calls"))
         content = field_at(chunk, "choices", 0, "delta", "content")
         return content if isinstance(content, str) else ""
 
@@ -161,10 +244,15 @@ class OpenAICompatProvider:
         return headers
 
     async def complete(
-        self, messages: Sequence[ChatMessage], *, max_tokens: int, on_text: OnText | None = None
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        max_tokens: int,
+        on_text: OnText | None = None,
+        tools: ToolUse | None = None,
     ) -> Completion:
         payload = openai_payload(
-            self.model, messages, max_tokens=max_tokens, token_field=self.token_field
+            self.model, messages, max_tokens=max_tokens, token_field=self.token_field, tools=tools
         )
         if on_text is None:
             return parse_openai_reply(await call(self, payload), requested_model=self.model)

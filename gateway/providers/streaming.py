@@ -35,6 +35,7 @@ from gateway.providers.retry import (
     request_failure,
     with_retries,
 )
+from gateway.providers.tool_calls import ToolCall
 
 __all__ = [
     "StreamFault",
@@ -83,6 +84,10 @@ class StreamParser(Protocol):
         ...
 
     def usage(self) -> Usage: ...
+
+    def calls(self) -> tuple[ToolCall, ...]:
+        """The tool calls the stream carried, put together (`tool_calls.CallPieces`)."""
+        ...
 
 
 P = TypeVar("P", bound=StreamParser)

@@ -8,6 +8,7 @@ from context import ChatMessage
 from gateway.providers.base import Completion, OnText, ProviderError, Usage
 from gateway.providers.offline import OfflineProvider
 from gateway.providers.pool import ProviderPool
+from gateway.providers.tool_calls import ToolUse
 
 
 class ScriptedModel:
@@ -21,7 +22,12 @@ class ScriptedModel:
         self.windows: list[Sequence[ChatMessage]] = []
 
     async def complete(
-        self, messages: Sequence[ChatMessage], *, max_tokens: int, on_text: OnText | None = None
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        max_tokens: int,
+        on_text: OnText | None = None,
+        tools: ToolUse | None = None,
     ) -> Completion:
         self.windows.append(messages)
         if self.text is None:
