@@ -17,7 +17,7 @@ from gateway.console import routes as console_routes
 from gateway.coordination.redis_client import make_redis
 from gateway.events.sender import EVENT_SENDER
 from gateway.flow import Flow, Resources, build_flow
-from gateway.http import health, openapi
+from gateway.http import health, jwks, openapi
 from gateway.http.deadlines import body_deadline_middleware
 from gateway.http.idempotency import idempotency_middleware
 from gateway.http.middleware import body_limit_middleware, error_middleware, metrics_middleware
@@ -53,6 +53,7 @@ from gateway.registry import add_channel_routes
 from gateway.runtime.metrics import Metrics
 from gateway.storage.engine import engine_for, make_sessionmaker
 from gateway.storage.migrate import upgrade
+from gateway.tools.assertion import signer_for
 from gateway.webchat.fanout import FANOUT
 from outbound import SafeFetcher
 
@@ -117,6 +118,7 @@ async def flow_ctx(app: web.Application) -> AsyncIterator[None]:
         counter=app[COUNTER],
         metrics=app[METRICS],
         rate_limiter=app[RATE_LIMITER],
+        signer=app[jwks.SIGNER],
     )
     async with AsyncExitStack() as stack:
         keep_flow(app, build_flow(resources, stack))
@@ -176,6 +178,7 @@ def create_app(settings: Settings) -> web.Application:
     app.on_shutdown.append(_close_webchat_sockets)
     health.add_routes(app)
     openapi.add_routes(app)
+    jwks.add_routes(app, signer_for(settings))
     campaigns.add_routes(app)
     operator.add_routes(app)
     conversations.add_routes(app)

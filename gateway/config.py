@@ -69,6 +69,13 @@ class Settings(BaseSettings):
     # that signs their bodies (HMAC-SHA256).
     events_url: str | None = Field(None, alias="RELAYDESK_EVENTS_URL")
     events_secret: SecretStr | None = Field(None, alias="RELAYDESK_EVENTS_SECRET")
+    # Signs the identity assertion every action call carries (`gateway.tools.assertion`):
+    # HS256 with the shared key, EdDSA with the private key (PEM, Ed25519; its public key is
+    # served at /.well-known/jwks.json). Neither set: no action is called.
+    tool_identity_key: SecretStr | None = Field(None, alias="RELAYDESK_TOOL_IDENTITY_KEY")
+    tool_identity_private_key: SecretStr | None = Field(
+        None, alias="RELAYDESK_TOOL_IDENTITY_PRIVATE_KEY"
+    )
     model: str = Field("offline", alias="RELAYDESK_MODEL")
     model_base_url: str | None = Field(None, alias="RELAYDESK_MODEL_BASE_URL")
     model_api_key: SecretStr | None = Field(None, alias="RELAYDESK_MODEL_API_KEY")

@@ -13,6 +13,7 @@ scheduler, then deliveries), the channels last, and the task owner after everyth
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
@@ -49,6 +50,8 @@ from gateway.runtime.metrics import Metrics
 from gateway.runtime.tasks import TaskOwner
 from gateway.storage.repositories.tenants import SettingsCache
 from gateway.tenant_ref import TenantRef
+from gateway.tools.assertion import AssertionSigner
+from gateway.tools.runner import ActionRunner
 from gateway.turns.accept import Accepted, Acceptor, LotWriter
 from gateway.turns.answer import AnswerDeps, Answerer, AnswerSteps, ModelPacing
 from gateway.turns.backpressure import Backpressure
@@ -73,6 +76,8 @@ class Resources:
     metrics: Metrics
     # Also paces each customer's model calls (the tenant's `model_calls_per_customer`).
     rate_limiter: RateLimiter
+    # Signs the identity assertions of action calls (its public key: /.well-known/jwks.json).
+    signer: AssertionSigner
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,6 +229,9 @@ def build_flow(resources: Resources, stack: AsyncExitStack) -> Flow:
             transcriber=transcriber_for(settings, http),
             message_facts_for=compactor_for,
             owner=tasks,
+            actions=ActionRunner(
+                resources.fetcher, resources.signer, os.environ, resources.counter
+            ),
         ),
         locks=locks,
         backpressure=backpressure,

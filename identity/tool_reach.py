@@ -17,9 +17,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Final
 
-from identity.channels import IdentityChannel
 from identity.levels import LinkLevel, at_least
-from identity.policy import ScopePolicy
 
 __all__ = [
     "IDENTIFIER_SCOPES",
@@ -92,15 +90,12 @@ def refusal(name: str, actions: Mapping[str, ActionReach], level: LinkLevel) -> 
 def asserted_identifiers(
     identifiers: Iterable[KnownIdentifier],
     action: ActionReach,
-    *,
-    level: LinkLevel,
-    channel: IdentityChannel | None,
-    policy: ScopePolicy,
+    allowed_scopes: frozenset[str],
 ) -> dict[str, str]:
     """The identifiers, by kind, that ``action`` may learn of a customer written to from a
-    channel identity at ``level``; of several of one kind, the most surely known (then the
-    first) goes."""
-    visible = policy.allowed_scopes(level, channel) & action.scopes
+    channel identity that sees ``allowed_scopes`` (`ScopePolicy.allowed_scopes` of its level on
+    its channel); of several of one kind, the most surely known (then the first) goes."""
+    visible = allowed_scopes & action.scopes
     chosen: dict[str, KnownIdentifier] = {}
     for identifier in identifiers:
         scope = IDENTIFIER_SCOPES.get(identifier.kind)

@@ -124,6 +124,8 @@ def anthropic_payload(
                 }
                 for definition in tools.definitions
             ]
+            if tools.final:
+                payload["tool_choice"] = {"type": "none"}
     return payload
 
 

@@ -89,6 +89,8 @@ def openai_payload(
             }
             for definition in tools.definitions
         ]
+        if tools.final:
+            payload["tool_choice"] = "none"
     return payload
 
 

@@ -79,10 +79,13 @@ class ToolRound:
 
 @dataclass(frozen=True, slots=True)
 class ToolUse:
-    """The actions offered to one model call, and the rounds of the turn so far."""
+    """The actions offered to one model call, and the rounds of the turn so far. ``final``:
+    the turn's last round, the model must answer in words (the actions stay listed, as the
+    vendors want for the calls already in the history, but none may be called)."""
 
     definitions: tuple[ToolDefinition, ...] = ()
     rounds: tuple[ToolRound, ...] = ()
+    final: bool = False
 
 
 @dataclass(slots=True)

@@ -19,7 +19,7 @@ import time
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import jwt
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -28,12 +28,16 @@ from jwt.algorithms import OKPAlgorithm
 
 from identity.levels import LinkLevel
 
+if TYPE_CHECKING:
+    from gateway.config import Settings
+
 __all__ = [
     "HEADER",
     "ISSUER",
     "AssertionSigner",
     "AssertionUnavailable",
     "IdentityClaims",
+    "signer_for",
 ]
 
 HEADER: Final = "X-Relaydesk-Identity"
@@ -121,6 +125,16 @@ class AssertionSigner:
         raise AssertionUnavailable(
             "set RELAYDESK_TOOL_IDENTITY_KEY or RELAYDESK_TOOL_IDENTITY_PRIVATE_KEY to call actions"
         )
+
+
+def signer_for(settings: Settings) -> AssertionSigner:
+    """The deployment's signer, from `RELAYDESK_TOOL_IDENTITY_KEY` and
+    `RELAYDESK_TOOL_IDENTITY_PRIVATE_KEY` (a key that cannot be used stops the start)."""
+    shared, private = settings.tool_identity_key, settings.tool_identity_private_key
+    return AssertionSigner(
+        shared_key=shared.get_secret_value() if shared is not None else None,
+        private_key_pem=private.get_secret_value() if private is not None else None,
+    )
 
 
 def _ed25519(pem: str) -> Ed25519PrivateKey:

@@ -86,6 +86,8 @@ class AssembledContext:
     # reading them again. None when the window did not read them all (more than
     # `RECENT_TURNS_LIMIT`, or no stored episode).
     unsummarized_tokens: int | None = None
+    # Who the window was built for: whom the turn's actions act for, at which level.
+    identity: ResolvedIdentity | None = None
 
 
 def budget_for(settings: TenantSettings, window: int | None = None) -> Budget:
@@ -247,4 +249,5 @@ async def assemble_context(
         episode_id=episode.id if episode else None,
         dialogue_chars_dropped=dropped_chars,
         unsummarized_tokens=unsummarized,
+        identity=identity,
     )

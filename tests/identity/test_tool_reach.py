@@ -52,11 +52,7 @@ IDENTIFIERS = (
 
 def test_a_verified_customer_gives_a_verified_action_only_its_surely_known_identifiers() -> None:
     sent = asserted_identifiers(
-        IDENTIFIERS,
-        ORDER_STATUS,
-        level=LinkLevel.VERIFIED,
-        channel="whatsapp",
-        policy=ScopePolicy.default(),
+        IDENTIFIERS, ORDER_STATUS, ScopePolicy.default().allowed_scopes(LinkLevel.VERIFIED)
     )
 
     # The e-mail was only inferred: a verified-only action does not learn it.
@@ -67,14 +63,12 @@ def test_the_scopes_of_the_level_and_of_the_action_both_bound_the_identifiers() 
     policy = ScopePolicy.default()
     # Asserted sees public and profile, not account: the account id stays home.
     asserted = asserted_identifiers(
-        IDENTIFIERS, TRACK_PARCEL, level=LinkLevel.ASSERTED, channel="webchat", policy=policy
+        IDENTIFIERS, TRACK_PARCEL, policy.allowed_scopes(LinkLevel.ASSERTED, "webchat")
     )
     assert asserted == {"phone": "+5511999990000"}
     # An action that names no scopes learns no identifier, whatever the level.
     assert (
-        asserted_identifiers(
-            IDENTIFIERS, OPENING_HOURS, level=LinkLevel.VERIFIED, channel=None, policy=policy
-        )
+        asserted_identifiers(IDENTIFIERS, OPENING_HOURS, policy.allowed_scopes(LinkLevel.VERIFIED))
         == {}
     )
 
@@ -87,7 +81,7 @@ def test_of_two_identifiers_of_one_kind_the_surest_goes() -> None:
     action = ActionReach("track_parcel", LinkLevel.ASSERTED, frozenset({"profile"}))
 
     sent = asserted_identifiers(
-        phones, action, level=LinkLevel.VERIFIED, channel=None, policy=ScopePolicy.default()
+        phones, action, ScopePolicy.default().allowed_scopes(LinkLevel.VERIFIED)
     )
 
     assert sent == {"phone": "+5511000000002"}
@@ -99,7 +93,7 @@ def test_a_channel_override_that_hides_a_scope_hides_its_identifiers() -> None:
     )
 
     sent = asserted_identifiers(
-        IDENTIFIERS, ORDER_STATUS, level=LinkLevel.VERIFIED, channel="phone", policy=policy
+        IDENTIFIERS, ORDER_STATUS, policy.allowed_scopes(LinkLevel.VERIFIED, "phone")
     )
 
     assert sent == {}

@@ -30,6 +30,17 @@ class Call:
     model: str | None = None  # the model named in the request
     streamed: bool = False  # answered with server-sent events
     first_token: float | None = None  # when the first piece of text was sent (streamed only)
+    tools: list[dict[str, Any]] | None = None  # the actions the request offered
+    tool_choice: object = None
+
+    @property
+    def tool_names(self) -> list[str]:
+        return [tool["function"]["name"] for tool in self.tools or ()]
+
+    @property
+    def tool_results(self) -> list[dict[str, str]]:
+        """The ``tool`` messages the request replayed (results of earlier calls)."""
+        return [message for message in self.messages if message["role"] == "tool"]
 
     @property
     def last_user_text(self) -> str:
@@ -57,7 +68,11 @@ class FakeOpenAI:
 
     `reply_for` and `hold_for` tell calls apart by what they were sent (e.g. a memory call from
     a reply): the answer to give instead of the usual one, and an event the answer waits for
-    (after `delay_s`); None from either: the usual answer, no wait."""
+    (after `delay_s`); None from either: the usual answer, no wait.
+
+    `tool_calls_for`: the calls (name, arguments as JSON text) the model makes instead of
+    answering, as a real model does when it is offered actions; None or empty: it answers.
+    Streamed, the calls come as ``delta.tool_calls`` pieces with the arguments in two halves."""
 
     delay_s: float = 0.0
     status: int | None = None
@@ -69,6 +84,7 @@ class FakeOpenAI:
     break_after_pieces: int | None = None  # end every stream after this many, unfinished
     reply_for: Callable[[Call], str | None] | None = None
     hold_for: Callable[[Call], asyncio.Event | None] | None = None
+    tool_calls_for: Callable[[Call], list[tuple[str, str]] | None] | None = None
     in_flight: int = 0  # requests being answered now
     peak_in_flight: int = 0  # the most at once so far
     _released: asyncio.Event = field(default_factory=asyncio.Event)
@@ -110,7 +126,13 @@ class FakeOpenAI:
 
     async def _answer(self, request: web.Request) -> web.StreamResponse:
         body: dict[str, Any] = await request.json()
-        call = Call(messages=body["messages"], started=time.monotonic(), model=body.get("model"))
+        call = Call(
+            messages=body["messages"],
+            started=time.monotonic(),
+            model=body.get("model"),
+            tools=body.get("tools"),
+            tool_choice=body.get("tool_choice"),
+        )
         self.calls.append(call)
         await self._wait(self.delay_s)
         held = self.hold_for(call) if self.hold_for is not None else None
@@ -119,6 +141,9 @@ class FakeOpenAI:
         if self.status is not None:
             call.finished = time.monotonic()
             return web.json_response({"error": {"message": "refused"}}, status=self.status)
+        asked = self.tool_calls_for(call) if self.tool_calls_for is not None else None
+        if asked:
+            return await self._call_tools(request, body, call, asked)
         chosen = self.reply_for(call) if self.reply_for is not None else None
         text = chosen if chosen is not None else self.reply or f"re: {call.last_user_text}"
         if self.streaming and body.get("stream") is True:
@@ -142,6 +167,56 @@ class FakeOpenAI:
                 "usage": {"prompt_tokens": 100, "completion_tokens": 7, "total_tokens": 107},
             }
         )
+
+    async def _call_tools(
+        self, request: web.Request, body: dict[str, Any], call: Call, asked: list[tuple[str, str]]
+    ) -> web.StreamResponse:
+        ids = [f"call_{len(self.calls)}_{index}" for index in range(len(asked))]
+        call.finished = time.monotonic()
+        if not (self.streaming and body.get("stream") is True):
+            calls = [
+                {"id": id_, "type": "function", "function": {"name": name, "arguments": args}}
+                for id_, (name, args) in zip(ids, asked, strict=True)
+            ]
+            return web.json_response(
+                {
+                    "id": f"chatcmpl-{len(self.calls)}",
+                    "object": "chat.completion",
+                    "model": body["model"],
+                    "choices": [
+                        {
+                            "index": 0,
+                            "message": {"role": "assistant", "content": None, "tool_calls": calls},
+                            "finish_reason": "tool_calls",
+                        }
+                    ],
+                    "usage": {"prompt_tokens": 100, "completion_tokens": 9, "total_tokens": 109},
+                }
+            )
+        call.streamed = True
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+
+        async def send(delta: dict[str, object], finish: str | None = None) -> None:
+            chunk = {
+                "id": f"chatcmpl-{len(self.calls)}",
+                "object": "chat.completion.chunk",
+                "model": body["model"],
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+            }
+            await response.write(f"data: {json.dumps(chunk)}\n\n".encode())
+
+        await send({"role": "assistant", "content": None})
+        for index, (id_, (name, args)) in enumerate(zip(ids, asked, strict=True)):
+            half = len(args) // 2
+            first = {"name": name, "arguments": args[:half]}
+            await send({"tool_calls": [{"index": index, "id": id_, "function": first}]})
+            rest = {"arguments": args[half:]}
+            await send({"tool_calls": [{"index": index, "function": rest}]})
+        await send({}, "tool_calls")
+        await response.write(b"data: [DONE]\n\n")
+        await response.write_eof()
+        return response
 
     async def _stream(
         self, request: web.Request, body: dict[str, Any], call: Call, text: str

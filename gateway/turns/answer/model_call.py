@@ -1,6 +1,7 @@
 """The model call of a reply: admitted by the `ModelGate`, streamed to a channel that shows a
 reply as it is written, the tenant's fallback text when the provider fails for good, and the
-conversation handed to a person at the tenant's count of failures in a row."""
+conversation handed to a person at the tenant's count of failures in a row. Where the tenant
+offers actions, the model's calls run in rounds before its answer (`actions.py`)."""
 
 from __future__ import annotations
 
@@ -12,12 +13,14 @@ from gateway.providers import FALLBACK_MESSAGE, ProviderError
 from gateway.providers.base import Completion, ModelProvider
 from gateway.providers.limits import CallLimits
 from gateway.providers.pool import ProviderPool
+from gateway.providers.tool_calls import ToolUse
 from gateway.storage.message_meta import CANNED_FALLBACK, CANNED_HANDOFF, CANNED_OFFLINE
 from gateway.storage.records import PendingTurn
 from gateway.storage.repositories import turns
 from gateway.storage.updates import TurnOutcome, TurnUsage
 from gateway.tenant_ref import TenantRef
 from gateway.tenants import TenantSettings
+from gateway.turns.answer.actions import TurnActions
 from gateway.turns.answer.deps import AnswerDeps
 from gateway.turns.answer.reply_steps import Draft, ReplyTurn
 from gateway.turns.answer.routing import MODEL_FAILED
@@ -29,9 +32,12 @@ log = logging.getLogger("relaydesk.answer")
 
 
 class ModelCall:
-    def __init__(self, deps: AnswerDeps, *, providers: ProviderPool) -> None:
+    def __init__(
+        self, deps: AnswerDeps, *, providers: ProviderPool, actions: TurnActions | None = None
+    ) -> None:
         self._deps = deps
         self._providers = providers
+        self._actions = actions
 
     async def draft(self, turn: ReplyTurn, typing: Typing) -> Draft:
         """The model's reply to the turn's window, or the tenant's fallback (or handoff) text.
@@ -44,15 +50,39 @@ class ModelCall:
         adapter = self._deps.adapters.get(inbound.channel)
         recipient = inbound.sender.sender if inbound.sender is not None else ""
         preview = Preview.of(adapter, recipient, inbound.provider_message_id, typing.stop)
+        offer = await self._actions.offer(turn) if self._actions is not None else None
         try:
-            completion = await self._complete(
-                provider,
-                tenant,
-                pending.turn.tenant,
-                window.messages,
-                budget_for(tenant).output_reserve,
-                preview,
-            )
+
+            async def ask(tools: ToolUse | None) -> Completion:
+                return await self._complete(
+                    provider,
+                    tenant,
+                    pending.turn.tenant,
+                    window.messages,
+                    budget_for(tenant).output_reserve,
+                    preview,
+                    tools,
+                )
+
+            if offer is None or self._actions is None:
+                completion = await ask(None)
+            else:
+                caller, offered = offer
+                rounds = await self._actions.rounds(
+                    ask, caller, offered, tenant, turn_id=pending.turn.id
+                )
+                completion = rounds.completion
+                report["actions"] = rounds.report()
+            if not completion.text.strip():
+                # Calls where words were due (none offered, or the last round): no answer.
+                raise ProviderError(
+                    provider=provider.name,
+                    model=provider.model,
+                    reason="invalid_response",
+                    attempts=completion.attempts,
+                    status=200,
+                    detail="the model called actions instead of answering",
+                )
         except ProviderError as exc:
             log.warning(
                 "model call failed",
@@ -98,15 +128,21 @@ class ModelCall:
         window: Sequence[ChatMessage],
         max_tokens: int,
         preview: Preview | None,
+        tools: ToolUse | None = None,
     ) -> Completion:
         limits = CallLimits(
             in_flight=tenant.model_max_in_flight, per_minute=tenant.model_requests_per_minute
         )
         provider_key = f"{provider.name}:{provider.model}"
         async with self._deps.gate.admit(provider_key, tenant_ref.encode(), limits):
-            if preview is None:
-                return await provider.complete(window, max_tokens=max_tokens)
-            return await provider.complete(window, max_tokens=max_tokens, on_text=preview.on_text)
+            on_text = preview.on_text if preview is not None else None
+            if tools is None:  # the call as before actions existed, for providers without them
+                if on_text is None:
+                    return await provider.complete(window, max_tokens=max_tokens)
+                return await provider.complete(window, max_tokens=max_tokens, on_text=on_text)
+            return await provider.complete(
+                window, max_tokens=max_tokens, on_text=on_text, tools=tools
+            )
 
     async def _failed_repeatedly(self, pending: PendingTurn, tenant: TenantSettings) -> bool:
         """Whether this failure is the tenant's `handoff_after_failures`-th in a row."""

@@ -12,6 +12,8 @@ from gateway.memory.recall import RecallCache
 from gateway.providers.pool import ProviderPool
 from gateway.providers.transcriber import Transcriber
 from gateway.runtime.tasks import TaskOwner
+from gateway.tools.runner import ActionRunner
+from gateway.turns.answer.actions import TurnActions
 from gateway.turns.answer.compaction import CompactionTrigger
 from gateway.turns.answer.deps import AnswerDeps
 from gateway.turns.answer.model_call import ModelCall
@@ -41,6 +43,7 @@ class AnswerSteps:
         message_facts_for: CompactorFactory | None = None,
         reply_steps: Sequence[ReplyStep] = REPLY_STEPS,
         owner: TaskOwner | None = None,
+        actions: ActionRunner | None = None,
     ) -> AnswerSteps:
         """Each step with only the collaborators it uses."""
         model_facts = BackgroundFacts(
@@ -55,7 +58,11 @@ class AnswerSteps:
             preparation=Preparation(
                 deps, recall_cache=recall_cache, model_facts=model_facts, transcriber=transcriber
             ),
-            model_call=ModelCall(deps, providers=providers),
+            model_call=ModelCall(
+                deps,
+                providers=providers,
+                actions=TurnActions(deps, actions) if actions is not None else None,
+            ),
             reply_steps=tuple(reply_steps),
             store=ReplyStore(deps),
             compaction=CompactionTrigger(deps, memory),

@@ -70,10 +70,11 @@ async def test_openai_replays_a_round_after_the_window(
     vendor, base = await start_openai(then=Step(body=openai_reply("Saiu para entrega.")))
 
     completion = await openai_provider(http, base).complete(
-        window.messages, max_tokens=800, tools=ToolUse(OFFER.definitions, (ROUND,))
+        window.messages, max_tokens=800, tools=ToolUse(OFFER.definitions, (ROUND,), final=True)
     )
 
     assert completion.text == "Saiu para entrega." and completion.tool_calls == ()
+    assert vendor.received[0].body["tool_choice"] == "none"  # the last round: words only
     messages = vendor.received[0].body["messages"]
     assert messages[len(window.messages) - 1]["role"] == "user"
     assert messages[-2] == {
@@ -141,9 +142,12 @@ async def test_anthropic_replays_a_failed_call_as_an_error_result(
     vendor, base = await start_anthropic(then=Step(body=anthropic_reply("Não consegui ver.")))
 
     await anthropic_provider(http, base).complete(
-        window.messages, max_tokens=800, tools=ToolUse(OFFER.definitions, (FAILED_ROUND,))
+        window.messages,
+        max_tokens=800,
+        tools=ToolUse(OFFER.definitions, (FAILED_ROUND,), final=True),
     )
 
+    assert vendor.received[0].body["tool_choice"] == {"type": "none"}
     messages = vendor.received[0].body["messages"]
     assert messages[-2] == {
         "role": "assistant",
@@ -197,3 +201,4 @@ async def test_without_tools_nothing_about_tools_is_sent(
     await openai_provider(http, base).complete(window.messages, max_tokens=800)
 
     assert "tools" not in vendor.received[0].body
+    assert "tool_choice" not in vendor.received[0].body

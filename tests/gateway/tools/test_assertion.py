@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import jwt
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -111,3 +114,19 @@ def test_a_short_shared_key_or_a_long_lifetime_is_refused() -> None:
         AssertionSigner(shared_key="short")
     with pytest.raises(ValueError, match="1 to 60 s"):
         AssertionSigner(shared_key=SHARED_KEY, lifetime_s=3600)
+
+
+def test_the_readmes_check_in_a_business_api_accepts_an_assertion_and_names_the_customer() -> None:
+    readme = (Path(__file__).parents[3] / "README.md").read_text()
+    after = readme.index("A\nbusiness API checks it in a few lines:")
+    start = readme.index("```python\n", after) + len("```python\n")
+    snippet = readme[start : readme.index("```", start)]
+    namespace: dict[str, Any] = {}
+    exec(compile(snippet, "README.md", "exec"), namespace)
+    token = AssertionSigner(shared_key=SHARED_KEY).sign("order_status", CLAIMS)
+
+    customer = namespace["customer_of"]({"X-Relaydesk-Identity": token}, "order_status", SHARED_KEY)
+
+    assert customer == "cus_ana"
+    with pytest.raises(jwt.InvalidAudienceError):
+        namespace["customer_of"]({"X-Relaydesk-Identity": token}, "change_pix_key", SHARED_KEY)

@@ -1,0 +1,131 @@
+"""The actions of one turn: which the caller is offered, and the rounds of calls the model
+makes before it answers in words.
+
+The caller is the identity the window was built for (never a customer the model names); the
+actions offered are the tenant's that its link level reaches. Each round runs the model's calls
+in order through the `ActionRunner`, and the next model call sees their results. The rounds
+stop when the model answers in words, after the tenant's `max_tool_rounds` (the last call may
+not call anything), or once the turn's `tool_turn_budget_s` is spent.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+
+from gateway.providers.base import Completion
+from gateway.providers.tool_calls import ToolDefinition, ToolRound, ToolUse
+from gateway.storage.repositories import customers
+from gateway.tenants import TenantSettings
+from gateway.tools.catalog import ActionSpec, catalog_of
+from gateway.tools.runner import ActionRun, ActionRunner, Caller
+from gateway.turns.answer.deps import AnswerDeps
+from gateway.turns.answer.reply_steps import ReplyTurn
+from identity.levels import LinkLevel
+from identity.tool_reach import KnownIdentifier
+
+__all__ = ["ActionRounds", "TurnActions", "offered_actions"]
+
+# One model call of the loop: the actions offered and the rounds so far in, the reply out.
+Ask = Callable[[ToolUse], Awaitable[Completion]]
+
+
+def offered_actions(tenant: TenantSettings, level: LinkLevel) -> Mapping[str, ActionSpec]:
+    """The tenant's actions ``level`` reaches, by name (no MCP tools until their server has
+    listed them)."""
+    catalog = catalog_of(tenant.tools, tenant.mcp_servers)
+    return {spec.name: spec for spec in catalog.offered(level) if spec.name in catalog.actions}
+
+
+@dataclass(frozen=True, slots=True)
+class ActionRounds:
+    """The reply that ended the loop and every call made on the way."""
+
+    completion: Completion
+    runs: tuple[ActionRun, ...]
+    rounds: int
+
+    def report(self) -> list[dict[str, object]]:
+        """What the turn's report keeps of the calls (no arguments: the audit trail has them)."""
+        return [
+            {
+                "action": run.call.name,
+                "status": run.status,
+                "http_status": run.http_status,
+                "latency_ms": round(run.latency_ms, 1),
+                "dropped": list(run.dropped),
+            }
+            for run in self.runs
+        ]
+
+
+class TurnActions:
+    def __init__(self, deps: AnswerDeps, runner: ActionRunner) -> None:
+        self._deps = deps
+        self._runner = runner
+
+    async def offer(self, turn: ReplyTurn) -> tuple[Caller, Mapping[str, ActionSpec]] | None:
+        """Whom the turn's calls act for and what they may call; None when nothing is
+        offered (the tenant has no actions, or the window was built for no identity)."""
+        identity = turn.assembled.identity
+        tenant = turn.tenant
+        if identity is None or not (tenant.tools or tenant.mcp_servers):
+            return None
+        offered = offered_actions(tenant, identity.level)
+        if not offered:
+            return None
+        async with self._deps.work, self._deps.reads() as session:
+            known = await customers.identifiers_of(session, identity.customer_id)
+        caller = Caller(
+            customer_id=identity.customer_id,
+            level=identity.level,
+            channel=turn.pending.inbound.channel,
+            conversation=turn.pending.turn.conversation_key,
+            allowed_scopes=identity.allowed_scopes,
+            identifiers=tuple(
+                KnownIdentifier(record.kind, record.value, LinkLevel.parse(record.link_level))
+                for record in known
+            ),
+        )
+        return caller, offered
+
+    async def rounds(
+        self,
+        ask: Ask,
+        caller: Caller,
+        offered: Mapping[str, ActionSpec],
+        tenant: TenantSettings,
+        *,
+        turn_id: int,
+    ) -> ActionRounds:
+        definitions = tuple(
+            ToolDefinition(spec.name, spec.description, spec.parameters_json)
+            for spec in offered.values()
+        )
+        deadline = time.monotonic() + tenant.tool_turn_budget_s
+        rounds: list[ToolRound] = []
+        runs: list[ActionRun] = []
+        while True:
+            final = len(rounds) >= tenant.max_tool_rounds or time.monotonic() >= deadline
+            completion = await ask(ToolUse(definitions, tuple(rounds), final=final))
+            if final or not completion.tool_calls:
+                return ActionRounds(completion, tuple(runs), len(rounds))
+            done: list[ActionRun] = []
+            for number, call in enumerate(completion.tool_calls):
+                run = await self._runner.run(
+                    call,
+                    offered,
+                    caller,
+                    max_result_tokens=tenant.max_result_tokens,
+                    idempotency_key=f"turn-{turn_id}:{len(rounds)}:{number}",
+                )
+                done.append(run)
+            runs.extend(done)
+            rounds.append(
+                ToolRound(
+                    calls=completion.tool_calls,
+                    results=tuple(run.result for run in done),
+                    text=completion.text,
+                )
+            )
