@@ -52,6 +52,7 @@ from gateway.storage.repositories.tenants import SettingsCache
 from gateway.tenant_ref import TenantRef
 from gateway.tools.assertion import AssertionSigner
 from gateway.tools.runner import ActionRunner
+from gateway.tools.state import StateSource
 from gateway.turns.accept import Accepted, Acceptor, LotWriter
 from gateway.turns.answer import AnswerDeps, Answerer, AnswerSteps, ModelPacing
 from gateway.turns.backpressure import Backpressure
@@ -232,6 +233,7 @@ def build_flow(resources: Resources, stack: AsyncExitStack) -> Flow:
             actions=ActionRunner(
                 resources.fetcher, resources.signer, os.environ, resources.counter
             ),
+            state=StateSource(resources.fetcher, resources.signer, os.environ),
         ),
         locks=locks,
         backpressure=backpressure,

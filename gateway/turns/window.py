@@ -39,6 +39,8 @@ from gateway.runtime.clock import utcnow
 from gateway.storage.records import EpisodeRecord
 from gateway.storage.repositories import campaigns, episodes, facts
 from gateway.tenants import TenantSettings
+from gateway.tools.catalog import catalog_of
+from gateway.tools.state import BusinessState
 from gateway.turns.window_loading import (
     RECENT_TURNS_LIMIT,
     SUMMARIES_LIMIT,
@@ -53,6 +55,7 @@ from gateway.turns.window_summaries import (
     other_episodes,
     summary_cost,
 )
+from identity.levels import LinkLevel
 
 __all__ = [
     "RECALL_QUERY_CHARS",
@@ -88,6 +91,22 @@ class AssembledContext:
     unsummarized_tokens: int | None = None
     # Who the window was built for: whom the turn's actions act for, at which level.
     identity: ResolvedIdentity | None = None
+
+
+def actions_lines(settings: TenantSettings, level: LinkLevel) -> tuple[tuple[str, str], ...]:
+    """What the window says of the tenant's actions: those the identity may use, and those that
+    wait for it to be verified (the model can then offer the verification)."""
+    if not (settings.tools or settings.mcp_servers):
+        return ()
+    catalog = catalog_of(settings.tools, settings.mcp_servers)
+    usable = [spec.name for spec in catalog.offered(level) if spec.name in catalog.actions]
+    held = [spec.name for spec in catalog.held_back(level)]
+    lines: list[tuple[str, str]] = []
+    if usable:
+        lines.append(("actions", ", ".join(usable)))
+    if held:
+        lines.append(("actions after verification", ", ".join(held)))
+    return tuple(lines)
 
 
 def budget_for(settings: TenantSettings, window: int | None = None) -> Budget:
@@ -144,6 +163,7 @@ async def assemble_context(
     message_id: int | None = None,
     recall_cache: RecallCache | None = None,
     channel: str | None = None,
+    business: BusinessState | None = None,
 ) -> AssembledContext:
     """Build the window for `message` from `identity`'s customer as stored now.
 
@@ -151,7 +171,8 @@ async def assemble_context(
     are then the ones before it (later arrivals wait for their own turn). `channel` is the
     conversation's channel where it is not the identity's own (a WhatsApp number written to
     through the Cloud API, `whatsapp_cloud`, is the `whatsapp` identity); a stored episode
-    brings its own.
+    brings its own. `business`: the business's operational state of the conversation (an open
+    ticket, a few lines), asked of the tenant's `state_endpoint` beforehand.
     """
     customer_id = identity.customer_id
     channel = channel or identity.key.channel
@@ -235,6 +256,9 @@ async def assemble_context(
             channel=channel,
             link_level=identity.level.value,
             allowed_scopes=tuple(sorted(allowed)),
+            open_ticket=business.open_ticket if business is not None else None,
+            extra=actions_lines(settings, identity.level)
+            + (business.extra if business is not None else ()),
         ),
         episode=current_episode,
         message=message[: budget.max_input_chars],

@@ -101,7 +101,7 @@ class Answerer:
                         if not admitted:
                             paced = await self.pacing.admit(pending, tenant)
                         admitted = False
-                        if paced.allowed and not self.preparation.waits(pending):
+                        if paced.allowed and not self.preparation.waits(pending, tenant):
                             ready = await self.preparation.prepare(pending)
                 if not paced.allowed:
                     # Past the customer's model-call limit: once the window lets one more
@@ -116,7 +116,7 @@ class Answerer:
                     await self._hand_over(pending, tenant, held, routing.reason)
                 else:
                     if ready is None:
-                        ready = await self.preparation.prepare_after_waiting(pending)
+                        ready = await self.preparation.prepare_after_waiting(pending, tenant)
                     await self._answer(pending, ready, held)
                 answered += 1
         finally:

@@ -2,8 +2,9 @@
 transcript, a shared contact's card), the facts it states, and its window.
 
 Usually the window is assembled as soon as the turn is read; a voice note waits for its
-transcript first, a contact card for its card, and a message for the model facts of the one
-before it (`waits`, then `prepare_after_waiting`).
+transcript first, a contact card for its card, a message for the model facts of the one
+before it, and a tenant's message for its business's operational state when the tenant has a
+`state_endpoint` (`waits`, then `prepare_after_waiting`, outside the work slots).
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from gateway.providers.transcriber import Transcriber
 from gateway.storage.errors import RecordNotFound
 from gateway.storage.records import MessageRecord, PendingTurn
 from gateway.tenants import TenantSettings
+from gateway.tools.assertion import IdentityClaims
+from gateway.tools.state import BusinessState, StateSource
 from gateway.turns.answer.deps import AnswerDeps
 from gateway.turns.contact_cards import is_contact_card, read_contact_card
 from gateway.turns.voice_notes import heard_message, is_voice_note
@@ -41,19 +44,22 @@ class Preparation:
         recall_cache: RecallCache,
         model_facts: BackgroundFacts,
         transcriber: Transcriber | None = None,
+        state: StateSource | None = None,
     ) -> None:
         self._deps = deps
         self._recall_cache = recall_cache
         self._model_facts = model_facts
         self._transcriber = transcriber
+        self._state = state
 
-    def waits(self, pending: PendingTurn) -> bool:
+    def waits(self, pending: PendingTurn, tenant: TenantSettings) -> bool:
         """Whether the window must wait for something outside the turn's session."""
         needs_transcript = self._transcriber is not None and is_voice_note(pending.inbound)
         return (
             needs_transcript
             or is_contact_card(pending.inbound)
             or self._model_facts.running(pending.turn.conversation_key)
+            or (self._state is not None and tenant.state_endpoint is not None)
         )
 
     async def store_facts(self, pending: PendingTurn, tenant: TenantSettings) -> None:
@@ -63,14 +69,33 @@ class Preparation:
             pending.turn.conversation_key, tenant, pending.inbound, pending.inbound.text
         )
 
-    async def prepare_after_waiting(self, pending: PendingTurn) -> Prepared:
+    async def prepare_after_waiting(self, pending: PendingTurn, tenant: TenantSettings) -> Prepared:
         heard = await self.heard(pending.inbound)
         # The model's facts of the conversation's previous message are stored before these.
         await self._model_facts.settle(pending.turn.conversation_key)
+        business = await self._business(pending, tenant)
         async with self._deps.work:
-            return await self.prepare(pending, heard)
+            return await self.prepare(pending, heard, business)
 
-    async def prepare(self, pending: PendingTurn, heard: MessageRecord | None = None) -> Prepared:
+    async def _business(self, pending: PendingTurn, tenant: TenantSettings) -> BusinessState | None:
+        """The business's state of the conversation, within the tenant's `state_timeout_ms`."""
+        endpoint = tenant.state_endpoint
+        if self._state is None or endpoint is None:
+            return None
+        claims = IdentityClaims(
+            customer_id=pending.inbound.customer_id,
+            link_level=identity_of(pending).level,
+            channel=pending.inbound.channel,
+            conversation=pending.turn.conversation_key,
+        )
+        return await self._state.state_for(endpoint, tenant.state_timeout_ms, claims)
+
+    async def prepare(
+        self,
+        pending: PendingTurn,
+        heard: MessageRecord | None = None,
+        business: BusinessState | None = None,
+    ) -> Prepared:
         """The facts the message states, stored (a voice note's are sourced to its transcript,
         and only as sure as it), then its window, read after they are committed."""
         turn, inbound = pending.turn, pending.inbound
@@ -90,6 +115,7 @@ class Preparation:
                 episode_id=turn.episode_id,
                 message_id=inbound.id,
                 recall_cache=self._recall_cache,
+                business=business,
             )
         return Prepared(tenant, assembled)
 

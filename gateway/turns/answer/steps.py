@@ -13,6 +13,7 @@ from gateway.providers.pool import ProviderPool
 from gateway.providers.transcriber import Transcriber
 from gateway.runtime.tasks import TaskOwner
 from gateway.tools.runner import ActionRunner
+from gateway.tools.state import StateSource
 from gateway.turns.answer.actions import TurnActions
 from gateway.turns.answer.compaction import CompactionTrigger
 from gateway.turns.answer.deps import AnswerDeps
@@ -44,6 +45,7 @@ class AnswerSteps:
         reply_steps: Sequence[ReplyStep] = REPLY_STEPS,
         owner: TaskOwner | None = None,
         actions: ActionRunner | None = None,
+        state: StateSource | None = None,
     ) -> AnswerSteps:
         """Each step with only the collaborators it uses."""
         model_facts = BackgroundFacts(
@@ -56,7 +58,11 @@ class AnswerSteps:
         return cls(
             model_facts=model_facts,
             preparation=Preparation(
-                deps, recall_cache=recall_cache, model_facts=model_facts, transcriber=transcriber
+                deps,
+                recall_cache=recall_cache,
+                model_facts=model_facts,
+                transcriber=transcriber,
+                state=state,
             ),
             model_call=ModelCall(
                 deps,

@@ -11,6 +11,7 @@ from gateway.memory.background_facts import BackgroundFacts
 from gateway.memory.recall import RecallCache
 from gateway.storage.errors import RecordNotFound
 from gateway.storage.repositories import facts
+from gateway.tenants import TenantSettings
 from gateway.turns.answer.preparation import Preparation, identity_of
 from identity import LinkLevel
 from tests.gateway.turns.answer.stored_turns import answer_deps, read_pending, store_pending_turn
@@ -30,7 +31,7 @@ async def test_a_message_is_prepared_with_its_facts_stored_first(
     text = "Meu email é ana.souza@example.com, pode mandar o boleto?"
     pending = await read_pending(sessions, await store_pending_turn(sessions, text))
     preparation = _preparation(sessions)
-    assert not preparation.waits(pending)
+    assert not preparation.waits(pending, TenantSettings())
     prepared = await preparation.prepare(pending)
     window = prepared.assembled.window
     assert window.messages[-1].content == text
