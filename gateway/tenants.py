@@ -192,6 +192,22 @@ class TenantSettings(BaseModel):
     tool_turn_budget_s: float = Field(30.0, gt=0, le=300)
     state_endpoint: EndpointSettings | None = None
     state_timeout_ms: int = Field(300, ge=10, le=10_000)
+    # A write waits this long for the customer's confirmation; the question asked
+    # (`{action}`: the tool's description, `{values}`: what it would send).
+    confirmation_ttl_s: int = Field(600, ge=30, le=86_400)
+    confirmation_message: str = (
+        "Confirma? {action} — {values}. Responda SIM para confirmar. "
+        "Confirm? {action} — {values}. Reply YES to confirm."
+    )
+
+    @field_validator("confirmation_message")
+    @classmethod
+    def _confirmation_placeholders(cls, value: str) -> str:
+        try:
+            value.format(action="", values="")
+        except (KeyError, IndexError, ValueError) as exc:
+            raise ValueError("only {action} and {values} may be filled in") from exc
+        return value
 
     @field_validator("media_hosts")
     @classmethod

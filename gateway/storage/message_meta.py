@@ -26,6 +26,7 @@ from sqlalchemy import ColumnElement
 CANNED_OFFLINE = "offline"  # the offline model's notice
 CANNED_FALLBACK = "fallback"  # the message sent when the model failed
 CANNED_HANDOFF = "handoff"  # the customer is told a person will answer
+CANNED_CONFIRMATION = "confirmation"  # the customer is asked to confirm an action
 # A message an operator wrote (`MessageMeta.author`, with `actor` naming who).
 OPERATOR_AUTHOR = "operator"
 # Segments of a call flagged as probably not speech (hallucinations on silence).

@@ -621,3 +621,7 @@ def _refuse_message_delete(mapper: Mapper[Any], connection: Any, target: Message
     raise ImmutableRowError(
         f"message {target.id} is kept; erase it with repositories.message_erasure instead"
     )
+
+
+# Tables kept in modules of their own join the metadata here.
+from gateway.storage.models_actions import ActionConfirmation as ActionConfirmation  # noqa: E402

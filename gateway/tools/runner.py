@@ -86,7 +86,10 @@ class ActionRunner:
         *,
         max_result_tokens: int,
         idempotency_key: str | None = None,
+        confirmed: bool = False,
     ) -> ActionRun:
+        """Take ``call`` as far as it may go; ``confirmed``: a write the customer confirmed,
+        sent now (with ``idempotency_key``)."""
         reach = {name: spec.reach for name, spec in offered.items()}
         refused = refusal(call.name, reach, caller.level)
         if refused is not None:
@@ -103,7 +106,7 @@ class ActionRunner:
                 extra={"fields": {"action": call.name, "dropped": list(checked.dropped)}},
             )
         done = _Done(call, checked.json_text, checked.dropped, spec.kind)
-        if spec.kind == "write":
+        if spec.kind == "write" and not confirmed:
             return done.as_run(
                 "awaiting_confirmation",
                 "not sent yet: the customer is asked to confirm it first",

@@ -22,6 +22,7 @@ from sqlalchemy import delete, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from gateway.storage.models import (
+    ActionConfirmation,
     AnchoredMessage,
     Campaign,
     ChannelIdentity,
@@ -204,6 +205,10 @@ async def erase_customers(session: AsyncSession, keys: CustomerKeys) -> dict[str
             delete(AnchoredMessage).where(AnchoredMessage.campaign_id.in_(campaigns)),
         )
         await run("campaigns", delete(Campaign).where(Campaign.id.in_(campaigns)))
+    await run(
+        "action_confirmations",
+        delete(ActionConfirmation).where(ActionConfirmation.customer_id.in_(ids)),
+    )
     await run("conversations", delete(Conversation).where(Conversation.customer_id.in_(ids)))
     if keys.conversation_keys:
         await run(

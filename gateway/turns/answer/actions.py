@@ -5,7 +5,13 @@ The caller is the identity the window was built for (never a customer the model 
 actions offered are the tenant's that its link level reaches. Each round runs the model's calls
 in order through the `ActionRunner`, and the next model call sees their results. The rounds
 stop when the model answers in words, after the tenant's `max_tool_rounds` (the last call may
-not call anything), or once the turn's `tool_turn_budget_s` is spent.
+not call anything), once the turn's `tool_turn_budget_s` is spent, or at a write: the gateway
+then asks the customer to confirm it (`hold`) instead of the model answering.
+
+The next message of the same channel identity decides a waiting write (`decide`): a
+confirmation sends it, once, with the confirmation's id as `Idempotency-Key`; anything else
+(or a reply after `confirmation_ttl_s`) cancels it. Either way the model's call sees what came
+of it as the turn's first round.
 """
 
 from __future__ import annotations
@@ -13,12 +19,15 @@ from __future__ import annotations
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
+from datetime import timedelta
 
 from gateway.providers.base import Completion
-from gateway.providers.tool_calls import ToolDefinition, ToolRound, ToolUse
-from gateway.storage.repositories import customers
+from gateway.providers.tool_calls import ToolCall, ToolDefinition, ToolRound, ToolUse
+from gateway.runtime.clock import utcnow
+from gateway.storage.repositories import confirmations, customers
 from gateway.tenants import TenantSettings
 from gateway.tools.catalog import ActionSpec, catalog_of
+from gateway.tools.confirmations import confirms, question
 from gateway.tools.runner import ActionRun, ActionRunner, Caller
 from gateway.turns.answer.deps import AnswerDeps
 from gateway.turns.answer.reply_steps import ReplyTurn
@@ -45,6 +54,7 @@ class ActionRounds:
     completion: Completion
     runs: tuple[ActionRun, ...]
     rounds: int
+    held: ActionRun | None = None  # a write waiting for the customer: no answer from the model
 
     def report(self) -> list[dict[str, object]]:
         """What the turn's report keeps of the calls (no arguments: the audit trail has them)."""
@@ -98,19 +108,22 @@ class TurnActions:
         tenant: TenantSettings,
         *,
         turn_id: int,
+        first: tuple[ToolRound, ...] = (),
+        first_runs: tuple[ActionRun, ...] = (),
     ) -> ActionRounds:
         definitions = tuple(
             ToolDefinition(spec.name, spec.description, spec.parameters_json)
             for spec in offered.values()
         )
         deadline = time.monotonic() + tenant.tool_turn_budget_s
-        rounds: list[ToolRound] = []
-        runs: list[ActionRun] = []
+        rounds: list[ToolRound] = list(first)
+        runs: list[ActionRun] = list(first_runs)
         while True:
             final = len(rounds) >= tenant.max_tool_rounds or time.monotonic() >= deadline
             completion = await ask(ToolUse(definitions, tuple(rounds), final=final))
             if final or not completion.tool_calls:
                 return ActionRounds(completion, tuple(runs), len(rounds))
+
             done: list[ActionRun] = []
             for number, call in enumerate(completion.tool_calls):
                 run = await self._runner.run(
@@ -121,6 +134,10 @@ class TurnActions:
                     idempotency_key=f"turn-{turn_id}:{len(rounds)}:{number}",
                 )
                 done.append(run)
+                if run.status == "awaiting_confirmation":
+                    # One write at a time, asked of the customer now: the rest waits.
+                    runs.extend(done)
+                    return ActionRounds(completion, tuple(runs), len(rounds) + 1, held=run)
             runs.extend(done)
             rounds.append(
                 ToolRound(
@@ -129,3 +146,58 @@ class TurnActions:
                     text=completion.text,
                 )
             )
+
+    async def hold(self, turn: ReplyTurn, caller: Caller, run: ActionRun) -> str:
+        """Record the write ``run`` as waiting for the customer; the question to send."""
+        tenant, pending = turn.tenant, turn.pending
+        identity_id = pending.inbound.identity_id
+        if identity_id is None or run.arguments_json is None:
+            raise ValueError("a write is held only for a stored identity, its arguments checked")
+        async with self._deps.work, self._deps.sessions.begin() as session:
+            await confirmations.ask(
+                session,
+                tenant=pending.turn.tenant.encode(),
+                conversation_key=pending.turn.conversation_key,
+                customer_id=caller.customer_id,
+                identity_id=identity_id,
+                turn_id=pending.turn.id,
+                action=run.call.name,
+                arguments_json=run.arguments_json,
+                now=utcnow(),
+                lasts=timedelta(seconds=tenant.confirmation_ttl_s),
+            )
+        spec = offered_actions(tenant, caller.level).get(run.call.name)
+        description = spec.description if spec is not None else run.call.name
+        return question(tenant.confirmation_message, run.call.name, description, run.arguments_json)
+
+    async def decide(
+        self, turn: ReplyTurn, caller: Caller, offered: Mapping[str, ActionSpec]
+    ) -> tuple[ToolRound, ActionRun] | None:
+        """The conversation's waiting write, decided by this message: sent when it confirms,
+        else cancelled (or expired); None when nothing waits for this identity."""
+        pending, tenant = turn.pending, turn.tenant
+        async with self._deps.work, self._deps.reads() as session:
+            waiting = await confirmations.waiting(session, pending.turn.conversation_key)
+        if waiting is None or waiting.identity_id != pending.inbound.identity_id:
+            return None
+        now = utcnow()
+        call = ToolCall(f"confirmed_{waiting.id[:16]}", waiting.action, waiting.arguments_json)
+        if now >= waiting.expires_at or not confirms(pending.inbound.text):
+            status = "expired" if now >= waiting.expires_at else "cancelled"
+            async with self._deps.work, self._deps.sessions.begin() as session:
+                await confirmations.decide(session, waiting.id, status, now)
+            told = f"not sent: the customer did not confirm it ({status})"
+            run = ActionRun(call, "failed", told, waiting.arguments_json, kind="write")
+            return ToolRound((call,), (run.result,)), run
+        async with self._deps.work, self._deps.sessions.begin() as session:
+            if not await confirmations.decide(session, waiting.id, "sent", now):
+                return None  # decided meanwhile: sent once, by whoever came first
+        run = await self._runner.run(
+            call,
+            offered,
+            caller,
+            max_result_tokens=tenant.max_result_tokens,
+            idempotency_key=waiting.id,
+            confirmed=True,
+        )
+        return ToolRound((call,), (run.result,)), run

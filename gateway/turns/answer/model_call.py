@@ -14,7 +14,12 @@ from gateway.providers.base import Completion, ModelProvider
 from gateway.providers.limits import CallLimits
 from gateway.providers.pool import ProviderPool
 from gateway.providers.tool_calls import ToolUse
-from gateway.storage.message_meta import CANNED_FALLBACK, CANNED_HANDOFF, CANNED_OFFLINE
+from gateway.storage.message_meta import (
+    CANNED_CONFIRMATION,
+    CANNED_FALLBACK,
+    CANNED_HANDOFF,
+    CANNED_OFFLINE,
+)
 from gateway.storage.records import PendingTurn
 from gateway.storage.repositories import turns
 from gateway.storage.updates import TurnOutcome, TurnUsage
@@ -64,16 +69,27 @@ class ModelCall:
                     tools,
                 )
 
+            held_text: str | None = None
             if offer is None or self._actions is None:
                 completion = await ask(None)
             else:
                 caller, offered = offer
+                # A write this message confirms (or cancels) comes first.
+                decided = await self._actions.decide(turn, caller, offered)
                 rounds = await self._actions.rounds(
-                    ask, caller, offered, tenant, turn_id=pending.turn.id
+                    ask,
+                    caller,
+                    offered,
+                    tenant,
+                    turn_id=pending.turn.id,
+                    first=(decided[0],) if decided is not None else (),
+                    first_runs=(decided[1],) if decided is not None else (),
                 )
                 completion = rounds.completion
                 report["actions"] = rounds.report()
-            if not completion.text.strip():
+                if rounds.held is not None:
+                    held_text = await self._actions.hold(turn, caller, rounds.held)
+            if held_text is None and not completion.text.strip():
                 # Calls where words were due (none offered, or the last round): no answer.
                 raise ProviderError(
                     provider=provider.name,
@@ -111,6 +127,8 @@ class ModelCall:
                 attempts=completion.attempts,
                 report=report,
             )
+            if held_text is not None:  # the customer is asked; the model's words wait
+                return Draft(held_text, done, canned=CANNED_CONFIRMATION)
             canned = CANNED_OFFLINE if provider.name == "offline" else None
             return Draft(completion.text, done, canned=canned)
         finally:

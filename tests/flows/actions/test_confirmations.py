@@ -1,0 +1,185 @@
+"""A write the model asks for waits for the customer: sent once after "SIM", with an
+Idempotency-Key; a second "SIM" sends nothing; any other reply cancels it."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+from aiohttp.test_utils import TestServer
+from sqlalchemy import select
+
+from gateway.storage.models import ActionConfirmation, Message, TurnRow
+from gateway.storage.repositories import tenants
+from tests.support.openai_server import Call, FakeOpenAI, model_settings
+from tests.support.stack import API_KEY, Stack, running_stack
+from tests.support.webchat import signed_visitor
+
+IDENTITY_KEY = "an-identity-key-of-at-least-32-bytes!"
+
+
+class PixApi:
+    def __init__(self) -> None:
+        self.seen: list[tuple[dict[str, str], dict[str, Any]]] = []
+
+    def app(self) -> web.Application:
+        app = web.Application()
+        app.router.add_post("/pix-key", self.change)
+        return app
+
+    async def change(self, request: web.Request) -> web.Response:
+        self.seen.append((dict(request.headers), await request.json()))
+        return web.json_response({"changed": True})
+
+    @asynccontextmanager
+    async def serving(self) -> AsyncIterator[str]:
+        server = TestServer(self.app())
+        await server.start_server()
+        try:
+            yield str(server.make_url("")).rstrip("/")
+        finally:
+            await server.close()
+
+
+def _asks_to_change(call: Call) -> list[tuple[str, str]] | None:
+    if "troca" in call.last_user_text and not call.tool_results:
+        return [("change_pix_key", '{"key": "ana@example.org"}')]
+    return None
+
+
+def _tells_the_outcome(call: Call) -> str | None:
+    results = call.tool_results
+    return f"resultado: {results[0]['content']}" if results else None
+
+
+class Conversation:
+    def __init__(self, stack: Stack) -> None:
+        self.stack = stack
+        self.visitor: str | None = None
+        self.sent = 0
+
+    async def say(self, text: str) -> str:
+        if self.visitor is None:
+            self.visitor = await signed_visitor(self.stack.client)
+        self.sent += 1
+        response = await self.stack.client.post(
+            "/webchat/messages",
+            json={"visitor_id": self.visitor, "text": text, "client_message_id": f"c{self.sent}"},
+        )
+        assert response.status == 202, await response.text()
+        message_id = int((await response.json())["message_id"])
+        await self.stack.idle()
+        async with self.stack.sessions()() as session:
+            turn = await session.scalar(
+                select(TurnRow).where(TurnRow.inbound_message_id == message_id)
+            )
+            assert turn is not None and turn.reply_message_id is not None
+            reply = await session.get(Message, turn.reply_message_id)
+            assert reply is not None
+            return reply.text
+
+
+@asynccontextmanager
+async def _talking(tmp_path: Path) -> AsyncIterator[tuple[PixApi, FakeOpenAI, Conversation]]:
+    api = PixApi()
+    model = FakeOpenAI(tool_calls_for=_asks_to_change, reply_for=_tells_the_outcome)
+    async with (
+        api.serving() as url,
+        model.serving() as model_url,
+        running_stack(
+            "embedded",
+            tmp_path,
+            RELAYDESK_TOOL_IDENTITY_KEY=IDENTITY_KEY,
+            RELAYDESK_FETCH_ALLOW="127.0.0.1",
+            **model_settings(model_url),
+        ) as stack,
+    ):
+        change = {
+            "name": "change_pix_key",
+            "description": "Trocar a chave Pix da conta",
+            "parameters": {
+                "type": "object",
+                "properties": {"key": {"type": "string"}},
+                "required": ["key"],
+            },
+            "kind": "write",
+            "min_link_level": "anonymous",
+            "endpoint": {"url": f"{url}/pix-key"},
+        }
+        async with stack.sessions().begin() as session:
+            await tenants.save_tenant_settings(
+                session, domain="default", settings={"tools": [change]}
+            )
+        yield api, model, Conversation(stack)
+
+
+async def _confirmation_ids(conversation: Conversation) -> list[tuple[str, str]]:
+    async with conversation.stack.sessions()() as session:
+        rows = await session.scalars(
+            select(ActionConfirmation).order_by(ActionConfirmation.created_at)
+        )
+        return [(row.id, row.status) for row in rows]
+
+
+async def test_a_write_is_sent_once_after_the_customers_yes(tmp_path: Path) -> None:
+    async with _talking(tmp_path) as (api, model, conversation):
+        asked = await conversation.say("troca minha chave pix para ana@example.org")
+
+        assert api.seen == []  # not sent when the model asked
+        assert "Trocar a chave Pix da conta" in asked and "key: ana@example.org" in asked
+        assert "SIM" in asked
+        [(confirmation_id, status)] = await _confirmation_ids(conversation)
+        assert status == "waiting"
+
+        done = await conversation.say("Sim!")
+
+        [(headers, body)] = api.seen
+        assert body == {"key": "ana@example.org"}
+        assert headers["Idempotency-Key"] == confirmation_id
+        assert "X-Relaydesk-Identity" in headers
+        assert done == 'resultado: {"changed": true}'
+        assert await _confirmation_ids(conversation) == [(confirmation_id, "sent")]
+
+        await conversation.say("sim")
+
+        assert len(api.seen) == 1  # a second yes sends nothing
+
+
+async def test_anything_but_a_yes_cancels_the_write(tmp_path: Path) -> None:
+    async with _talking(tmp_path) as (api, model, conversation):
+        await conversation.say("troca minha chave pix para ana@example.org")
+
+        answer = await conversation.say("não, espera, vou ver outra coisa")
+
+        assert api.seen == []
+        [(_, status)] = await _confirmation_ids(conversation)
+        assert status == "cancelled"
+        told = json.loads(model.calls[-1].tool_results[0]["content"])
+        assert told["error"].startswith("not sent: the customer did not confirm it")
+        assert answer.startswith("resultado:")
+
+        await conversation.say("sim")
+
+        assert api.seen == []  # the yes came after the cancellation: nothing to send
+
+
+async def test_erasing_the_customer_erases_the_write_they_were_asked_about(tmp_path: Path) -> None:
+    async with _talking(tmp_path) as (_, _, conversation):
+        await conversation.say("troca minha chave pix para ana@example.org")
+        async with conversation.stack.sessions()() as session:
+            customer_id = await session.scalar(select(ActionConfirmation.customer_id))
+        assert customer_id is not None
+
+        response = await conversation.stack.client.delete(
+            f"/v1/operator/customers/{customer_id}",
+            json={"reason": "data subject request", "actor": "dpo"},
+            headers={"Authorization": f"Bearer {API_KEY}"},
+        )
+
+        assert response.status == 200, await response.text()
+        assert (await response.json())["removed"]["action_confirmations"] == 1
+        assert await _confirmation_ids(conversation) == []
