@@ -51,6 +51,7 @@ from gateway.runtime.tasks import TaskOwner
 from gateway.storage.repositories.tenants import SettingsCache
 from gateway.tenant_ref import TenantRef
 from gateway.tools.assertion import AssertionSigner
+from gateway.tools.mcp_actions import McpActions
 from gateway.tools.runner import ActionRunner
 from gateway.tools.state import StateSource
 from gateway.turns.accept import Accepted, Acceptor, LotWriter
@@ -231,7 +232,11 @@ def build_flow(resources: Resources, stack: AsyncExitStack) -> Flow:
             message_facts_for=compactor_for,
             owner=tasks,
             actions=ActionRunner(
-                resources.fetcher, resources.signer, os.environ, resources.counter
+                resources.fetcher,
+                resources.signer,
+                os.environ,
+                resources.counter,
+                mcp=McpActions(resources.fetcher, os.environ),
             ),
             state=StateSource(resources.fetcher, resources.signer, os.environ),
         ),

@@ -68,6 +68,20 @@ class SafeFetcher:
     async def aclose(self) -> None:
         await self.client.aclose()
 
+    def own_client(self, *, headers: Mapping[str, str], timeout_s: float) -> httpx.AsyncClient:
+        """A client of its own for a library that makes its requests itself (an MCP
+        session): the same checks on every connection, no redirect followed, ``headers`` on
+        every request. The caller closes it."""
+        return httpx.AsyncClient(
+            transport=GuardedTransport(
+                self.policy, self._resolver, limits=httpx.Limits(max_connections=4)
+            ),
+            headers=dict(headers),
+            trust_env=False,
+            follow_redirects=False,
+            timeout=httpx.Timeout(timeout_s, connect=min(timeout_s, CONNECT_TIMEOUT_S)),
+        )
+
     async def get(
         self, url: str, *, kind: FetchKind, credentials: HostCredentials | None = None
     ) -> Fetched:

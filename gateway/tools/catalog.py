@@ -40,7 +40,7 @@ class ActionSpec:
     scopes: frozenset[str]
     approval: Literal["customer", "operator"] = "customer"
     endpoint: EndpointSettings | None = None  # an HTTP action
-    server: str | None = None  # an MCP server's name
+    server: McpServerSettings | None = None  # an MCP server's tool
     facts: tuple[tuple[str, str], ...] = ()  # (JSON pointer into the result, fact key)
 
     @property
@@ -134,10 +134,11 @@ def catalog_of(
             endpoint=tool.endpoint,
             facts=tuple(tool.facts.items()),
         )
-    gates = {server.name: server.tools for server in servers}
+    by_name = {server.name: server for server in servers}
     for listing in listings:
-        gate = gates.get(listing.server, {}).get(listing.name)
-        if gate is None or listing.name in actions:
+        server = by_name.get(listing.server)
+        gate = server.tools.get(listing.name) if server is not None else None
+        if server is None or gate is None or listing.name in actions:
             continue
         actions[listing.name] = ActionSpec(
             name=listing.name,
@@ -147,6 +148,6 @@ def catalog_of(
             min_level=LinkLevel.parse(gate.min_link_level),
             scopes=frozenset(gate.scopes),
             approval=gate.approval,
-            server=listing.server,
+            server=server,
         )
     return Catalog(MappingProxyType(actions))

@@ -20,6 +20,7 @@ from gateway.tools.arguments import ArgumentsInvalid, checked_arguments
 from gateway.tools.assertion import AssertionSigner, AssertionUnavailable, IdentityClaims
 from gateway.tools.catalog import ActionSpec
 from gateway.tools.http_action import call_endpoint
+from gateway.tools.mcp_actions import McpActions
 from identity.levels import LinkLevel
 from identity.tool_reach import KnownIdentifier, asserted_identifiers, refusal
 from outbound.fetcher import SafeFetcher
@@ -72,11 +73,13 @@ class ActionRunner:
         signer: AssertionSigner,
         environ: Mapping[str, str],
         counter: TokenCounter,
+        mcp: McpActions | None = None,
     ) -> None:
         self._fetcher = fetcher
         self._signer = signer
         self._environ = environ
         self._counter = counter
+        self.mcp = mcp
 
     async def run(
         self,
@@ -111,8 +114,6 @@ class ActionRunner:
                 "awaiting_confirmation",
                 "not sent yet: the customer is asked to confirm it first",
             )
-        if spec.endpoint is None:
-            return done.as_run("failed", "this action cannot be called here")
         claims = IdentityClaims(
             customer_id=caller.customer_id,
             link_level=caller.level,
@@ -124,14 +125,19 @@ class ActionRunner:
             assertion = self._signer.sign(spec.name, claims)
         except AssertionUnavailable as exc:
             return done.as_run("failed", f"not called: {exc}")
-        outcome = await call_endpoint(
-            self._fetcher,
-            spec.endpoint,
-            checked,
-            assertion=assertion,
-            environ=self._environ,
-            idempotency_key=idempotency_key,
-        )
+        if spec.server is not None and self.mcp is not None:
+            outcome = await self.mcp.call(spec.server, spec.name, checked.as_object(), assertion)
+        elif spec.endpoint is not None:
+            outcome = await call_endpoint(
+                self._fetcher,
+                spec.endpoint,
+                checked,
+                assertion=assertion,
+                environ=self._environ,
+                idempotency_key=idempotency_key,
+            )
+        else:
+            return done.as_run("failed", "this action cannot be called here")
         if not outcome.ok:
             return done.as_run(
                 "failed", f"failed: {outcome.body}", outcome.http_status, outcome.latency_ms

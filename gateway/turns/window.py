@@ -101,6 +101,10 @@ def actions_lines(settings: TenantSettings, level: LinkLevel) -> tuple[tuple[str
     catalog = catalog_of(settings.tools, settings.mcp_servers)
     usable = [spec.name for spec in catalog.offered(level) if spec.name in catalog.actions]
     held = [spec.name for spec in catalog.held_back(level)]
+    for server in settings.mcp_servers:  # its tools as the settings gate them
+        for name, gate in server.tools.items():
+            reached = level >= LinkLevel.parse(gate.min_link_level)
+            (usable if reached else held).append(name)
     lines: list[tuple[str, str]] = []
     if usable:
         lines.append(("actions", ", ".join(usable)))

@@ -26,7 +26,7 @@ from gateway.providers.tool_calls import ToolCall, ToolDefinition, ToolRound, To
 from gateway.runtime.clock import utcnow
 from gateway.storage.repositories import confirmations, customers
 from gateway.tenants import TenantSettings
-from gateway.tools.catalog import ActionSpec, catalog_of
+from gateway.tools.catalog import ActionSpec, McpToolListing, catalog_of
 from gateway.tools.confirmations import confirms, question
 from gateway.tools.runner import ActionRun, ActionRunner, Caller
 from gateway.turns.answer.deps import AnswerDeps
@@ -40,10 +40,12 @@ __all__ = ["ActionRounds", "TurnActions", "offered_actions"]
 Ask = Callable[[ToolUse], Awaitable[Completion]]
 
 
-def offered_actions(tenant: TenantSettings, level: LinkLevel) -> Mapping[str, ActionSpec]:
-    """The tenant's actions ``level`` reaches, by name (no MCP tools until their server has
-    listed them)."""
-    catalog = catalog_of(tenant.tools, tenant.mcp_servers)
+def offered_actions(
+    tenant: TenantSettings, level: LinkLevel, listings: tuple[McpToolListing, ...] = ()
+) -> Mapping[str, ActionSpec]:
+    """The tenant's actions ``level`` reaches, by name (an MCP tool once its server lists it:
+    ``listings``)."""
+    catalog = catalog_of(tenant.tools, tenant.mcp_servers, listings)
     return {spec.name: spec for spec in catalog.offered(level) if spec.name in catalog.actions}
 
 
@@ -82,7 +84,11 @@ class TurnActions:
         tenant = turn.tenant
         if identity is None or not (tenant.tools or tenant.mcp_servers):
             return None
-        offered = offered_actions(tenant, identity.level)
+        mcp = self._runner.mcp
+        listings = (
+            await mcp.listings(tenant.mcp_servers) if mcp is not None and tenant.mcp_servers else ()
+        )
+        offered = offered_actions(tenant, identity.level, listings)
         if not offered:
             return None
         async with self._deps.work, self._deps.reads() as session:
