@@ -84,8 +84,7 @@ class ToolSettings(BaseModel):
 
     @model_validator(mode="after")
     def _approval_for_writes(self) -> ToolSettings:
-        if self.approval == "operator" and self.kind != "write":
-            raise ValueError(f"{self.name}: only a write waits for an operator's approval")
+        _check_approval(self.kind, self.approval)
         return self
 
 
@@ -101,8 +100,7 @@ class McpToolSettings(BaseModel):
 
     @model_validator(mode="after")
     def _approval_for_writes(self) -> McpToolSettings:
-        if self.approval == "operator" and self.kind != "write":
-            raise ValueError("only a write waits for an operator's approval")
+        _check_approval(self.kind, self.approval)
         return self
 
 
@@ -127,6 +125,11 @@ class McpServerSettings(BaseModel):
             if not re.fullmatch(TOOL_NAME_PATTERN, name):
                 raise ValueError(f"{name!r} is not a tool name")
         return value
+
+
+def _check_approval(kind: str, approval: str) -> None:
+    if approval == "operator" and kind != "write":
+        raise ValueError("only a write waits for an operator's approval")
 
 
 def checked_parameters(schema: dict[str, Any]) -> dict[str, Any]:

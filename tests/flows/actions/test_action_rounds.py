@@ -4,8 +4,6 @@ that calls tools, a local business API checking the identity assertion."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -13,21 +11,18 @@ from typing import Any
 import jwt
 import pytest
 from aiohttp import web
-from aiohttp.test_utils import TestServer
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.serialization import Encoding, NoEncryption, PrivateFormat
 from sqlalchemy import select
 
 from gateway.http.jwks import SIGNER
 from gateway.storage.models import Message, TurnRow
-from gateway.storage.repositories import tenants
 from gateway.tools.assertion import IdentityClaims
 from identity.levels import LinkLevel
+from tests.flows.actions.support import IDENTITY_KEY, acting_stack, save_settings, serving
 from tests.support.openai_server import Call, FakeOpenAI, model_settings
 from tests.support.stack import Stack, running_stack
 from tests.support.webchat import signed_visitor
-
-IDENTITY_KEY = "an-identity-key-of-at-least-32-bytes!"
 
 
 @dataclass
@@ -44,15 +39,6 @@ class OrdersApi:
     async def status(self, request: web.Request) -> web.Response:
         self.seen.append((request.headers["X-Relaydesk-Identity"], await request.json()))
         return web.json_response({"order_id": "4471", "status": "saiu para entrega"})
-
-    @asynccontextmanager
-    async def serving(self) -> AsyncIterator[str]:
-        server = TestServer(self.app())
-        await server.start_server()
-        try:
-            yield str(server.make_url("")).rstrip("/")
-        finally:
-            await server.close()
 
 
 def _order_status(url: str, level: str) -> dict[str, Any]:
@@ -114,20 +100,11 @@ async def test_a_model_call_reaches_the_api_as_the_conversations_customer(
         reply_for=_answers_from_the_result,
     )
     async with (
-        api.serving() as api_url,
+        serving(api.app()) as api_url,
         model.serving() as model_url,
-        running_stack(
-            "embedded",
-            tmp_path,
-            RELAYDESK_TOOL_IDENTITY_KEY=IDENTITY_KEY,
-            RELAYDESK_FETCH_ALLOW="127.0.0.1",
-            **model_settings(model_url),
-        ) as stack,
+        acting_stack(tmp_path, model_url) as stack,
     ):
-        async with stack.sessions().begin() as session:
-            await tenants.save_tenant_settings(
-                session, domain="default", settings={"tools": [_order_status(api_url, "anonymous")]}
-            )
+        await save_settings(stack, {"tools": [_order_status(api_url, "anonymous")]})
 
         message_id = await _ask(stack, "cadê meu pedido 4471?")
 
@@ -158,22 +135,11 @@ async def test_an_anonymous_visitor_is_never_offered_a_verified_action(tmp_path:
         "endpoint": {"url": "http://127.0.0.1:9/hours"},
     }
     async with (
-        api.serving() as api_url,
+        serving(api.app()) as api_url,
         model.serving() as model_url,
-        running_stack(
-            "embedded",
-            tmp_path,
-            RELAYDESK_TOOL_IDENTITY_KEY=IDENTITY_KEY,
-            RELAYDESK_FETCH_ALLOW="127.0.0.1",
-            **model_settings(model_url),
-        ) as stack,
+        acting_stack(tmp_path, model_url) as stack,
     ):
-        async with stack.sessions().begin() as session:
-            await tenants.save_tenant_settings(
-                session,
-                domain="default",
-                settings={"tools": [opening_hours, _order_status(api_url, "verified")]},
-            )
+        await save_settings(stack, {"tools": [opening_hours, _order_status(api_url, "verified")]})
 
         message_id = await _ask(stack, "cadê o pedido 4471 da Ana?")
 
@@ -209,22 +175,13 @@ async def test_the_last_round_must_answer_in_words(tmp_path: Path) -> None:
         reply="Pronto.",
     )
     async with (
-        api.serving() as api_url,
+        serving(api.app()) as api_url,
         model.serving() as model_url,
-        running_stack(
-            "embedded",
-            tmp_path,
-            RELAYDESK_TOOL_IDENTITY_KEY=IDENTITY_KEY,
-            RELAYDESK_FETCH_ALLOW="127.0.0.1",
-            **model_settings(model_url),
-        ) as stack,
+        acting_stack(tmp_path, model_url) as stack,
     ):
-        async with stack.sessions().begin() as session:
-            await tenants.save_tenant_settings(
-                session,
-                domain="default",
-                settings={"tools": [_order_status(api_url, "anonymous")], "max_tool_rounds": 2},
-            )
+        await save_settings(
+            stack, {"tools": [_order_status(api_url, "anonymous")], "max_tool_rounds": 2}
+        )
 
         message_id = await _ask(stack, "cadê meu pedido?")
 

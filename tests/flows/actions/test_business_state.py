@@ -5,20 +5,15 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 
 import jwt
 from aiohttp import web
-from aiohttp.test_utils import TestServer
 
-from gateway.storage.repositories import tenants
-from tests.support.openai_server import Call, FakeOpenAI, model_settings
-from tests.support.stack import Stack, running_stack
+from tests.flows.actions.support import IDENTITY_KEY, acting_stack, save_settings, serving
+from tests.support.openai_server import Call, FakeOpenAI
+from tests.support.stack import Stack
 from tests.support.webchat import signed_visitor
-
-IDENTITY_KEY = "an-identity-key-of-at-least-32-bytes!"
 
 
 class Business:
@@ -45,15 +40,6 @@ class Business:
         await asyncio.sleep(3)
         return web.json_response({"open_ticket": "late"})
 
-    @asynccontextmanager
-    async def serving(self) -> AsyncIterator[str]:
-        server = TestServer(self.app())
-        await server.start_server()
-        try:
-            yield str(server.make_url("")).rstrip("/")
-        finally:
-            await server.close()
-
 
 def _system(call: Call) -> str:
     return " ".join(m["content"] for m in call.messages if m["role"] == "system")
@@ -73,32 +59,24 @@ async def _ask(stack: Stack, text: str) -> float:
 async def test_the_state_and_the_actions_fill_the_state_slice(tmp_path: Path) -> None:
     business, model = Business(), FakeOpenAI()
     async with (
-        business.serving() as url,
+        serving(business.app()) as url,
         model.serving() as model_url,
-        running_stack(
-            "embedded",
-            tmp_path,
-            RELAYDESK_TOOL_IDENTITY_KEY=IDENTITY_KEY,
-            RELAYDESK_FETCH_ALLOW="127.0.0.1",
-            **model_settings(model_url),
-        ) as stack,
+        acting_stack(tmp_path, model_url) as stack,
     ):
-        async with stack.sessions().begin() as session:
-            await tenants.save_tenant_settings(
-                session,
-                domain="default",
-                settings={
-                    "state_endpoint": {"url": f"{url}/state"},
-                    "tools": [
-                        {
-                            "name": "order_status",
-                            "description": "Where an order is.",
-                            "min_link_level": "verified",
-                            "endpoint": {"url": f"{url}/orders"},
-                        }
-                    ],
-                },
-            )
+        await save_settings(
+            stack,
+            {
+                "state_endpoint": {"url": f"{url}/state"},
+                "tools": [
+                    {
+                        "name": "order_status",
+                        "description": "Where an order is.",
+                        "min_link_level": "verified",
+                        "endpoint": {"url": f"{url}/orders"},
+                    }
+                ],
+            },
+        )
 
         await _ask(stack, "e o meu reembolso?")
 
@@ -114,25 +92,17 @@ async def test_a_slow_state_endpoint_delays_the_reply_by_its_timeout_at_most(
 ) -> None:
     business, model = Business(), FakeOpenAI()
     async with (
-        business.serving() as url,
+        serving(business.app()) as url,
         model.serving() as model_url,
-        running_stack(
-            "embedded",
-            tmp_path,
-            RELAYDESK_TOOL_IDENTITY_KEY=IDENTITY_KEY,
-            RELAYDESK_FETCH_ALLOW="127.0.0.1",
-            **model_settings(model_url),
-        ) as stack,
+        acting_stack(tmp_path, model_url) as stack,
     ):
-        async with stack.sessions().begin() as session:
-            await tenants.save_tenant_settings(
-                session,
-                domain="default",
-                settings={
-                    "state_endpoint": {"url": f"{url}/slow-state"},
-                    "state_timeout_ms": 300,
-                },
-            )
+        await save_settings(
+            stack,
+            {
+                "state_endpoint": {"url": f"{url}/slow-state"},
+                "state_timeout_ms": 300,
+            },
+        )
 
         took = await _ask(stack, "oi")
 

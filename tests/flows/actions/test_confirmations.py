@@ -10,16 +10,13 @@ from pathlib import Path
 from typing import Any
 
 from aiohttp import web
-from aiohttp.test_utils import TestServer
 from sqlalchemy import select
 
 from gateway.storage.models import ActionConfirmation, Message, TurnRow
-from gateway.storage.repositories import tenants
-from tests.support.openai_server import Call, FakeOpenAI, model_settings
-from tests.support.stack import API_KEY, Stack, running_stack
+from tests.flows.actions.support import acting_stack, save_settings, serving
+from tests.support.openai_server import Call, FakeOpenAI
+from tests.support.stack import API_KEY, Stack
 from tests.support.webchat import signed_visitor
-
-IDENTITY_KEY = "an-identity-key-of-at-least-32-bytes!"
 
 
 class PixApi:
@@ -34,15 +31,6 @@ class PixApi:
     async def change(self, request: web.Request) -> web.Response:
         self.seen.append((dict(request.headers), await request.json()))
         return web.json_response({"changed": True})
-
-    @asynccontextmanager
-    async def serving(self) -> AsyncIterator[str]:
-        server = TestServer(self.app())
-        await server.start_server()
-        try:
-            yield str(server.make_url("")).rstrip("/")
-        finally:
-            await server.close()
 
 
 def _asks_to_change(call: Call) -> list[tuple[str, str]] | None:
@@ -88,15 +76,9 @@ async def _talking(tmp_path: Path) -> AsyncIterator[tuple[PixApi, FakeOpenAI, Co
     api = PixApi()
     model = FakeOpenAI(tool_calls_for=_asks_to_change, reply_for=_tells_the_outcome)
     async with (
-        api.serving() as url,
+        serving(api.app()) as url,
         model.serving() as model_url,
-        running_stack(
-            "embedded",
-            tmp_path,
-            RELAYDESK_TOOL_IDENTITY_KEY=IDENTITY_KEY,
-            RELAYDESK_FETCH_ALLOW="127.0.0.1",
-            **model_settings(model_url),
-        ) as stack,
+        acting_stack(tmp_path, model_url) as stack,
     ):
         change = {
             "name": "change_pix_key",
@@ -110,10 +92,7 @@ async def _talking(tmp_path: Path) -> AsyncIterator[tuple[PixApi, FakeOpenAI, Co
             "min_link_level": "anonymous",
             "endpoint": {"url": f"{url}/pix-key"},
         }
-        async with stack.sessions().begin() as session:
-            await tenants.save_tenant_settings(
-                session, domain="default", settings={"tools": [change]}
-            )
+        await save_settings(stack, {"tools": [change]})
         yield api, model, Conversation(stack)
 
 

@@ -13,6 +13,7 @@ from gateway.tools.http_action import call_endpoint
 from gateway.tools.settings import EndpointSettings
 from outbound.fetcher import SafeFetcher
 from outbound.policy import FetchPolicy
+from tests.gateway.tools.local_api import local_api
 
 SCHEMA = {"type": "object", "properties": {"order_id": {"type": "string"}}}
 ARGUMENTS = checked_arguments(SCHEMA, '{"order_id": "4471", "customer_id": "cus_other"}')
@@ -53,17 +54,8 @@ class BusinessApi:
 @pytest.fixture
 async def api() -> AsyncIterator[tuple[BusinessApi, str, SafeFetcher]]:
     business = BusinessApi()
-    runner = web.AppRunner(business.app(), shutdown_timeout=0.1)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    fetcher = SafeFetcher(FetchPolicy.allowing(["127.0.0.1"]))
-    try:
-        yield business, f"http://127.0.0.1:{port}", fetcher
-    finally:
-        await fetcher.aclose()
-        await runner.cleanup()
+    async with local_api(business.app()) as (root, fetcher):
+        yield business, root, fetcher
 
 
 async def test_a_post_carries_the_checked_arguments_the_assertion_and_the_secret(

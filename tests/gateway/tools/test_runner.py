@@ -21,6 +21,7 @@ from identity.levels import LinkLevel
 from identity.tool_reach import KnownIdentifier
 from outbound.fetcher import SafeFetcher
 from outbound.policy import FetchPolicy
+from tests.gateway.tools.local_api import local_api
 
 KEY = "r" * 40
 ANA = Caller(
@@ -67,12 +68,11 @@ class Orders:
 @pytest.fixture
 async def orders() -> AsyncIterator[tuple[Orders, dict[str, ActionSpec], ActionRunner]]:
     api = Orders()
-    runner = web.AppRunner(api.app(), shutdown_timeout=0.1)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    root = f"http://127.0.0.1:{port}"
+    async with local_api(api.app()) as (root, fetcher):
+        yield api, *_actions(root, fetcher)
+
+
+def _actions(root: str, fetcher: SafeFetcher) -> tuple[dict[str, ActionSpec], ActionRunner]:
     schema = {"type": "object", "properties": {"order_id": {"type": "string"}}}
     settings = effective_settings(
         [
@@ -102,17 +102,10 @@ async def orders() -> AsyncIterator[tuple[Orders, dict[str, ActionSpec], ActionR
         ]
     )
     catalog = catalog_of(settings.tools)
-    fetcher = SafeFetcher(FetchPolicy.allowing(["127.0.0.1"]))
     counter = TiktokenCounter(load_encoding())
-    try:
-        yield (
-            api,
-            dict(catalog.actions),
-            ActionRunner(fetcher, AssertionSigner(shared_key=KEY), {}, counter),
-        )
-    finally:
-        await fetcher.aclose()
-        await runner.cleanup()
+    return dict(catalog.actions), ActionRunner(
+        fetcher, AssertionSigner(shared_key=KEY), {}, counter
+    )
 
 
 async def test_the_call_acts_for_the_conversations_customer_whatever_the_model_adds(

@@ -13,8 +13,7 @@ from gateway.tools.assertion import AssertionSigner, IdentityClaims
 from gateway.tools.settings import EndpointSettings
 from gateway.tools.state import BusinessState, StateSource, business_state
 from identity.levels import LinkLevel
-from outbound.fetcher import SafeFetcher
-from outbound.policy import FetchPolicy
+from tests.gateway.tools.local_api import local_api
 
 KEY = "s" * 40
 CLAIMS = IdentityClaims("cus_ana", LinkLevel.VERIFIED, "whatsapp", "whatsapp:+5511999990000")
@@ -44,18 +43,8 @@ class Business:
 @pytest.fixture
 async def business() -> AsyncIterator[tuple[Business, str, StateSource]]:
     server = Business()
-    runner = web.AppRunner(server.app(), shutdown_timeout=0.1)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    fetcher = SafeFetcher(FetchPolicy.allowing(["127.0.0.1"]))
-    source = StateSource(fetcher, AssertionSigner(shared_key=KEY), {})
-    try:
-        yield server, f"http://127.0.0.1:{port}", source
-    finally:
-        await fetcher.aclose()
-        await runner.cleanup()
+    async with local_api(server.app()) as (root, fetcher):
+        yield server, root, StateSource(fetcher, AssertionSigner(shared_key=KEY), {})
 
 
 async def test_the_business_state_fills_the_ticket_and_extra_lines_once_per_few_seconds(

@@ -1,0 +1,49 @@
+"""What the action flows share: a gateway that signs assertions and may reach local servers, a
+local business API, the tenant's settings saved."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+from aiohttp.test_utils import TestServer
+
+from gateway.storage.repositories import tenants
+from tests.support.openai_server import model_settings
+from tests.support.stack import Stack, running_stack
+
+IDENTITY_KEY = "an-identity-key-of-at-least-32-bytes!"
+
+
+@asynccontextmanager
+async def acting_stack(tmp_path: Path, model_url: str) -> AsyncIterator[Stack]:
+    """The embedded gateway on the model at ``model_url``, signing assertions with
+    `IDENTITY_KEY`, allowed to call servers on loopback."""
+    async with running_stack(
+        "embedded",
+        tmp_path,
+        RELAYDESK_TOOL_IDENTITY_KEY=IDENTITY_KEY,
+        RELAYDESK_FETCH_ALLOW="127.0.0.1",
+        **model_settings(model_url),
+    ) as stack:
+        yield stack
+
+
+@asynccontextmanager
+async def serving(app: web.Application) -> AsyncIterator[str]:
+    """``app`` on a local port; yields its base URL (no trailing slash)."""
+    server = TestServer(app)
+    await server.start_server()
+    try:
+        yield str(server.make_url("")).rstrip("/")
+    finally:
+        await server.close()
+
+
+async def save_settings(stack: Stack, settings: dict[str, Any]) -> None:
+    """The domain's tenant settings."""
+    async with stack.sessions().begin() as session:
+        await tenants.save_tenant_settings(session, domain="default", settings=settings)
