@@ -105,6 +105,10 @@ def _fact_notes(fact: FactItem) -> str:
         notes.append("pinned")
     if fact.is_rule:
         notes.append("customer rule")
+    # Where a fact came from other than the customer's words (an action's result).
+    origin = next((tag[len("source:") :] for tag in fact.tags if tag.startswith("source:")), None)
+    if origin is not None:
+        notes.append(f"from {_one_line(origin)}")
     if not fact.confirmed:
         source = _one_line(fact.source_channel)
         origin = f"{source} transcript" if fact.source_channel in TRANSCRIPT_CHANNELS else source

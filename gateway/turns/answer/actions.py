@@ -24,10 +24,12 @@ from datetime import timedelta
 from gateway.providers.base import Completion
 from gateway.providers.tool_calls import ToolCall, ToolDefinition, ToolRound, ToolUse
 from gateway.runtime.clock import utcnow
-from gateway.storage.repositories import confirmations, customers
+from gateway.storage.records import NewFact
+from gateway.storage.repositories import confirmations, customers, facts
 from gateway.tenants import TenantSettings
 from gateway.tools.catalog import ActionSpec, McpToolListing, catalog_of
 from gateway.tools.confirmations import confirms, question
+from gateway.tools.result_facts import declared_facts, source_tag
 from gateway.tools.runner import ActionRun, ActionRunner, Caller
 from gateway.turns.answer.deps import AnswerDeps
 from gateway.turns.answer.reply_steps import ReplyTurn
@@ -207,3 +209,34 @@ class TurnActions:
             confirmed=True,
         )
         return ToolRound((call,), (run.result,)), run
+
+    async def store_facts(
+        self, turn: ReplyTurn, offered: Mapping[str, ActionSpec], runs: tuple[ActionRun, ...]
+    ) -> int:
+        """The facts the tools that answered declare, sourced to the turn's message and tagged
+        with the tool; returns how many were written."""
+        pending = turn.pending
+        found: list[NewFact] = []
+        for run in runs:
+            spec = offered.get(run.call.name)
+            if run.status != "ok" or spec is None or not spec.facts:
+                continue
+            # A tool that names one scope gives its facts that scope; any other, "account".
+            scope = next(iter(spec.scopes)) if len(spec.scopes) == 1 else "account"
+            for key, value in declared_facts(run.content, spec.facts):
+                found.append(
+                    NewFact(
+                        key=key,
+                        value=value,
+                        scope=scope,
+                        source_message_id=pending.inbound.id,
+                        tags=(source_tag(spec.name),),
+                        confirmed=True,
+                    )
+                )
+        if not found:
+            return 0
+        async with self._deps.work, self._deps.sessions.begin() as session:
+            for fact in found:
+                await facts.record_fact(session, pending.inbound.customer_id, fact)
+        return len(found)

@@ -212,3 +212,40 @@ async def test_the_key_set_serves_the_public_key_that_verifies_assertions(tmp_pa
         token, jwt.PyJWK(published).key, algorithms=["EdDSA"], audience="order_status"
     )
     assert claims["sub"] == "cus_ana" and "d" not in published
+
+
+async def test_facts_a_tool_declares_reach_the_next_window_with_the_tool_as_source(
+    tmp_path: Path,
+) -> None:
+    api = OrdersApi()
+    model = FakeOpenAI(
+        tool_calls_for=lambda call: (
+            _calls_order_status_once(call) if "4471" in call.last_user_text else None
+        ),
+        reply_for=_answers_from_the_result,
+        reply="Certo.",
+    )
+    async with (
+        serving(api.app()) as api_url,
+        model.serving() as model_url,
+        acting_stack(tmp_path, model_url) as stack,
+    ):
+        tool = {
+            **_order_status(api_url, "anonymous"),
+            "scopes": ["public"],  # the facts' scope: an anonymous visitor sees public ones
+            "facts": {"/status": "last_order_status"},
+        }
+        await save_settings(stack, {"tools": [tool]})
+        visitor = await signed_visitor(stack.client)
+        for number, text in enumerate(["cadê meu pedido 4471?", "e agora?"]):
+            response = await stack.client.post(
+                "/webchat/messages",
+                json={"visitor_id": visitor, "text": text, "client_message_id": f"c{number}"},
+            )
+            assert response.status == 202, await response.text()
+            await stack.idle()
+
+        later = model.calls[-1]
+        assert later.last_user_text == "e agora?"
+        system = " ".join(m["content"] for m in later.messages if m["role"] == "system")
+        assert '"saiu para entrega" (from tool:order_status)' in system
