@@ -21,11 +21,14 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 
+from channels.redaction import redact
 from gateway.providers.base import Completion
 from gateway.providers.tool_calls import ToolCall, ToolDefinition, ToolRound, ToolUse
 from gateway.runtime.clock import utcnow
+from gateway.runtime.logs import mask
 from gateway.storage.records import NewFact
 from gateway.storage.repositories import confirmations, customers, facts
+from gateway.storage.repositories.audit import record_audit
 from gateway.tenants import TenantSettings
 from gateway.tools.catalog import ActionSpec, McpToolListing, catalog_of
 from gateway.tools.confirmations import confirms, question
@@ -240,3 +243,39 @@ class TurnActions:
             for fact in found:
                 await facts.record_fact(session, pending.inbound.customer_id, fact)
         return len(found)
+
+    async def audit(self, turn: ReplyTurn, caller: Caller, runs: tuple[ActionRun, ...]) -> None:
+        """One audit row a call: the tool, the identity and its level, the arguments (phone
+        numbers, e-mails and card numbers masked), what came of it, the turn whose reply it
+        fed."""
+        if not runs:
+            return
+        pending = turn.pending
+        async with self._deps.work, self._deps.sessions.begin() as session:
+            for run in runs:
+                await record_audit(
+                    session,
+                    actor="model",
+                    action=f"action.{run.status}",
+                    reason=f"{run.call.name} asked by the model in turn {pending.turn.id}",
+                    subject_type="customer",
+                    subject_id=caller.customer_id,
+                    details={
+                        "tool": run.call.name,
+                        "kind": run.kind,
+                        "identity_id": pending.inbound.identity_id,
+                        "link_level": caller.level.value,
+                        "channel": caller.channel,
+                        "arguments": masked(run.arguments_json or run.call.arguments_json),
+                        "dropped": list(run.dropped),
+                        "status": run.status,
+                        "http_status": run.http_status,
+                        "latency_ms": round(run.latency_ms, 1),
+                        "turn_id": pending.turn.id,
+                    },
+                )
+
+
+def masked(text: str) -> str:
+    """``text`` with card numbers and security codes, phone numbers and e-mails masked."""
+    return mask(redact(text).text)

@@ -88,6 +88,7 @@ class ModelCall:
                 completion = rounds.completion
                 report["actions"] = rounds.report()
                 await self._actions.store_facts(turn, offered, rounds.runs)
+                await self._actions.audit(turn, caller, rounds.runs)
                 if rounds.held is not None:
                     held_text = await self._actions.hold(turn, caller, rounds.held)
             if held_text is None and not completion.text.strip():

@@ -13,6 +13,7 @@ from aiohttp import web
 from sqlalchemy import select
 
 from gateway.storage.models import ActionConfirmation, Message, TurnRow
+from gateway.storage.repositories.audit import list_audit
 from tests.flows.actions.support import acting_stack, save_settings, serving
 from tests.support.openai_server import Call, FakeOpenAI
 from tests.support.stack import API_KEY, Stack
@@ -126,6 +127,17 @@ async def test_a_write_is_sent_once_after_the_customers_yes(tmp_path: Path) -> N
         await conversation.say("sim")
 
         assert len(api.seen) == 1  # a second yes sends nothing
+        async with conversation.stack.sessions()() as session:
+            trail = await list_audit(session, action=None, limit=50)
+        calls = [entry for entry in trail if entry.action.startswith("action.")]
+        assert sorted(entry.action for entry in calls) == [
+            "action.awaiting_confirmation",
+            "action.ok",
+        ]
+        for entry in calls:
+            assert entry.details["tool"] == "change_pix_key"
+            assert entry.details["link_level"] == "anonymous"
+            assert entry.details["arguments"] == '{"key":"***@example.org"}'  # masked
 
 
 async def test_anything_but_a_yes_cancels_the_write(tmp_path: Path) -> None:
