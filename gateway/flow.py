@@ -239,6 +239,7 @@ def build_flow(resources: Resources, stack: AsyncExitStack) -> Flow:
                 mcp=McpActions(resources.fetcher, os.environ),
             ),
             state=StateSource(resources.fetcher, resources.signer, os.environ),
+            metrics=resources.metrics,
         ),
         locks=locks,
         backpressure=backpressure,

@@ -34,6 +34,8 @@ class Metrics:
     # the checks let through unchecked because the limiter's storage (Redis) did not answer.
     rate_limited: Counter
     rate_limiter_unavailable: Counter
+    # Calls of actions the model made (`gateway.turns.answer.actions`), by tool and outcome.
+    action_calls: Counter
 
     @classmethod
     def create(cls) -> Metrics:
@@ -120,6 +122,13 @@ class Metrics:
             rate_limiter_unavailable=Counter(
                 "relaydesk_rate_limiter_unavailable",
                 "Rate limit checks let through unchecked: the limiter's Redis did not answer",
+                registry=registry,
+            ),
+            action_calls=Counter(
+                "relaydesk_action_calls",
+                "Calls of actions the model made, by tool and outcome (ok, failed, refused, "
+                "invalid, awaiting_confirmation)",
+                ["tool", "outcome"],
                 registry=registry,
             ),
         )

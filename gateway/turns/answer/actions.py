@@ -26,6 +26,7 @@ from gateway.providers.base import Completion
 from gateway.providers.tool_calls import ToolCall, ToolDefinition, ToolRound, ToolUse
 from gateway.runtime.clock import utcnow
 from gateway.runtime.logs import mask
+from gateway.runtime.metrics import Metrics
 from gateway.storage.records import NewFact
 from gateway.storage.repositories import confirmations, customers, facts
 from gateway.storage.repositories.audit import record_audit
@@ -78,9 +79,12 @@ class ActionRounds:
 
 
 class TurnActions:
-    def __init__(self, deps: AnswerDeps, runner: ActionRunner) -> None:
+    def __init__(
+        self, deps: AnswerDeps, runner: ActionRunner, metrics: Metrics | None = None
+    ) -> None:
         self._deps = deps
         self._runner = runner
+        self._metrics = metrics
 
     async def offer(self, turn: ReplyTurn) -> tuple[Caller, Mapping[str, ActionSpec]] | None:
         """Whom the turn's calls act for and what they may call; None when nothing is
@@ -250,6 +254,9 @@ class TurnActions:
         fed."""
         if not runs:
             return
+        if self._metrics is not None:
+            for run in runs:
+                self._metrics.action_calls.labels(run.call.name, run.status).inc()
         pending = turn.pending
         async with self._deps.work, self._deps.sessions.begin() as session:
             for run in runs:

@@ -11,6 +11,7 @@ from gateway.memory.queue import CompactionQueue
 from gateway.memory.recall import RecallCache
 from gateway.providers.pool import ProviderPool
 from gateway.providers.transcriber import Transcriber
+from gateway.runtime.metrics import Metrics
 from gateway.runtime.tasks import TaskOwner
 from gateway.tools.runner import ActionRunner
 from gateway.tools.state import StateSource
@@ -46,6 +47,7 @@ class AnswerSteps:
         owner: TaskOwner | None = None,
         actions: ActionRunner | None = None,
         state: StateSource | None = None,
+        metrics: Metrics | None = None,
     ) -> AnswerSteps:
         """Each step with only the collaborators it uses."""
         model_facts = BackgroundFacts(
@@ -67,7 +69,7 @@ class AnswerSteps:
             model_call=ModelCall(
                 deps,
                 providers=providers,
-                actions=TurnActions(deps, actions) if actions is not None else None,
+                actions=TurnActions(deps, actions, metrics) if actions is not None else None,
             ),
             reply_steps=tuple(reply_steps),
             store=ReplyStore(deps),

@@ -122,6 +122,8 @@ async def test_a_model_call_reaches_the_api_as_the_conversations_customer(
         )
         assert [entry["status"] for entry in report["actions"]] == ["ok"]
         assert report["actions"][0]["dropped"] == ["customer_id"]
+        scraped = await (await stack.client.get("/metrics")).text()
+        assert 'relaydesk_action_calls_total{outcome="ok",tool="order_status"} 1.0' in scraped
 
 
 async def test_an_anonymous_visitor_is_never_offered_a_verified_action(tmp_path: Path) -> None:
