@@ -15,6 +15,7 @@ from gateway.storage.repositories import outbound_events
 CONVERSATION_WAITING = "conversation.waiting"
 CONVERSATION_OWNER_CHANGED = "conversation.owner_changed"
 MESSAGE_CREATED = "message.created"
+TOOL_CALLED = "tool.called"
 
 
 class EventOutbox:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from channels.redaction import redact
+from gateway.events.outbox import TOOL_CALLED
 from gateway.providers.base import Completion
 from gateway.providers.tool_calls import ToolCall, ToolDefinition, ToolRound, ToolUse
 from gateway.runtime.clock import utcnow
@@ -281,6 +282,22 @@ class TurnActions:
                         "turn_id": pending.turn.id,
                     },
                 )
+                events = self._deps.events
+                if events is not None and events.enabled:
+                    await events.record(
+                        session,
+                        TOOL_CALLED,
+                        {
+                            "tool": run.call.name,
+                            "outcome": run.status,
+                            "customer_id": caller.customer_id,
+                            "conversation_key": caller.conversation,
+                            "link_level": caller.level.value,
+                            "http_status": run.http_status,
+                            "latency_ms": round(run.latency_ms, 1),
+                            "turn_id": pending.turn.id,
+                        },
+                    )
 
 
 def masked(text: str) -> str:

@@ -19,15 +19,16 @@ IDENTITY_KEY = "an-identity-key-of-at-least-32-bytes!"
 
 
 @asynccontextmanager
-async def acting_stack(tmp_path: Path, model_url: str) -> AsyncIterator[Stack]:
+async def acting_stack(tmp_path: Path, model_url: str, **settings: object) -> AsyncIterator[Stack]:
     """The embedded gateway on the model at ``model_url``, signing assertions with
-    `IDENTITY_KEY`, allowed to call servers on loopback."""
+    `IDENTITY_KEY`, allowed to call servers on loopback (``settings``: more of its own)."""
     async with running_stack(
         "embedded",
         tmp_path,
         RELAYDESK_TOOL_IDENTITY_KEY=IDENTITY_KEY,
         RELAYDESK_FETCH_ALLOW="127.0.0.1",
         **model_settings(model_url),
+        **settings,
     ) as stack:
         yield stack
 

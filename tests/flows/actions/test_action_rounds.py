@@ -16,7 +16,7 @@ from cryptography.hazmat.primitives.serialization import Encoding, NoEncryption,
 from sqlalchemy import select
 
 from gateway.http.jwks import SIGNER
-from gateway.storage.models import Message, TurnRow
+from gateway.storage.models import Message, OutboundEvent, TurnRow
 from gateway.tools.assertion import IdentityClaims
 from identity.levels import LinkLevel
 from tests.flows.actions.support import IDENTITY_KEY, acting_stack, save_settings, serving
@@ -251,3 +251,33 @@ async def test_facts_a_tool_declares_reach_the_next_window_with_the_tool_as_sour
         assert later.last_user_text == "e agora?"
         system = " ".join(m["content"] for m in later.messages if m["role"] == "system")
         assert '"saiu para entrega" (from tool:order_status)' in system
+
+
+async def test_each_call_is_announced_as_an_event(tmp_path: Path) -> None:
+    api = OrdersApi()
+    model = FakeOpenAI(tool_calls_for=_calls_order_status_once, reply_for=_answers_from_the_result)
+    async with (
+        serving(api.app()) as api_url,
+        model.serving() as model_url,
+        acting_stack(
+            tmp_path,
+            model_url,
+            RELAYDESK_EVENTS_URL="http://127.0.0.1:9/events",
+            RELAYDESK_EVENTS_SECRET="an-events-secret-of-some-length",
+        ) as stack,
+    ):
+        await save_settings(stack, {"tools": [_order_status(api_url, "anonymous")]})
+
+        message_id = await _ask(stack, "cadê meu pedido 4471?")
+
+        _, customer_id, _ = await _reply_and_customer(stack, message_id)
+        async with stack.sessions()() as session:
+            payloads = list(
+                await session.scalars(
+                    select(OutboundEvent.payload).where(OutboundEvent.kind == "tool.called")
+                )
+            )
+        [payload] = payloads
+        announced = json.dumps(payload)
+        assert '"tool": "order_status"' in announced and '"outcome": "ok"' in announced
+        assert customer_id in announced and "order_id" not in announced  # no arguments
