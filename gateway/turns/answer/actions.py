@@ -121,12 +121,15 @@ class TurnActions:
         ask: Ask,
         caller: Caller,
         offered: Mapping[str, ActionSpec],
-        tenant: TenantSettings,
+        turn: ReplyTurn,
         *,
-        turn_id: int,
         first: tuple[ToolRound, ...] = (),
         first_runs: tuple[ActionRun, ...] = (),
     ) -> ActionRounds:
+        """The rounds up to the model's answer; each round's calls are recorded (their facts,
+        audit rows, counts and events) as soon as they ran, so a model call failing later
+        loses none of them."""
+        tenant, turn_id = turn.tenant, turn.pending.turn.id
         definitions = tuple(
             ToolDefinition(spec.name, spec.description, spec.parameters_json)
             for spec in offered.values()
@@ -134,6 +137,7 @@ class TurnActions:
         deadline = time.monotonic() + tenant.tool_turn_budget_s
         rounds: list[ToolRound] = list(first)
         runs: list[ActionRun] = list(first_runs)
+        await self._record(turn, caller, offered, first_runs)
         while True:
             final = len(rounds) >= tenant.max_tool_rounds or time.monotonic() >= deadline
             completion = await ask(ToolUse(definitions, tuple(rounds), final=final))
@@ -152,8 +156,10 @@ class TurnActions:
                 done.append(run)
                 if run.status == "awaiting_confirmation":
                     # One write at a time, asked of the customer now: the rest waits.
+                    await self._record(turn, caller, offered, tuple(done))
                     runs.extend(done)
                     return ActionRounds(completion, tuple(runs), len(rounds) + 1, held=run)
+            await self._record(turn, caller, offered, tuple(done))
             runs.extend(done)
             rounds.append(
                 ToolRound(
@@ -162,6 +168,16 @@ class TurnActions:
                     text=completion.text,
                 )
             )
+
+    async def _record(
+        self,
+        turn: ReplyTurn,
+        caller: Caller,
+        offered: Mapping[str, ActionSpec],
+        runs: tuple[ActionRun, ...],
+    ) -> None:
+        await self.store_facts(turn, offered, runs)
+        await self.audit(turn, caller, runs)
 
     async def hold(self, turn: ReplyTurn, caller: Caller, run: ActionRun) -> str:
         """Record the write ``run`` as waiting for the customer; the question to send."""

@@ -80,15 +80,12 @@ class ModelCall:
                     ask,
                     caller,
                     offered,
-                    tenant,
-                    turn_id=pending.turn.id,
+                    turn,
                     first=(decided[0],) if decided is not None else (),
                     first_runs=(decided[1],) if decided is not None else (),
                 )
                 completion = rounds.completion
                 report["actions"] = rounds.report()
-                await self._actions.store_facts(turn, offered, rounds.runs)
-                await self._actions.audit(turn, caller, rounds.runs)
                 if rounds.held is not None:
                     held_text = await self._actions.hold(turn, caller, rounds.held)
             if held_text is None and not completion.text.strip():

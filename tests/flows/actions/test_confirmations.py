@@ -174,3 +174,17 @@ async def test_erasing_the_customer_erases_the_write_they_were_asked_about(tmp_p
         assert response.status == 200, await response.text()
         assert (await response.json())["removed"]["action_confirmations"] == 1
         assert await _confirmation_ids(conversation) == []
+
+
+async def test_a_sent_write_stays_on_record_when_the_model_then_fails(tmp_path: Path) -> None:
+    async with _talking(tmp_path) as (api, model, conversation):
+        await conversation.say("troca minha chave pix para ana@example.org")
+        model.status = 400  # the model refuses every call from now on
+
+        reply = await conversation.say("sim")
+
+        assert len(api.seen) == 1 and "technical problem" in reply  # sent; the fallback told
+        async with conversation.stack.sessions()() as session:
+            trail = await list_audit(session, action="action.ok", limit=5)
+        [sent] = trail
+        assert sent.details["tool"] == "change_pix_key" and sent.details["kind"] == "write"
