@@ -9,7 +9,7 @@ call is made.
 from __future__ import annotations
 
 import re
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -43,22 +43,35 @@ class EndpointSettings(BaseModel):
         return _checked_headers(value)
 
 
-class ToolSettings(BaseModel):
-    """One business action. `parameters` is the JSON Schema (an object) of the arguments the
-    model passes; `facts` maps a JSON pointer into the result to the fact key it is stored
-    under; `approval: "operator"` makes a write wait for an operator in the console as well."""
+class ActionGate(BaseModel):
+    """How the gateway treats an action, whoever serves it: read or write, the weakest link
+    level it serves, the scopes it may learn, and (a write) who approves it; `approval:
+    "operator"` makes a write wait for an operator in the console as well."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kind: Literal["read", "write"] = "read"
+    min_link_level: LevelName = "verified"
+    scopes: list[str] = []
+    approval: Literal["customer", "operator"] = "customer"
+
+    @model_validator(mode="after")
+    def _approval_for_writes(self) -> Self:
+        if self.approval == "operator" and self.kind != "write":
+            raise ValueError("only a write waits for an operator's approval")
+        return self
+
+
+class ToolSettings(ActionGate):
+    """One business action. `parameters` is the JSON Schema (an object) of the arguments the
+    model passes; `facts` maps a JSON pointer into the result to the fact key it is stored
+    under."""
 
     name: str = Field(pattern=TOOL_NAME_PATTERN)
     description: str = Field(min_length=1, max_length=1024)
     parameters: dict[str, Any] = {"type": "object", "properties": {}}
-    kind: Literal["read", "write"] = "read"
-    min_link_level: LevelName = "verified"
-    scopes: list[str] = []
     endpoint: EndpointSettings
     facts: dict[str, str] = {}
-    approval: Literal["customer", "operator"] = "customer"
 
     @field_validator("name")
     @classmethod
@@ -82,26 +95,9 @@ class ToolSettings(BaseModel):
                 raise ValueError(f"the fact key for {pointer!r} is empty")
         return value
 
-    @model_validator(mode="after")
-    def _approval_for_writes(self) -> ToolSettings:
-        _check_approval(self.kind, self.approval)
-        return self
 
-
-class McpToolSettings(BaseModel):
+class McpToolSettings(ActionGate):
     """How the gateway treats one tool of an MCP server (a tool not listed is not offered)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    kind: Literal["read", "write"] = "read"
-    min_link_level: LevelName = "verified"
-    scopes: list[str] = []
-    approval: Literal["customer", "operator"] = "customer"
-
-    @model_validator(mode="after")
-    def _approval_for_writes(self) -> McpToolSettings:
-        _check_approval(self.kind, self.approval)
-        return self
 
 
 class McpServerSettings(BaseModel):
@@ -125,11 +121,6 @@ class McpServerSettings(BaseModel):
             if not re.fullmatch(TOOL_NAME_PATTERN, name):
                 raise ValueError(f"{name!r} is not a tool name")
         return value
-
-
-def _check_approval(kind: str, approval: str) -> None:
-    if approval == "operator" and kind != "write":
-        raise ValueError("only a write waits for an operator's approval")
 
 
 def checked_parameters(schema: dict[str, Any]) -> dict[str, Any]:
