@@ -199,8 +199,16 @@ class TenantSettings(BaseModel):
         "Confirma? {action} — {values}. Responda SIM para confirmar. "
         "Confirm? {action} — {values}. Reply YES to confirm."
     )
+    # What the customer is told of a write an operator approves (`approval: "operator"`): it
+    # went to the team (same placeholders); the outcome follows as an operator's message.
+    approval_message: str = (
+        "Seu pedido foi enviado para aprovação da nossa equipe: {action} — {values}. "
+        "Avisaremos aqui assim que for analisado. "
+        "Your request went to our team for approval: {action} — {values}. "
+        "We will let you know here once it is reviewed."
+    )
 
-    @field_validator("confirmation_message")
+    @field_validator("confirmation_message", "approval_message")
     @classmethod
     def _confirmation_placeholders(cls, value: str) -> str:
         try:

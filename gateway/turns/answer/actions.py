@@ -32,6 +32,7 @@ from gateway.storage.records import NewFact
 from gateway.storage.repositories import confirmations, customers, facts
 from gateway.storage.repositories.audit import record_audit
 from gateway.tenants import TenantSettings
+from gateway.tools.approvals import needs_operator
 from gateway.tools.catalog import ActionSpec, McpToolListing, catalog_of
 from gateway.tools.confirmations import confirms, question
 from gateway.tools.result_facts import declared_facts, source_tag
@@ -180,11 +181,14 @@ class TurnActions:
         await self.audit(turn, caller, runs)
 
     async def hold(self, turn: ReplyTurn, caller: Caller, run: ActionRun) -> str:
-        """Record the write ``run`` as waiting for the customer; the question to send."""
+        """Record the write ``run`` as waiting for the customer, or for an operator when the
+        tenant says so (`approval: "operator"`); what to tell the customer."""
         tenant, pending = turn.tenant, turn.pending
         identity_id = pending.inbound.identity_id
         if identity_id is None or run.arguments_json is None:
             raise ValueError("a write is held only for a stored identity, its arguments checked")
+        # Held for the console: the customer is told, not asked, so their "SIM" sends nothing.
+        operator = needs_operator(tenant.tools, tenant.mcp_servers, run.call.name)
         async with self._deps.work, self._deps.sessions.begin() as session:
             await confirmations.ask(
                 session,
@@ -197,10 +201,12 @@ class TurnActions:
                 arguments_json=run.arguments_json,
                 now=utcnow(),
                 lasts=timedelta(seconds=tenant.confirmation_ttl_s),
+                status=confirmations.APPROVAL if operator else confirmations.WAITING,
             )
         spec = offered_actions(tenant, caller.level).get(run.call.name)
         description = spec.description if spec is not None else run.call.name
-        return question(tenant.confirmation_message, run.call.name, description, run.arguments_json)
+        template = tenant.approval_message if operator else tenant.confirmation_message
+        return question(template, run.call.name, description, run.arguments_json)
 
     async def decide(
         self, turn: ReplyTurn, caller: Caller, offered: Mapping[str, ActionSpec]
