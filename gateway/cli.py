@@ -201,7 +201,7 @@ def _bench_ingest(settings: Settings, args: argparse.Namespace) -> int:
 
 
 # The options of `bench reply` that only its load mode (`--model-latency`) takes.
-_LOAD_ONLY = ("stream_rate", "rate", "seconds", "background", "webchat")
+_LOAD_ONLY = ("stream_rate", "rate", "seconds", "background", "webchat", "tool_latency")
 
 
 def _bench_reply(settings: Settings, args: argparse.Namespace) -> int:
@@ -247,6 +247,7 @@ def _bench_reply_load(args: argparse.Namespace) -> int:
             seconds=defaults.seconds if args.seconds is None else args.seconds,
             background=defaults.background if args.background is None else args.background,
             webchat=defaults.webchat if args.webchat is None else args.webchat,
+            tool_latency_s=args.tool_latency,
             postgres_url=args.postgres_url or defaults.postgres_url,
             redis_url=args.redis_url or defaults.redis_url,
         )
@@ -746,6 +747,14 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="K",
         help="new web chat visitors timing the first streamed token after the load, twice (the "
         "gateway's first round reported beside the measured second; default none)",
+    )
+    load.add_argument(
+        "--tool-latency",
+        type=_seconds,
+        metavar="S",
+        help="a third side: the slow model calls a read action once per turn, a local API "
+        "answering it after S s; reported beside the slow side without it (replies/s ratio, "
+        "p99 against 2 x model + S + 1 s, the calls made)",
     )
     _service_urls(
         reply,

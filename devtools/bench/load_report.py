@@ -1,6 +1,7 @@
 """The figures of ``relaydesk bench reply --model-latency``: one row per model (the instant
-offline one, the slow one), their ratio of sustained replies per second and the web chat line;
-as a table and as one JSON line."""
+offline one, the slow one and, with ``--tool-latency``, the slow one calling a read action per
+turn), their ratios of sustained replies per second, the action's goal and calls, and the web
+chat line; as a table and as one JSON line."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import os
 from dataclasses import dataclass
 
 from devtools.bench.latencies import ReplyLatencies
+from devtools.bench.load_tool_report import ToolGoal, ToolRun, p99_bound_ms
 from devtools.bench.load_webchat import WebchatRounds
 from devtools.bench.reply_stack import GATEWAY_PROCESSES
 
@@ -70,12 +72,33 @@ class LoadResult:
     background: int
     model_latency_s: float
     stream_rate: float | None
+    tools: SideResult | None = None  # the slow model calling the read action once per turn
+    tool_run: ToolRun | None = None
+
+    def __post_init__(self) -> None:
+        if (self.tools is None) != (self.tool_run is None):
+            raise ValueError("the side with the action and its calls go together")
+
+    @property
+    def sides(self) -> tuple[SideResult, ...]:
+        both = (self.offline, self.slow)
+        return both if self.tools is None else (*both, self.tools)
 
     @property
     def ratio(self) -> float:
         """Sustained replies/s with the slow model over those with the instant one."""
-        base = self.offline.replies_per_s
-        return self.slow.replies_per_s / base if base > 0 else 0.0
+        return _ratio(self.slow, self.offline)
+
+    @property
+    def goal(self) -> ToolGoal | None:
+        """The action's goal, checked on the side with it against the slow side without."""
+        if self.tools is None or self.tool_run is None:
+            return None
+        return ToolGoal(
+            ratio=_ratio(self.tools, self.slow),
+            p99_ms=self.tools.p99_ms,
+            bound_ms=p99_bound_ms(self.model_latency_s, self.tool_run.latency_s),
+        )
 
     def table(self) -> str:
         lines = [
@@ -83,21 +106,25 @@ class LoadResult:
             f"{self.customers} customers (signed WhatsApp webhooks, open loop; latency from each "
             "message's due time to its reply reaching the Twilio API)",
             f"relaydesk serve --workers {GATEWAY_PROCESSES} --background {self.background} + "
-            f"PostgreSQL + Redis, {os.cpu_count()} CPUs; the two models one after the other on "
-            "one database",
+            f"PostgreSQL + Redis, {os.cpu_count()} CPUs; the {len(self.sides)} sides one after "
+            "the other on one database",
             f"{'model':<30} {'offered':>7} {'replies':>7} {'missing':>7} {'p50 ms':>9} "
             f"{'p99 ms':>9} {'replies/s':>9} {'ack p99 ms':>10} {'peak in flight':>14}",
         ]
-        for side in (self.offline, self.slow):
+        for side in self.sides:
             lines.append(
                 f"{side.model:<30} {side.offered:>7} {side.replies:>7} {side.missing:>7} "
                 f"{side.p50_ms:>9.1f} {side.p99_ms:>9.1f} {side.replies_per_s:>9.2f} "
                 f"{side.ack_p99_ms:>10.1f} {side.peak_in_flight:>14}"
             )
         lines.append(f"replies/s slow / offline: {self.ratio:.3f}")
+        goal = self.goal
+        if goal is not None and self.tools is not None and self.tool_run is not None:
+            lines.extend(goal.lines(self.model_latency_s, self.tool_run.latency_s))
+            lines.append(self.tool_run.line(self.tools.replies))
         problems = [
             f"{side.model}: {what}"
-            for side in (self.offline, self.slow)
+            for side in self.sides
             for what in (
                 f"{side.refused} webhooks refused" if side.refused else "",
                 f"{side.fallbacks} fallback replies (the model call failed)"
@@ -112,9 +139,11 @@ class LoadResult:
         return "\n".join(lines)
 
     def json_line(self) -> str:
+        goal, tools, tool_run = self.goal, self.tools, self.tool_run
         return json.dumps(
             {
                 "model_latency_s": self.model_latency_s,
+                "tool_latency_s": None if tool_run is None else tool_run.latency_s,
                 "stream_rate": self.stream_rate,
                 "customers": self.customers,
                 "rate": self.rate,
@@ -123,6 +152,15 @@ class LoadResult:
                 "offline": self.offline.figures(),
                 "slow": self.slow.figures(),
                 "replies_per_s_ratio": round(self.ratio, 3),
+                "tools": None if tools is None else tools.figures(),
+                "tool_calls": (
+                    None if tools is None or tool_run is None else tool_run.figures(tools.replies)
+                ),
+                "tool_goal": None if goal is None else goal.figures(),
                 "webchat": None if self.webchat is None else self.webchat.figures(),
             }
         )
+
+
+def _ratio(side: SideResult, base: SideResult) -> float:
+    return side.replies_per_s / base.replies_per_s if base.replies_per_s > 0 else 0.0

@@ -14,6 +14,15 @@ reply), acknowledgement p99, replies missing and the peak of model requests in f
 bounds a slow model's throughput is how many calls the gateway keeps open at once. Each side
 first answers one warm-up message from a number of its own (connections, caches), left out.
 
+With ``tool_latency`` a third side follows on a third such stack: the same slow model, the same
+rate and load, but the tenant offers a read action (`devtools.bench.business_api`: a local API
+that answers after ``tool_latency`` seconds) and the model calls it once per turn before it
+answers (`devtools.bench.model_tool_calls`), so a turn is two model calls and one action call.
+It is reported beside the slow side without the action: their replies/s ratio and the p99
+against two model latencies, the action's and a second (`devtools.bench.load_tool_report`),
+and the calls the API answered; a run whose action was never called fails. The offline side
+runs as without it, as the first.
+
 With ``webchat`` visitors, after the slow side's load is answered, that many new web chat
 visitors send one message each on the same stack, then as many others again
 (`devtools.bench.load_webchat`): the first round is the first web chat the gateway processes ever
@@ -37,12 +46,16 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from devtools.bench import services
+from devtools.bench.business_api import ORDER_STATUS, OrdersApi
 from devtools.bench.harness import TWILIO_TOKEN
 from devtools.bench.load_offer import Load, Offered, ReplyLog, offer
+from devtools.bench.load_options import LoadOptions
 from devtools.bench.load_report import LoadResult, SideResult
+from devtools.bench.load_tool_report import ToolRun
 from devtools.bench.load_webchat import WebchatRounds, forget_visitors, visit_twice
-from devtools.bench.model_server import REPLY_TOKENS, SlowModel
+from devtools.bench.model_server import SlowModel
 from devtools.bench.reply_jobs import forget_keys, stream_position, take_jobs
+from devtools.bench.reply_load_tools import acting_env, check_called, offer_action, tool_run
 from devtools.bench.reply_stack import GATEWAY_PROCESSES, answering_gateway, gateways
 from devtools.bench.reply_talk import ReplyBenchError
 from devtools.twilio_webhook import WHATSAPP_PATH
@@ -50,64 +63,11 @@ from gateway.storage.engine import make_sessionmaker
 
 __all__ = ["LoadOptions", "LoadResult", "ReplyBenchError", "run_load_bench"]
 
-DEFAULT_CUSTOMERS = 40
-DEFAULT_RATE = 20.0
-DEFAULT_SECONDS = 5.0
-DEFAULT_BACKGROUND = 2
-# The gateway gives one model call 60 s; the latency and the stream must fit in it.
-MAX_MODEL_LATENCY_S = 30.0
-MAX_MESSAGES = 20_000
-STALL_S = 20.0  # a side gives up on its missing replies after this long without any reply
 WARMUP_TIMEOUT_S = 60.0
 WEBCHAT_TIMEOUT_S = 120.0
 SLOW_MODEL = "openai:bench-slow"
 
 Progress = Callable[[str], None]
-
-
-@dataclass(frozen=True, slots=True)
-class LoadOptions:
-    model_latency_s: float
-    stream_rate: float | None = None  # tokens/s after the first token; None: all at once
-    customers: int = DEFAULT_CUSTOMERS
-    rate: float = DEFAULT_RATE  # messages/s offered, all customers together
-    seconds: float = DEFAULT_SECONDS
-    background: int = DEFAULT_BACKGROUND  # `serve --background M`
-    webchat: int = 0  # web chat visitors for the first-token figure
-    postgres_url: str = field(default_factory=services.postgres_url_from_env)
-    redis_url: str = field(default_factory=services.redis_url_from_env)
-
-    def __post_init__(self) -> None:
-        if not 0 < self.model_latency_s <= MAX_MODEL_LATENCY_S:
-            raise ValueError(
-                f"the model latency must be above 0 and at most {MAX_MODEL_LATENCY_S:g} s"
-            )
-        if self.stream_rate is not None and self.stream_rate <= 0:
-            raise ValueError("the stream rate must be positive tokens per second")
-        if self.customers < 1:
-            raise ValueError("customers must be at least 1")
-        if self.rate <= 0 or self.seconds <= 0:
-            raise ValueError("the rate and the seconds must be positive")
-        if self.rate * self.seconds > MAX_MESSAGES:
-            raise ValueError(f"at most {MAX_MESSAGES} messages per side (rate x seconds)")
-        if self.background < 1:
-            raise ValueError("the background processes must be at least 1")
-        if self.webchat < 0:
-            raise ValueError("web chat visitors must not be negative")
-
-    @property
-    def serve_args(self) -> tuple[str, ...]:
-        # `serve --background` is new; one background process is what a serve without it runs.
-        return () if self.background == 1 else ("--background", str(self.background))
-
-    @property
-    def stall_s(self) -> float:
-        streaming = REPLY_TOKENS / self.stream_rate if self.stream_rate else 0.0
-        return STALL_S + self.model_latency_s + streaming
-
-    def slow_model_name(self) -> str:
-        stream = f", {self.stream_rate:g} tok/s" if self.stream_rate else ""
-        return f"slow ({self.model_latency_s:g} s{stream})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +77,7 @@ class _Side:
     model_env: dict[str, str]
     phones: tuple[str, ...]
     warmup_phone: str
+    acting: bool = False  # its tenant offers the read action
     run: str = field(default_factory=lambda: "l" + uuid.uuid4().hex[:8])
 
 
@@ -125,10 +86,13 @@ def _phones(area: int, count: int) -> tuple[str, ...]:
     return tuple(f"+55{area}98{index:07d}" for index in range(count))
 
 
-def _sides(options: LoadOptions, model_url: str) -> tuple[_Side, _Side]:
+def _sides(options: LoadOptions, model_url: str) -> tuple[_Side, ...]:
     offline_phones = _phones(11, options.customers + 1)
     slow_phones = _phones(21, options.customers + 1)
-    return (
+    slow_env = {"RELAYDESK_MODEL": SLOW_MODEL, "RELAYDESK_MODEL_BASE_URL": model_url}
+    if options.tool_latency_s is not None:
+        slow_env.update(acting_env())
+    sides = (
         _Side(
             "offline",
             "offline (instant)",
@@ -136,27 +100,46 @@ def _sides(options: LoadOptions, model_url: str) -> tuple[_Side, _Side]:
             offline_phones[:-1],
             offline_phones[-1],
         ),
+        _Side("slow", options.slow_model_name(), slow_env, slow_phones[:-1], slow_phones[-1]),
+    )
+    if options.tool_latency_s is None:
+        return sides
+    tool_phones = _phones(31, options.customers + 1)
+    return (
+        *sides,
         _Side(
-            "slow",
-            options.slow_model_name(),
-            {"RELAYDESK_MODEL": SLOW_MODEL, "RELAYDESK_MODEL_BASE_URL": model_url},
-            slow_phones[:-1],
-            slow_phones[-1],
+            "tools",
+            options.tool_model_name(),
+            slow_env,
+            tool_phones[:-1],
+            tool_phones[-1],
+            acting=True,
         ),
     )
 
 
 @dataclass(frozen=True, slots=True)
 class _Stack:
-    """What both sides share: the options, the database, the Twilio API, the model."""
+    """What the sides share: the options, the database, the Twilio API, the model and the
+    business API (with ``tool_latency``)."""
 
     options: LoadOptions
     database_url: str
+    sessions: async_sessionmaker[AsyncSession]
     twilio_api: str
     replies: ReplyLog
     model: SlowModel
     workdir: Path
     progress: Progress
+    api: OrdersApi | None = None
+    api_url: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class _SideRun:
+    result: SideResult
+    webchat: WebchatRounds | None = None
+    tool_run: ToolRun | None = None
 
 
 async def _warm_up(stack: _Stack, side: _Side, url: str) -> None:
@@ -190,9 +173,7 @@ def _result(side: _Side, offered: list[Offered], stack: _Stack) -> SideResult:
     )
 
 
-async def _run_side(
-    stack: _Stack, side: _Side, with_webchat: bool
-) -> tuple[SideResult, WebchatRounds | None]:
+async def _run_side(stack: _Stack, side: _Side, with_webchat: bool) -> _SideRun:
     options, progress = stack.options, stack.progress
     gateway = answering_gateway(
         f"load-{side.name}",
@@ -202,6 +183,9 @@ async def _run_side(
         serve_args=options.serve_args,
         **side.model_env,  # the offline model unless the side names another
     )
+    api = stack.api if side.acting else None
+    if api is not None:
+        await offer_action(stack.sessions, gateway.port, stack.api_url, api.latency_s)
     progress(
         f"{side.name}: starting relaydesk serve --workers {GATEWAY_PROCESSES} "
         f"{' '.join(options.serve_args)}".rstrip()
@@ -210,33 +194,23 @@ async def _run_side(
         async with gateways([gateway], stack.workdir):
             gateway_url = f"http://127.0.0.1:{gateway.port}"
             await _warm_up(stack, side, gateway_url + WHATSAPP_PATH)
+            if api is not None:
+                check_called(api, stack.model, "the warm-up")
+                api.reset()
             stack.model.reset()
-            load = Load(
-                gateway_url + WHATSAPP_PATH,
-                TWILIO_TOKEN,
-                side.phones,
-                options.rate,
-                options.seconds,
-                side.run,
-            )
-            progress(
-                f"{side.name}: {load.messages} messages at {options.rate:g}/s from "
-                f"{len(side.phones)} customers"
-            )
-            offered = await offer(load)
-            answered = await stack.replies.wait_for(load.expected(offered), options.stall_s)
-            result = _result(side, offered, stack)
-            progress(
-                f"{side.name}: {answered} of {len(offered)} replies, p99 {result.p99_ms:.0f} ms, "
-                f"{result.replies_per_s:.2f} replies/s, peak {result.peak_in_flight} in flight"
-            )
+            result = await _load(stack, side, gateway_url)
+            run = None
+            if api is not None:
+                check_called(api, stack.model, "the load")
+                run = tool_run(api, stack.model, side.run)
+                progress(f"{side.name}: {run.line(result.replies)}")
             webchat = None
             if with_webchat:
                 progress(f"{side.name}: {options.webchat} web chat visitors, twice")
                 webchat = await visit_twice(
                     gateway_url, options.webchat, side.run, stack.model, WEBCHAT_TIMEOUT_S
                 )
-            return result, webchat
+            return _SideRun(result, webchat, run)
     except ReplyBenchError as exc:
         if "unrecognized arguments: --background" in str(exc):
             raise ReplyBenchError(
@@ -245,8 +219,33 @@ async def _run_side(
         raise
 
 
+async def _load(stack: _Stack, side: _Side, gateway_url: str) -> SideResult:
+    """The side's load, offered open loop; its result once answered (or stalled)."""
+    options = stack.options
+    load = Load(
+        gateway_url + WHATSAPP_PATH,
+        TWILIO_TOKEN,
+        side.phones,
+        options.rate,
+        options.seconds,
+        side.run,
+    )
+    stack.progress(
+        f"{side.name}: {load.messages} messages at {options.rate:g}/s from "
+        f"{len(side.phones)} customers"
+    )
+    offered = await offer(load)
+    answered = await stack.replies.wait_for(load.expected(offered), options.stall_s)
+    result = _result(side, offered, stack)
+    stack.progress(
+        f"{side.name}: {answered} of {len(offered)} replies, p99 {result.p99_ms:.0f} ms, "
+        f"{result.replies_per_s:.2f} replies/s, peak {result.peak_in_flight} in flight"
+    )
+    return result
+
+
 async def _forget(
-    redis: Redis, sessions: async_sessionmaker[AsyncSession], sides: tuple[_Side, _Side], since: str
+    redis: Redis, sessions: async_sessionmaker[AsyncSession], sides: tuple[_Side, ...], since: str
 ) -> None:
     """Delete the run's jobs and keys from Redis (the database goes with the run)."""
     async with sessions() as session:
@@ -261,7 +260,11 @@ async def run_load_bench(options: LoadOptions, progress: Progress) -> LoadResult
     why = await services.services_unreachable(options.postgres_url, options.redis_url)
     if why is not None:
         raise ReplyBenchError(why)
-    model = SlowModel(options.model_latency_s, options.stream_rate)
+    acting = options.tool_latency_s is not None
+    model = SlowModel(
+        options.model_latency_s, options.stream_rate, tool=ORDER_STATUS if acting else None
+    )
+    api = OrdersApi(options.tool_latency_s) if options.tool_latency_s is not None else None
     replies = ReplyLog()
     with tempfile.TemporaryDirectory(prefix="relaydesk-bench-load-") as tmp:
         async with contextlib.AsyncExitStack() as stack:
@@ -269,25 +272,39 @@ async def run_load_bench(options: LoadOptions, progress: Progress) -> LoadResult
             stack.push_async_callback(redis.aclose)
             twilio_api = await stack.enter_async_context(replies.serving())
             model_url = await stack.enter_async_context(model.serving())
+            api_url = "" if api is None else await stack.enter_async_context(api.serving())
             database_url, engine = await stack.enter_async_context(
                 services.migrated_database(options.postgres_url)
             )
+            sessions = make_sessionmaker(engine)
             sides = _sides(options, model_url)
             # Before the database is dropped: it names the customers whose keys to delete.
-            stack.push_async_callback(
-                _forget, redis, make_sessionmaker(engine), sides, await stream_position(redis)
+            stack.push_async_callback(_forget, redis, sessions, sides, await stream_position(redis))
+            shared = _Stack(
+                options,
+                database_url,
+                sessions,
+                twilio_api,
+                replies,
+                model,
+                Path(tmp),
+                progress,
+                api,
+                api_url,
             )
-            shared = _Stack(options, database_url, twilio_api, replies, model, Path(tmp), progress)
-            offline, _ = await _run_side(shared, sides[0], with_webchat=False)
-            slow, webchat = await _run_side(shared, sides[1], with_webchat=options.webchat > 0)
+            offline = await _run_side(shared, sides[0], with_webchat=False)
+            slow = await _run_side(shared, sides[1], with_webchat=options.webchat > 0)
+            tools = await _run_side(shared, sides[2], with_webchat=False) if acting else None
     return LoadResult(
-        offline=offline,
-        slow=slow,
-        webchat=webchat,
+        offline=offline.result,
+        slow=slow.result,
+        webchat=slow.webchat,
         customers=options.customers,
         rate=options.rate,
         seconds=options.seconds,
         background=options.background,
         model_latency_s=options.model_latency_s,
         stream_rate=options.stream_rate,
+        tools=None if tools is None else tools.result,
+        tool_run=None if tools is None else tools.tool_run,
     )

@@ -248,6 +248,7 @@ async def test_load_bench_at_a_tiny_size() -> None:
     figures = json.loads(result.json_line())
     assert set(figures) == {
         "model_latency_s",
+        "tool_latency_s",
         "stream_rate",
         "customers",
         "rate",
@@ -256,8 +257,15 @@ async def test_load_bench_at_a_tiny_size() -> None:
         "offline",
         "slow",
         "replies_per_s_ratio",
+        "tools",
+        "tool_calls",
+        "tool_goal",
         "webchat",
     }
+    # Without --tool-latency there is no side with the action.
+    assert [figures[key] for key in ("tool_latency_s", "tools", "tool_calls", "tool_goal")] == [
+        None
+    ] * 4
     offline, slow = figures["offline"], figures["slow"]
     for side in (offline, slow):
         assert side["offered"] == 6, progress
@@ -306,10 +314,70 @@ async def test_load_bench_at_a_tiny_size() -> None:
     assert float(shown.group(1)) == pytest.approx(first, abs=0.051)
 
 
+async def test_load_bench_with_a_read_tool_at_a_tiny_size() -> None:
+    await require_postgres_and_redis()
+    model_s, tool_s = 0.3, 0.1
+    options = LoadOptions(
+        model_latency_s=model_s,
+        tool_latency_s=tool_s,
+        customers=3,
+        rate=4.0,
+        seconds=1.5,
+        background=1,
+        postgres_url=POSTGRES_URL,
+        redis_url=REDIS_URL,
+    )
+    progress: list[str] = []
+    result = await run_load_bench(options, progress.append)
+
+    figures = json.loads(result.json_line())
+    assert figures["tool_latency_s"] == tool_s
+    slow, tools = figures["slow"], figures["tools"]
+    for side in (figures["offline"], slow, tools):
+        assert (side["offered"], side["replies"], side["missing"]) == (6, 6, 0), progress
+        assert side["fallbacks"] == 0, progress
+    # The action is the tools side's alone: the slow side makes one model call per reply, the
+    # tools side two (the call, then the answer), with the API between them.
+    assert slow["model_requests"] == 6
+    assert tools["model_requests"] == 12
+    calls = figures["tool_calls"]
+    assert calls == {
+        "latency_s": tool_s,
+        "calls": 6,  # one per reply
+        "calls_per_reply": 1.0,
+        "orders": 6,  # each message's own reference looked up, none twice
+        "repeated": 0,
+        "refused": 0,
+        "model_calls": 6,
+        "failed_results": 0,
+        "peak_in_flight": calls["peak_in_flight"],
+    }
+    assert calls["peak_in_flight"] >= 1
+    # Two model latencies and the action's, one after the other, before every reply.
+    assert tools["p50_ms"] >= (2 * model_s + tool_s) * 1000
+    assert tools["p50_ms"] > slow["p50_ms"]
+    goal = figures["tool_goal"]
+    assert goal["p99_bound_ms"] == pytest.approx((2 * model_s + tool_s + 1) * 1000)
+    assert goal["p99_ms"] == tools["p99_ms"]
+    assert goal["p99_met"] == (tools["p99_ms"] <= goal["p99_bound_ms"])
+    assert goal["ratio"] == pytest.approx(tools["replies_per_s"] / slow["replies_per_s"], abs=2e-3)
+    assert goal["ratio_met"] == (goal["ratio"] >= 0.9)
+    rows = result.table().splitlines()
+    assert "the 3 sides one after the other" in rows[1]
+    assert rows[3].startswith("offline (instant)") and rows[4].startswith("slow (0.3 s) ")
+    assert rows[5].startswith("slow (0.3 s) + tool (0.1 s)")
+    assert rows[6].startswith("replies/s slow / offline")
+    assert rows[7].startswith(f"replies/s with the tool / without: {goal['ratio']:.3f}")
+    assert rows[8].startswith(f"p99 with the tool: {goal['p99_ms']:.0f} ms (bound 2 x 0.3 s")
+    assert rows[9].startswith("read tool (0.1 s): 6 calls for 6 replies (1.00 per reply")
+
+
 @pytest.mark.parametrize(
     ("argv", "complaint"),
     [
         (["--rate", "5"], "--rate need --model-latency"),
+        (["--tool-latency", "0.3"], "--tool-latency need --model-latency"),
+        (["--model-latency", "1", "--tool-latency", "31"], "tool latency must be above 0"),
         (["--webchat", "2", "--seconds", "3"], "--seconds, --webchat need --model-latency"),
         (["--model-latency", "1", "--messages", "3"], "--messages is not for the load mode"),
         (["--model-latency", "31"], "at most 30 s"),
