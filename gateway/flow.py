@@ -54,6 +54,7 @@ from gateway.tools.assertion import AssertionSigner
 from gateway.tools.mcp_actions import McpActions
 from gateway.tools.runner import ActionRunner
 from gateway.tools.state import StateSource
+from gateway.tools.verification import CodeSender
 from gateway.turns.accept import Accepted, Acceptor, LotWriter
 from gateway.turns.answer import AnswerDeps, Answerer, AnswerSteps, ModelPacing
 from gateway.turns.backpressure import Backpressure
@@ -191,6 +192,7 @@ def build_flow(resources: Resources, stack: AsyncExitStack) -> Flow:
             evidence={entry.name: entry.evidence for entry in CATALOG},
             tenant_cache=tenant_cache,
             events=events,
+            metrics=resources.metrics,
         ),
         backpressure=backpressure,
         metrics=resources.metrics,
@@ -240,6 +242,13 @@ def build_flow(resources: Resources, stack: AsyncExitStack) -> Flow:
             ),
             state=StateSource(resources.fetcher, resources.signer, os.environ),
             metrics=resources.metrics,
+            codes=CodeSender(
+                sessions,
+                adapters,
+                limiter=resources.rate_limiter,
+                metrics=resources.metrics,
+                region=settings.default_region,
+            ),
         ),
         locks=locks,
         backpressure=backpressure,

@@ -26,6 +26,7 @@ from gateway.tools.settings import (
     ToolSettings,
     unique_action_names,
 )
+from gateway.tools.verification_settings import VerificationSettings
 
 DEFAULT_INSTRUCTION = (
     "You are a customer-support assistant. Answer in the customer's language, briefly and "
@@ -101,6 +102,9 @@ class RateLimitSettings(BaseModel):
     webchat_frames_per_visitor: str | None = "60/minute"
     model_calls_per_customer: str | None = "60/minute"
     console_logins_per_address: str | None = "20/minute"
+    # Step-up codes: a number is sent a few a hour at most, a conversation asks a few more.
+    verification_codes_per_identifier: str | None = "3/hour"
+    verification_codes_per_conversation: str | None = "5/hour"
 
     @field_validator("*")
     @classmethod
@@ -192,6 +196,7 @@ class TenantSettings(BaseModel):
     tool_turn_budget_s: float = Field(30.0, gt=0, le=300)
     state_endpoint: EndpointSettings | None = None
     state_timeout_ms: int = Field(300, ge=10, le=10_000)
+    verification: VerificationSettings = VerificationSettings()  # step-up codes
     # A write waits this long for the customer's confirmation; the question asked
     # (`{action}`: the tool's description, `{values}`: what it would send).
     confirmation_ttl_s: int = Field(600, ge=30, le=86_400)

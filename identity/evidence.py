@@ -120,7 +120,10 @@ class IdentityObservation:
     belongs to another customer than the hint names: the upstream vouches for this message, not
     for everything the key ever said. ``previous_key`` is
     another identity seen on the same device (the anonymous visitor before login): a suggestion
-    for an operator, never a link. ``evidence`` is a short audit description without secrets.
+    for an operator, never a link. ``secret_key``: the key is a secret only its holder has (a
+    web chat visitor id this server signed), so a key once verified by a one-time code keeps
+    speaking at verified level (`identity.step_up`). ``evidence`` is a short audit description
+    without secrets.
     """
 
     key: ChannelIdentityKey
@@ -132,6 +135,7 @@ class IdentityObservation:
     customer_hint: str | None = None
     named_key: ChannelIdentityKey | None = None
     previous_key: ChannelIdentityKey | None = None
+    secret_key: bool = False
 
     def __post_init__(self) -> None:
         if self.level is not LinkLevel.VERIFIED and self.verified:
@@ -207,11 +211,16 @@ def _web(visit: WebChatVisitor, region: str | None, blocked: BlockedValues) -> I
         raise InvalidIdentifier("placeholder visitor id")
     claims = visit.claims
     if claims is None:
-        return IdentityObservation(anon, LinkLevel.ANONYMOUS, "web chat without identity token")
+        return IdentityObservation(
+            anon, LinkLevel.ANONYMOUS, "web chat without identity token", secret_key=True
+        )
     account = Identifier("web_account", normalize_opaque_id(claims.sub))
     if blocked.is_blocked(account):
         return IdentityObservation(
-            anon, LinkLevel.ANONYMOUS, "web chat token with a placeholder account: ignored"
+            anon,
+            LinkLevel.ANONYMOUS,
+            "web chat token with a placeholder account: ignored",
+            secret_key=True,
         )
     verified = [account]
     asserted: list[Identifier] = []

@@ -28,10 +28,12 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class IdentityLink:
-    """A stored channel identity: the customer it belongs to and its stored link level."""
+    """A stored channel identity: the customer it belongs to and its stored link level;
+    ``stepped_up``: verified by a one-time code typed back (`identity.step_up`)."""
 
     customer_id: str
     level: LinkLevel
+    stepped_up: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,12 +113,17 @@ class GraphSnapshot:
         holdings: Iterable[tuple[Identifier, str, LinkLevel]] = (),
         counts: Iterable[tuple[str, IdentifierKind, int]] = (),
         customers: Iterable[str] = (),
+        stepped_up: Iterable[ChannelIdentityKey] = (),
     ) -> GraphSnapshot:
         """Build from query rows: (key, customer, level), (identifier, customer, level) — any
         number of rows per identifier and customer — (customer, kind, verified count) and
         existing customer ids. Customers named by identity or holding rows count as existing.
+        ``stepped_up``: the keys among the identities verified by a one-time code.
         """
-        links = {key: IdentityLink(customer, level) for key, customer, level in identities}
+        coded = frozenset(stepped_up)
+        links = {
+            key: IdentityLink(customer, level, key in coded) for key, customer, level in identities
+        }
         strongest: dict[Identifier, dict[str, LinkLevel]] = {}
         for identifier, customer, level in holdings:
             per_customer = strongest.setdefault(identifier, {})

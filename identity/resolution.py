@@ -31,6 +31,10 @@ Rules, in the order they are applied:
    Without a usable ``named_key`` (a call without caller id re-posted naming someone else, or
    a call whose own key already belongs to a third customer) rule 4's ``verified_conflict``
    applies.
+7. A key that is a secret of its holder (a signed web chat visitor id) and was verified by a
+   one-time code its holder typed back (`identity.step_up`) speaks at its stored level; any
+   other key's message speaks at what its own evidence supports (an operator's merge stores a
+   key verified, yet its next message proves no more than before).
 """
 
 from __future__ import annotations
@@ -188,6 +192,8 @@ def resolve(
             evidence=observation.evidence + "; blocked key links nothing",
         )
     level = observation.level
+    if observation.secret_key and known is not None and known.stepped_up:
+        level = max(level, known.level)  # rule 7
     verified = _usable(observation.verified, blocked) if level is LinkLevel.VERIFIED else ()
     hint = observation.customer_hint
     if hint is not None and not graph.has_customer(hint):
@@ -307,7 +313,7 @@ class _AfterMerge:
 
     def identity(self, key: ChannelIdentityKey) -> IdentityLink | None:
         link = self._graph.identity(key)
-        return None if link is None else IdentityLink(self._owner(link.customer_id), link.level)
+        return None if link is None else replace(link, customer_id=self._owner(link.customer_id))
 
     def holders(self, identifier: Identifier) -> Iterable[Holding]:
         strongest: dict[str, LinkLevel] = {}

@@ -7,7 +7,7 @@ channel identity (with its level and evidence), identifiers and pending links.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar, cast
 
@@ -39,6 +39,7 @@ from identity import (
     resolve,
 )
 from identity.stated import stated_values
+from identity.step_up import STEP_UP_EVIDENCE
 
 DEFAULT_POLICY = ScopePolicy.default()
 CALL_CENTER = "call-center"  # the actor of merges the call center's verification makes
@@ -97,12 +98,14 @@ async def snapshot_for(
     again."""
     lookups = lookups_for(observation)
     identity_rows: list[tuple[ChannelIdentityKey, str, LinkLevel]] = []
+    read: dict[ChannelIdentityKey, ChannelIdentityRecord] = {}
     for key in lookups.keys:
         row = await customers.find_identity(session, key.channel, str(key))
         if row is not None:
             identity_rows.append((key, row.customer_id, LinkLevel.parse(row.link_level)))
-            if found is not None:
-                found[key] = row
+            read[key] = row
+    if found is not None:
+        found.update(read)
     holding_rows: list[tuple[Identifier, str, LinkLevel]] = []
     for identifier in lookups.identifiers:
         for owner in await customers.owners_of_identifier(
@@ -118,7 +121,15 @@ async def snapshot_for(
         holdings=holding_rows,
         counts=await _verified_counts(session, mentioned),
         customers=existing,
+        stepped_up=stepped_up_keys(read),
     )
+
+
+def stepped_up_keys(
+    rows: Mapping[ChannelIdentityKey, ChannelIdentityRecord],
+) -> list[ChannelIdentityKey]:
+    """The keys whose identity a one-time code verified (`identity.step_up`)."""
+    return [key for key, row in rows.items() if STEP_UP_EVIDENCE in row.evidence]
 
 
 @dataclass
@@ -203,6 +214,7 @@ class GraphRows:
                 for kind, count in self.counts.get(customer, ())
             ],
             customers=existing,
+            stepped_up=stepped_up_keys(self.identities),
         )
 
     async def refresh(self, session: AsyncSession, observation: IdentityObservation) -> None:

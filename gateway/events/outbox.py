@@ -16,6 +16,7 @@ CONVERSATION_WAITING = "conversation.waiting"
 CONVERSATION_OWNER_CHANGED = "conversation.owner_changed"
 MESSAGE_CREATED = "message.created"
 TOOL_CALLED = "tool.called"
+IDENTITY_VERIFIED = "identity.verified"
 
 
 class EventOutbox:

@@ -56,6 +56,8 @@ class Door(StrEnum):
     WEBCHAT_FRAMES = "webchat_frames"
     MODEL_CALLS = "model_calls"
     CONSOLE_LOGINS = "console_logins"
+    VERIFICATION_IDENTIFIERS = "verification_identifiers"
+    VERIFICATION_CONVERSATIONS = "verification_conversations"
 
     def rate(self, settings: RateLimitSettings) -> str | None:
         """This door's rate in a tenant's settings (None: no limit)."""
@@ -68,6 +70,8 @@ _SETTING = {
     Door.WEBCHAT_FRAMES: "webchat_frames_per_visitor",
     Door.MODEL_CALLS: "model_calls_per_customer",
     Door.CONSOLE_LOGINS: "console_logins_per_address",
+    Door.VERIFICATION_IDENTIFIERS: "verification_codes_per_identifier",
+    Door.VERIFICATION_CONVERSATIONS: "verification_codes_per_conversation",
 }
 
 

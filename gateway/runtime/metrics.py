@@ -36,6 +36,9 @@ class Metrics:
     rate_limiter_unavailable: Counter
     # Calls of actions the model made (`gateway.turns.answer.actions`), by tool and outcome.
     action_calls: Counter
+    # Step-up codes (`gateway.tools.verification`): started (sent / not sent / limited) and
+    # typed (verified / wrong / expired / locked).
+    verifications: Counter
 
     @classmethod
     def create(cls) -> Metrics:
@@ -129,6 +132,13 @@ class Metrics:
                 "Calls of actions the model made, by tool and outcome (ok, failed, refused, "
                 "invalid, awaiting_confirmation)",
                 ["tool", "outcome"],
+                registry=registry,
+            ),
+            verifications=Counter(
+                "relaydesk_verifications",
+                "Step-up verification codes: starts by outcome (sent, not_sent, limited) and "
+                "attempts by result (verified, wrong, expired, locked)",
+                ["stage", "outcome"],
                 registry=registry,
             ),
         )

@@ -27,6 +27,7 @@ CANNED_OFFLINE = "offline"  # the offline model's notice
 CANNED_FALLBACK = "fallback"  # the message sent when the model failed
 CANNED_HANDOFF = "handoff"  # the customer is told a person will answer
 CANNED_CONFIRMATION = "confirmation"  # the customer is asked to confirm an action
+CANNED_VERIFICATION = "verification"  # the customer is told what a typed code came to
 # A message an operator wrote (`MessageMeta.author`, with `actor` naming who).
 OPERATOR_AUTHOR = "operator"
 # Segments of a call flagged as probably not speech (hallucinations on silence).
@@ -65,6 +66,9 @@ class MessageMeta:
     in_reply_to: int | None = None  # a reply's inbound message id
     reply_to_provider_id: str | None = None  # the provider id of the message it answers
     redactions: int | None = None  # card numbers and codes removed before storing
+    # What a step-up code typed in the message came to (`identity.step_up.Attempt`); the
+    # code itself is taken out of the text before storing.
+    verification: str | None = None
     # A phone call's turn (`gateway.turns.calls`).
     call_id: str | None = None
     speaker: str | None = None
@@ -114,6 +118,7 @@ _TEXT = (
     "action",
     "message_key",
     "client_message_id",
+    "verification",
 )
 _INT = ("in_reply_to", "redactions", "transcript_version")
 _FLOAT = ("start", "end")

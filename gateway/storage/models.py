@@ -625,3 +625,6 @@ def _refuse_message_delete(mapper: Mapper[Any], connection: Any, target: Message
 
 # Tables kept in modules of their own join the metadata here.
 from gateway.storage.models_actions import ActionConfirmation as ActionConfirmation  # noqa: E402
+from gateway.storage.models_actions import (  # noqa: E402
+    IdentityVerification as IdentityVerification,
+)

@@ -39,3 +39,29 @@ class ActionConfirmation(Base):
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     expires_at: Mapped[datetime]
     decided_at: Mapped[datetime | None]
+
+
+class IdentityVerification(Base):
+    """A one-time code sent to prove a channel identity owns an identifier (step-up
+    verification, `identity.step_up`). Only a salted digest of the code is kept; `status`:
+    sent → verified | wrong-then-locked (`locked`) | expired | replaced (a newer code)."""
+
+    __tablename__ = "identity_verifications"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    tenant: Mapped[str] = mapped_column(
+        String(TENANT_LENGTH), default=DEFAULT_TENANT_ENCODED, server_default=DEFAULT_TENANT_ENCODED
+    )
+    identity_id: Mapped[str] = mapped_column(String(32), index=True)  # who must type it
+    customer_id: Mapped[str] = mapped_column(String(32), index=True)  # that identity's customer
+    target_customer_id: Mapped[str] = mapped_column(String(32), index=True)  # the holder
+    identifier_kind: Mapped[str] = mapped_column(String(32))
+    identifier_value: Mapped[str] = mapped_column(String(320))
+    sent_through: Mapped[str] = mapped_column(String(32))  # the channel the code went by
+    code_digest: Mapped[str] = mapped_column(String(64))
+    salt: Mapped[str] = mapped_column(String(32))
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    status: Mapped[str] = mapped_column(String(16), default="sent")
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    expires_at: Mapped[datetime]
+    decided_at: Mapped[datetime | None]

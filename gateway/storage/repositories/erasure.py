@@ -35,6 +35,7 @@ from gateway.storage.models import (
     EpisodeSummary,
     Fact,
     IdempotencyKey,
+    IdentityVerification,
     InboxMessage,
     Message,
     OutboundEvent,
@@ -208,6 +209,15 @@ async def erase_customers(session: AsyncSession, keys: CustomerKeys) -> dict[str
     await run(
         "action_confirmations",
         delete(ActionConfirmation).where(ActionConfirmation.customer_id.in_(ids)),
+    )
+    await run(
+        "identity_verifications",
+        delete(IdentityVerification).where(
+            or_(
+                IdentityVerification.customer_id.in_(ids),
+                IdentityVerification.target_customer_id.in_(ids),
+            )
+        ),
     )
     await run("conversations", delete(Conversation).where(Conversation.customer_id.in_(ids)))
     if keys.conversation_keys:

@@ -30,6 +30,7 @@ def new_message(
     supersedes_id: int | None,
     counter: TokenCounter,
     tenant: TenantRef,
+    verification: str | None = None,
 ) -> NewMessage:
     # Card numbers and security codes never reach storage, windows or logs.
     cleaned = redact(inbound.text)
@@ -50,6 +51,7 @@ def new_message(
             reply_to_provider_id=inbound.reply_to_provider_id or None,
             client_message_id=inbound.client_message_id,
             redactions=cleaned.redacted_count or None,
+            verification=verification,
         ),
         created_at=inbound.received_at,
         thread_key=thread,

@@ -19,6 +19,7 @@ from gateway.customers.evidence import EvidenceRule
 from gateway.customers.resolve import ResolvedIdentity, resolve_identities
 from gateway.events.outbox import EventOutbox
 from gateway.runtime.clock import utcnow
+from gateway.runtime.metrics import Metrics
 from gateway.storage.records import NewMessage, NewTurn
 from gateway.storage.repositories import (
     conversations,
@@ -36,6 +37,7 @@ from gateway.turns.accept.accepted import (
     conversation_key,
 )
 from gateway.turns.accept.arrival import Arrival
+from gateway.turns.accept.codes import CodeCheck
 from gateway.turns.accept.episode_choice import episode_for
 from gateway.turns.accept.message_rows import latest_version, message_seen, new_message
 from gateway.turns.accept.observation import Observer
@@ -61,8 +63,10 @@ class LotWriter:
         evidence: Mapping[str, EvidenceRule],
         tenant_cache: tenants.SettingsCache,
         events: EventOutbox | None = None,
+        metrics: Metrics | None = None,
     ) -> None:
         self._observer = Observer(settings, evidence)
+        self._codes = CodeCheck(events=events, metrics=metrics)
         self._counter = counter
         self._tenant_cache = tenant_cache
         self._events = events
@@ -126,13 +130,17 @@ class LotWriter:
     async def _prepare(self, session: AsyncSession, lot: Sequence[Arrival]) -> _Prepared:
         """Each message's identity resolved and episode chosen, in arrival order."""
         settings = [await self._tenant_of(session, arrival) for arrival in lot]
-        identities = await resolve_identities(
-            session,
-            [
-                self._observer.observe(arrival.inbound, tenant)
-                for arrival, tenant in zip(lot, settings, strict=True)
-            ],
-        )
+        observed = [
+            self._observer.observe(arrival.inbound, tenant)
+            for arrival, tenant in zip(lot, settings, strict=True)
+        ]
+        identities = await resolve_identities(session, observed)
+        # A step-up code typed back: checked, and taken out of the text, before storing.
+        checked = [
+            await self._codes.check(session, arrival.inbound, identity, rules)
+            for arrival, identity, (_, rules) in zip(lot, identities, observed, strict=True)
+        ]
+        identities = [one.identity for one in checked]
         opened = await episodes.latest_open_episodes(
             session,
             {
@@ -143,8 +151,8 @@ class LotWriter:
         new_messages: list[NewMessage] = []
         closed: list[str | None] = []
         added: dict[str, tuple[datetime, int]] = {}
-        for arrival, identity, tenant in zip(lot, identities, settings, strict=True):
-            inbound = arrival.inbound
+        for arrival, identity, tenant, code in zip(lot, identities, settings, checked, strict=True):
+            inbound = code.inbound
             conversation = (identity.customer_id, inbound.channel, identity.identity_id)
             episode, closed_id = await episode_for(
                 session, opened.get(conversation), inbound, identity, tenant, arrival.tenant
@@ -160,6 +168,7 @@ class LotWriter:
                 supersedes_id=supersedes_id,
                 counter=self._counter,
                 tenant=arrival.tenant,
+                verification=code.attempt.value if code.attempt is not None else None,
             )
             # Later messages of the conversation see this one's time, as after its commit.
             opened[conversation] = replace(

@@ -33,10 +33,12 @@ from gateway.storage.repositories import confirmations, customers, facts
 from gateway.storage.repositories.audit import record_audit
 from gateway.tenants import TenantSettings
 from gateway.tools.approvals import needs_operator
-from gateway.tools.catalog import ActionSpec, McpToolListing, catalog_of
+from gateway.tools.catalog import VERIFICATION_SPEC, ActionSpec, McpToolListing, catalog_of
 from gateway.tools.confirmations import confirms, question
+from gateway.tools.names import START_VERIFICATION
 from gateway.tools.result_facts import declared_facts, source_tag
 from gateway.tools.runner import ActionRun, ActionRunner, Caller
+from gateway.tools.verification import CodeSender
 from gateway.turns.answer.deps import AnswerDeps
 from gateway.turns.answer.reply_steps import ReplyTurn
 from identity.levels import LinkLevel
@@ -49,12 +51,21 @@ Ask = Callable[[ToolUse], Awaitable[Completion]]
 
 
 def offered_actions(
-    tenant: TenantSettings, level: LinkLevel, listings: tuple[McpToolListing, ...] = ()
+    tenant: TenantSettings,
+    level: LinkLevel,
+    listings: tuple[McpToolListing, ...] = (),
+    *,
+    verification: bool = False,
 ) -> Mapping[str, ActionSpec]:
     """The tenant's actions ``level`` reaches, by name (an MCP tool once its server lists it:
-    ``listings``)."""
+    ``listings``), and `start_verification` when some are out of reach and ``verification``
+    (codes can be sent) allows it."""
     catalog = catalog_of(tenant.tools, tenant.mcp_servers, listings)
-    return {spec.name: spec for spec in catalog.offered(level) if spec.name in catalog.actions}
+    return {
+        spec.name: spec
+        for spec in catalog.offered(level)
+        if spec.name in catalog.actions or (verification and spec is VERIFICATION_SPEC)
+    }
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,11 +93,16 @@ class ActionRounds:
 
 class TurnActions:
     def __init__(
-        self, deps: AnswerDeps, runner: ActionRunner, metrics: Metrics | None = None
+        self,
+        deps: AnswerDeps,
+        runner: ActionRunner,
+        metrics: Metrics | None = None,
+        codes: CodeSender | None = None,
     ) -> None:
         self._deps = deps
         self._runner = runner
         self._metrics = metrics
+        self._codes = codes
 
     async def offer(self, turn: ReplyTurn) -> tuple[Caller, Mapping[str, ActionSpec]] | None:
         """Whom the turn's calls act for and what they may call; None when nothing is
@@ -99,7 +115,9 @@ class TurnActions:
         listings = (
             await mcp.listings(tenant.mcp_servers) if mcp is not None and tenant.mcp_servers else ()
         )
-        offered = offered_actions(tenant, identity.level, listings)
+        offered = offered_actions(
+            tenant, identity.level, listings, verification=self._codes is not None
+        )
         if not offered:
             return None
         async with self._deps.work, self._deps.reads() as session:
@@ -147,12 +165,8 @@ class TurnActions:
 
             done: list[ActionRun] = []
             for number, call in enumerate(completion.tool_calls):
-                run = await self._runner.run(
-                    call,
-                    offered,
-                    caller,
-                    max_result_tokens=tenant.max_result_tokens,
-                    idempotency_key=f"turn-{turn_id}:{len(rounds)}:{number}",
+                run = await self._run(
+                    call, offered, caller, turn, f"turn-{turn_id}:{len(rounds)}:{number}"
                 )
                 done.append(run)
                 if run.status == "awaiting_confirmation":
@@ -169,6 +183,34 @@ class TurnActions:
                     text=completion.text,
                 )
             )
+
+    async def _run(
+        self,
+        call: ToolCall,
+        offered: Mapping[str, ActionSpec],
+        caller: Caller,
+        turn: ReplyTurn,
+        idempotency_key: str,
+    ) -> ActionRun:
+        """One call: the built-in `start_verification` here, any other by the runner (which
+        refuses a call to an action not offered)."""
+        identity_id = turn.pending.inbound.identity_id
+        if (
+            call.name == START_VERIFICATION
+            and call.name in offered
+            and self._codes is not None
+            and identity_id is not None
+        ):
+            return await self._codes.start(
+                call, caller, identity_id, turn.tenant, turn.pending.turn.tenant
+            )
+        return await self._runner.run(
+            call,
+            offered,
+            caller,
+            max_result_tokens=turn.tenant.max_result_tokens,
+            idempotency_key=idempotency_key,
+        )
 
     async def _record(
         self,

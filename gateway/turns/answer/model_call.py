@@ -19,12 +19,14 @@ from gateway.storage.message_meta import (
     CANNED_FALLBACK,
     CANNED_HANDOFF,
     CANNED_OFFLINE,
+    CANNED_VERIFICATION,
 )
 from gateway.storage.records import PendingTurn
 from gateway.storage.repositories import turns
 from gateway.storage.updates import TurnOutcome, TurnUsage
 from gateway.tenant_ref import TenantRef
 from gateway.tenants import TenantSettings
+from gateway.tools.verification_settings import VerificationSettings
 from gateway.turns.answer.actions import TurnActions
 from gateway.turns.answer.deps import AnswerDeps
 from gateway.turns.answer.reply_steps import Draft, ReplyTurn
@@ -32,8 +34,22 @@ from gateway.turns.answer.routing import MODEL_FAILED
 from gateway.turns.preview import Preview
 from gateway.turns.typing import Typing
 from gateway.turns.window import budget_for
+from identity.step_up import Attempt
 
 log = logging.getLogger("relaydesk.answer")
+
+
+def verification_reply(outcome: str | None, texts: VerificationSettings) -> str | None:
+    """What the customer is told of a typed code that verified nothing (None otherwise)."""
+    match outcome:
+        case Attempt.WRONG:
+            return texts.wrong_message
+        case Attempt.EXPIRED:
+            return texts.expired_message
+        case Attempt.LOCKED:
+            return texts.locked_message
+        case _:
+            return None
 
 
 class ModelCall:
@@ -55,6 +71,9 @@ class ModelCall:
         adapter = self._deps.adapters.get(inbound.channel)
         recipient = inbound.sender.sender if inbound.sender is not None else ""
         preview = Preview.of(adapter, recipient, inbound.provider_message_id, typing.stop)
+        told = verification_reply(inbound.meta.verification, tenant.verification)
+        if told is not None:  # a code typed back that verified nothing: said plainly
+            return Draft(told, TurnOutcome(status="done", report=report), CANNED_VERIFICATION)
         offer = await self._actions.offer(turn) if self._actions is not None else None
         try:
 

@@ -15,6 +15,7 @@ from gateway.runtime.metrics import Metrics
 from gateway.runtime.tasks import TaskOwner
 from gateway.tools.runner import ActionRunner
 from gateway.tools.state import StateSource
+from gateway.tools.verification import CodeSender
 from gateway.turns.answer.actions import TurnActions
 from gateway.turns.answer.compaction import CompactionTrigger
 from gateway.turns.answer.deps import AnswerDeps
@@ -48,6 +49,7 @@ class AnswerSteps:
         actions: ActionRunner | None = None,
         state: StateSource | None = None,
         metrics: Metrics | None = None,
+        codes: CodeSender | None = None,
     ) -> AnswerSteps:
         """Each step with only the collaborators it uses."""
         model_facts = BackgroundFacts(
@@ -69,7 +71,7 @@ class AnswerSteps:
             model_call=ModelCall(
                 deps,
                 providers=providers,
-                actions=TurnActions(deps, actions, metrics) if actions is not None else None,
+                actions=TurnActions(deps, actions, metrics, codes) if actions is not None else None,
             ),
             reply_steps=tuple(reply_steps),
             store=ReplyStore(deps),
