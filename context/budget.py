@@ -4,6 +4,10 @@ Defaults are the 8k split: instruction 800, state 400, facts 1,200, summaries 1,
 episode 3,200, output reserve 800 and a protocol margin of 192 that absorbs the difference between
 our count and the provider's (8,192 in total). ``Budget.for_window`` scales that split to any
 window; explicit values win over the scaled ones.
+
+A window whose model may call actions also keeps ``tool_results`` tokens for what the calls
+return: taken off the input before the slices share it, so the results of every round fit
+beside the window the model was first sent (`context.tool_results` counts them in).
 """
 
 from __future__ import annotations
@@ -51,6 +55,7 @@ class Budget:
     truncated_message_target_tokens: int = _DEFAULT_TRUNCATED_TARGET
     max_input_chars: int = _DEFAULT_MAX_INPUT_CHARS
     head_turns: int = 2
+    tool_results: int = 0
 
     def __post_init__(self) -> None:
         for field in fields(self):
@@ -60,12 +65,12 @@ class Budget:
         if self.window == 0:
             raise ValueError("budget window must be positive")
         sliced = sum(budget for _, budget in self.slices)
-        allocated = sliced + self.output_reserve + self.protocol_margin
+        allocated = sliced + self.output_reserve + self.protocol_margin + self.tool_results
         if allocated > self.window:
             raise ValueError(
                 f"budget slices ({sliced}) + output reserve "
-                f"({self.output_reserve}) + protocol margin ({self.protocol_margin}) = "
-                f"{allocated} exceed the window ({self.window})"
+                f"({self.output_reserve}) + protocol margin ({self.protocol_margin}) + tool "
+                f"results ({self.tool_results}) = {allocated} exceed the window ({self.window})"
             )
         if self.truncated_message_target_tokens == 0:
             raise ValueError("truncated_message_target_tokens must be positive")
@@ -79,8 +84,9 @@ class Budget:
 
     @property
     def input_budget(self) -> int:
-        """Tokens the input may use: the window minus output reserve and protocol margin."""
-        return self.window - self.output_reserve - self.protocol_margin
+        """Tokens the first input may use: the window minus output reserve, protocol margin
+        and the room kept for tool results."""
+        return self.window - self.output_reserve - self.protocol_margin - self.tool_results
 
     @property
     def slices(self) -> tuple[tuple[str, int], ...]:
@@ -115,6 +121,7 @@ class Budget:
         truncated_message_target_tokens: int | None = None,
         max_input_chars: int | None = None,
         head_turns: int = 2,
+        tool_results: int = 0,
     ) -> Budget:
         """Scale the 8k split to ``window``.
 
@@ -133,7 +140,7 @@ class Budget:
             "summaries": summaries,
             "current_episode": current_episode,
         }
-        slices = _share(window - reserve - margin, explicit)
+        slices = _share(window - reserve - margin - tool_results, explicit)
         max_single = (
             max(2, _scaled(_DEFAULT_MAX_SINGLE, window))
             if max_single_message_tokens is None
@@ -157,6 +164,7 @@ class Budget:
             truncated_message_target_tokens=target,
             max_input_chars=chars,
             head_turns=head_turns,
+            tool_results=tool_results,
             **slices,
         )
 

@@ -193,6 +193,8 @@ class TenantSettings(BaseModel):
     mcp_servers: list[McpServerSettings] = []
     max_tool_rounds: int = Field(3, ge=0, le=10)
     max_result_tokens: int = Field(400, ge=16)
+    # Room the window keeps for all of a turn's tool results (a tenant with actions only).
+    tool_results_tokens: int = Field(1200, ge=0)
     tool_turn_budget_s: float = Field(30.0, gt=0, le=300)
     state_endpoint: EndpointSettings | None = None
     state_timeout_ms: int = Field(300, ge=10, le=10_000)
@@ -240,6 +242,11 @@ class TenantSettings(BaseModel):
             )
         if self.output_reserve + self.protocol_margin >= self.window:
             raise ValueError("output_reserve + protocol_margin must leave room in the window")
+        if self.output_reserve + self.protocol_margin + self.tool_results_tokens >= self.window:
+            raise ValueError(
+                "output_reserve + protocol_margin + tool_results_tokens must leave room in the "
+                "window"
+            )
         unique_action_names(self.tools, self.mcp_servers)
         return self
 

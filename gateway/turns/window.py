@@ -114,8 +114,10 @@ def actions_lines(settings: TenantSettings, level: LinkLevel) -> tuple[tuple[str
 
 
 def budget_for(settings: TenantSettings, window: int | None = None) -> Budget:
-    """The tenant's budget; another window size scales it proportionally."""
+    """The tenant's budget; another window size scales it proportionally. A tenant with
+    actions keeps `tool_results_tokens` of it for their results."""
     slices = settings.slices
+    results = settings.tool_results_tokens if settings.tools or settings.mcp_servers else 0
     if window is None or window == settings.window:
         return Budget.for_window(
             settings.window,
@@ -129,8 +131,13 @@ def budget_for(settings: TenantSettings, window: int | None = None) -> Budget:
             max_single_message_tokens=settings.max_single_message_tokens,
             truncated_message_target_tokens=settings.truncated_message_target_tokens,
             max_input_chars=settings.max_input_chars,
+            tool_results=results,
         )
-    return Budget.for_window(window, max_input_chars=settings.max_input_chars)
+    return Budget.for_window(
+        window,
+        max_input_chars=settings.max_input_chars,
+        tool_results=results * window // settings.window,
+    )
 
 
 def cut_dialogue(

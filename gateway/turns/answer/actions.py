@@ -18,13 +18,20 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 
 from channels.redaction import redact
+from context.tool_results import ResultRoom
 from gateway.events.outbox import TOOL_CALLED
 from gateway.providers.base import Completion
-from gateway.providers.tool_calls import ToolCall, ToolDefinition, ToolRound, ToolUse
+from gateway.providers.tool_calls import (
+    ToolCall,
+    ToolDefinition,
+    ToolResult,
+    ToolRound,
+    ToolUse,
+)
 from gateway.runtime.clock import utcnow
 from gateway.runtime.logs import mask
 from gateway.runtime.metrics import Metrics
@@ -41,6 +48,7 @@ from gateway.tools.runner import ActionRun, ActionRunner, Caller
 from gateway.tools.verification import CodeSender
 from gateway.turns.answer.deps import AnswerDeps
 from gateway.turns.answer.reply_steps import ReplyTurn
+from gateway.turns.window import budget_for
 from identity.levels import LinkLevel
 from identity.tool_reach import KnownIdentifier
 
@@ -76,6 +84,7 @@ class ActionRounds:
     runs: tuple[ActionRun, ...]
     rounds: int
     held: ActionRun | None = None  # a write waiting for the customer: no answer from the model
+    room: ResultRoom | None = None  # the results' share of the window, as spent
 
     def report(self) -> list[dict[str, object]]:
         """What the turn's report keeps of the calls (no arguments: the audit trail has them)."""
@@ -154,14 +163,18 @@ class TurnActions:
             for spec in offered.values()
         )
         deadline = time.monotonic() + tenant.tool_turn_budget_s
-        rounds: list[ToolRound] = list(first)
+        room = ResultRoom(budget_for(tenant).tool_results)
+        rounds: list[ToolRound] = []
+        for earlier in first:
+            fitted, room = self._fitted(earlier, room)
+            rounds.append(fitted)
         runs: list[ActionRun] = list(first_runs)
         await self._record(turn, caller, offered, first_runs)
         while True:
             final = len(rounds) >= tenant.max_tool_rounds or time.monotonic() >= deadline
             completion = await ask(ToolUse(definitions, tuple(rounds), final=final))
             if final or not completion.tool_calls:
-                return ActionRounds(completion, tuple(runs), len(rounds))
+                return ActionRounds(completion, tuple(runs), len(rounds), room=room)
 
             done: list[ActionRun] = []
             for number, call in enumerate(completion.tool_calls):
@@ -173,16 +186,28 @@ class TurnActions:
                     # One write at a time, asked of the customer now: the rest waits.
                     await self._record(turn, caller, offered, tuple(done))
                     runs.extend(done)
-                    return ActionRounds(completion, tuple(runs), len(rounds) + 1, held=run)
+                    return ActionRounds(
+                        completion, tuple(runs), len(rounds) + 1, held=run, room=room
+                    )
             await self._record(turn, caller, offered, tuple(done))
             runs.extend(done)
-            rounds.append(
+            fitted, room = self._fitted(
                 ToolRound(
                     calls=completion.tool_calls,
                     results=tuple(run.result for run in done),
                     text=completion.text,
-                )
+                ),
+                room,
             )
+            rounds.append(fitted)
+
+    def _fitted(self, done: ToolRound, room: ResultRoom) -> tuple[ToolRound, ResultRoom]:
+        """The round with its results fitted, in order, into the turn's room for them."""
+        results: list[ToolResult] = []
+        for result in done.results:
+            content, room = room.fit(result.content, self._deps.counter)
+            results.append(replace(result, content=content))
+        return replace(done, results=tuple(results)), room
 
     async def _run(
         self,

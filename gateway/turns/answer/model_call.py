@@ -105,6 +105,8 @@ class ModelCall:
                 )
                 completion = rounds.completion
                 report["actions"] = rounds.report()
+                if rounds.room is not None:
+                    report["tool_results"] = rounds.room.to_dict()
                 if rounds.held is not None:
                     held_text = await self._actions.hold(turn, caller, rounds.held)
             if held_text is None and not completion.text.strip():
