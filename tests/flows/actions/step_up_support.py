@@ -17,6 +17,7 @@ from sqlalchemy import select
 from gateway.storage.models import Base, ChannelIdentity, CustomerIdentifier, Message, TurnRow
 from tests.flows.actions.support import IDENTITY_KEY, save_settings, serving
 from tests.support.openai_server import Call, FakeOpenAI, model_settings
+from tests.support.stack import Stack
 from tests.support.webchat import signed_visitor
 from tests.support.whatsapp_stack import WhatsAppStack, whatsapp_stack
 
@@ -58,13 +59,13 @@ def model_answer(call: Call) -> str | None:
 
 @dataclass
 class Visitor:
-    wa: WhatsAppStack
+    stack: Stack
     visitor: str = ""
     sent: int = 0
     replies: list[str] = field(default_factory=list)
 
     async def say(self, text: str) -> str:
-        client = self.wa.stack.client
+        client = self.stack.client
         if not self.visitor:
             self.visitor = await signed_visitor(client)
         self.sent += 1
@@ -74,8 +75,8 @@ class Visitor:
         )
         assert response.status == 202, await response.text()
         message_id = int((await response.json())["message_id"])
-        await self.wa.stack.idle()
-        async with self.wa.stack.sessions()() as session:
+        await self.stack.idle()
+        async with self.stack.sessions()() as session:
             turn = await session.scalar(
                 select(TurnRow).where(TurnRow.inbound_message_id == message_id)
             )
@@ -85,7 +86,7 @@ class Visitor:
             return reply.text
 
     async def identity(self) -> ChannelIdentity:
-        async with self.wa.stack.sessions()() as session:
+        async with self.stack.sessions()() as session:
             found = await session.scalar(
                 select(ChannelIdentity).where(ChannelIdentity.channel == "webchat")
             )
@@ -120,7 +121,7 @@ async def ana_and_a_visitor(
         }
         await save_settings(wa.stack, {"tools": [order], **(tenant or {})})
         await wa.say(ANA, "oi, sou a Ana")  # Ana's number, verified by WhatsApp
-        yield wa, model, api, Visitor(wa)
+        yield wa, model, api, Visitor(wa.stack)
 
 
 def code_sent(wa: WhatsAppStack, before: int) -> tuple[str, str]:
@@ -131,10 +132,10 @@ def code_sent(wa: WhatsAppStack, before: int) -> tuple[str, str]:
     return sent["To"], code.group(1)
 
 
-async def everything_stored(wa: WhatsAppStack) -> str:
+async def everything_stored(stack: Stack) -> str:
     """Every row of every table, as text."""
     dumped: list[str] = []
-    async with wa.stack.sessions()() as session:
+    async with stack.sessions()() as session:
         for table in Base.metadata.sorted_tables:
             for row in (await session.execute(select(table))).all():
                 dumped.append(repr(tuple(row)))

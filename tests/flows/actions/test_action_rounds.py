@@ -147,7 +147,8 @@ async def test_an_anonymous_visitor_is_never_offered_a_verified_action(tmp_path:
 
         reply, _, report = await _reply_and_customer(stack, message_id)
         first, second = model.calls
-        assert first.tool_names == ["opening_hours"]
+        # The verified action is held back; a code to verify is offered in its place.
+        assert first.tool_names == ["opening_hours", "start_verification"]
         assert api.seen == []  # the call was refused before any request
         assert second.tool_results[0]["content"].startswith('{"error": "refused, nothing was sent')
         assert reply == "Não posso ver isso."

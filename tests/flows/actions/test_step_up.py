@@ -62,7 +62,7 @@ async def test_a_code_to_anas_whatsapp_verifies_the_visitor_and_joins_it_to_ana(
         assert "start_verification" not in model.calls[-1].tool_names
 
         # The code is nowhere: not stored, not in any window or model request.
-        assert code not in await everything_stored(wa)
+        assert code not in await everything_stored(wa.stack)
         assert all(code not in json.dumps(call.messages) for call in model.calls)
         async with wa.stack.sessions()() as session:
             texts = list(await session.scalars(select(Message.text)))
@@ -91,7 +91,7 @@ async def test_three_wrong_codes_lock_it(tmp_path: Path) -> None:
         assert identity.link_level == "anonymous"
         assert identity.customer_id != await customer_of_ana(wa)
         assert api.seen == []
-        stored = await everything_stored(wa)
+        stored = await everything_stored(wa.stack)
         assert code not in stored and wrong not in stored
 
 

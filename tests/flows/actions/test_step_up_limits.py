@@ -68,7 +68,7 @@ async def test_outside_the_window_the_code_goes_as_the_template(tmp_path: Path) 
         assert await _start_outcomes(wa) == ["verification.sent"]
 
         assert await visitor.say(code) != ""
-        assert code not in await everything_stored(wa)
+        assert code not in await everything_stored(wa.stack)
 
 
 async def test_a_number_gets_three_codes_an_hour(tmp_path: Path) -> None:
@@ -96,4 +96,4 @@ async def test_an_expired_code_verifies_nothing(tmp_path: Path) -> None:
 
         assert "expirou" in told
         assert (await visitor.identity()).link_level == "anonymous"
-        assert code not in await everything_stored(wa)
+        assert code not in await everything_stored(wa.stack)
