@@ -287,11 +287,16 @@ class TurnActions:
             return None
         now = utcnow()
         call = ToolCall(f"confirmed_{waiting.id[:16]}", waiting.action, waiting.arguments_json)
-        if now >= waiting.expires_at or not confirms(pending.inbound.text):
+        withdrawn = waiting.action not in offered  # the settings changed, or the level fell
+        if now >= waiting.expires_at or not confirms(pending.inbound.text) or withdrawn:
             status = "expired" if now >= waiting.expires_at else "cancelled"
             async with self._deps.work, self._deps.sessions.begin() as session:
                 await confirmations.decide(session, waiting.id, status, now)
-            told = f"not sent: the customer did not confirm it ({status})"
+            told = (
+                "not sent: the action is no longer offered to this conversation"
+                if withdrawn and status == "cancelled"
+                else f"not sent: the customer did not confirm it ({status})"
+            )
             run = ActionRun(call, "failed", told, waiting.arguments_json, kind="write")
             return ToolRound((call,), (run.result,)), run
         async with self._deps.work, self._deps.sessions.begin() as session:

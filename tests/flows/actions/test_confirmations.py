@@ -50,6 +50,7 @@ class Conversation:
         self.stack = stack
         self.visitor: str | None = None
         self.sent = 0
+        self.tools: list[dict[str, Any]] = []  # the tenant's, as saved
 
     async def say(self, text: str) -> str:
         if self.visitor is None:
@@ -94,7 +95,9 @@ async def _talking(tmp_path: Path) -> AsyncIterator[tuple[PixApi, FakeOpenAI, Co
             "endpoint": {"url": f"{url}/pix-key"},
         }
         await save_settings(stack, {"tools": [change]})
-        yield api, model, Conversation(stack)
+        conversation = Conversation(stack)
+        conversation.tools = [change]
+        yield api, model, conversation
 
 
 async def _confirmation_ids(conversation: Conversation) -> list[tuple[str, str]]:
@@ -156,6 +159,30 @@ async def test_anything_but_a_yes_cancels_the_write(tmp_path: Path) -> None:
         await conversation.say("sim")
 
         assert api.seen == []  # the yes came after the cancellation: nothing to send
+
+
+async def test_a_yes_sends_nothing_once_the_action_is_no_longer_offered(tmp_path: Path) -> None:
+    async with _talking(tmp_path) as (api, model, conversation):
+        await conversation.say("troca minha chave pix para ana@example.org")
+        # The tenant now wants the write verified: the anonymous visitor no longer reaches it.
+        [change] = conversation.tools
+        await save_settings(
+            conversation.stack, {"tools": [{**change, "min_link_level": "verified"}]}
+        )
+
+        await conversation.say("sim")
+
+        assert api.seen == []
+        [(_, status)] = await _confirmation_ids(conversation)
+        assert status == "cancelled"
+        told = json.loads(model.calls[-1].tool_results[0]["content"])
+        assert told["error"] == "not sent: the action is no longer offered to this conversation"
+        async with conversation.stack.sessions()() as session:
+            trail = await list_audit(session, action=None, limit=50)
+        assert sorted(e.action for e in trail if e.action.startswith("action.")) == [
+            "action.awaiting_confirmation",
+            "action.failed",
+        ]
 
 
 async def test_erasing_the_customer_erases_the_write_they_were_asked_about(tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 import jwt
 from sqlalchemy import select
 
-from gateway.storage.models import Message
+from gateway.storage.models import Message, OutboundEvent
 from gateway.storage.repositories.audit import list_audit
 from tests.flows.actions.step_up_support import (
     ANA,
@@ -27,7 +27,11 @@ from tests.flows.actions.support import IDENTITY_KEY
 async def test_a_code_to_anas_whatsapp_verifies_the_visitor_and_joins_it_to_ana(
     tmp_path: Path,
 ) -> None:
-    async with ana_and_a_visitor(tmp_path) as (wa, model, api, visitor):
+    events = {
+        "RELAYDESK_EVENTS_URL": "http://127.0.0.1:9/events",
+        "RELAYDESK_EVENTS_SECRET": "an-events-secret-of-some-length",
+    }
+    async with ana_and_a_visitor(tmp_path, **events) as (wa, model, api, visitor):
         ana = await customer_of_ana(wa)
         before = len(wa.twilio.created)
 
@@ -72,6 +76,16 @@ async def test_a_code_to_anas_whatsapp_verifies_the_visitor_and_joins_it_to_ana(
         assert [entry.details["evidence"] for entry in verified] == ["otp:whatsapp"]
         sent = [entry for entry in trail if entry.action == "verification.sent"]
         assert [entry.details["sent_through"] for entry in sent] == ["whatsapp"]
+        async with wa.stack.sessions()() as session:
+            [announced] = list(
+                await session.scalars(
+                    select(OutboundEvent.payload).where(OutboundEvent.kind == "identity.verified")
+                )
+            )
+        assert announced["customer_id"] == ana and announced["evidence"] == "otp:whatsapp"
+        scraped = await (await wa.stack.client.get("/metrics")).text()
+        assert 'relaydesk_verifications_total{outcome="sent",stage="start"} 1.0' in scraped
+        assert 'relaydesk_verifications_total{outcome="verified",stage="attempt"} 1.0' in scraped
 
 
 async def test_three_wrong_codes_lock_it(tmp_path: Path) -> None:
