@@ -17,8 +17,10 @@ from tests.flows.actions.step_up_support import (
     ANA,
     ana_and_a_visitor,
     code_sent,
+    customer_of_ana,
     everything_stored,
 )
+from tests.support.stack import API_KEY
 from tests.support.whatsapp_stack import WhatsAppStack
 
 
@@ -97,3 +99,12 @@ async def test_an_expired_code_verifies_nothing(tmp_path: Path) -> None:
         assert "expirou" in told
         assert (await visitor.identity()).link_level == "anonymous"
         assert code not in await everything_stored(wa.stack)
+
+        # Erasing Ana erases the codes sent to her number, whoever asked for them.
+        response = await wa.stack.client.delete(
+            f"/v1/operator/customers/{await customer_of_ana(wa)}",
+            json={"reason": "data subject request", "actor": "dpo"},
+            headers={"Authorization": f"Bearer {API_KEY}"},
+        )
+        assert response.status == 200, await response.text()
+        assert (await response.json())["removed"]["identity_verifications"] == 1
