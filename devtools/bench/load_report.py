@@ -33,6 +33,9 @@ class SideResult(ReplyLatencies):
     reply_span_s: float
     peak_in_flight: int  # model requests at once, as the model server counted them
     model_requests: int
+    # CPU seconds of the gateway's processes from the first message to the last reply (None
+    # where it cannot be read): what a reply costs, whatever else the machine runs.
+    gateway_cpu_s: float | None = None
 
     @property
     def replies(self) -> int:
@@ -43,11 +46,17 @@ class SideResult(ReplyLatencies):
         return self.offered - self.replies
 
     @property
+    def cpu_ms_per_reply(self) -> float | None:
+        if self.gateway_cpu_s is None or not self.replies:
+            return None
+        return self.gateway_cpu_s * 1000.0 / self.replies
+
+    @property
     def replies_per_s(self) -> float:
         """Sustained: the intervals between the first and the last reply, per second."""
         return (self.replies - 1) / self.reply_span_s if self.reply_span_s > 0 else 0.0
 
-    def figures(self) -> dict[str, float | int]:
+    def figures(self) -> dict[str, float | int | None]:
         return {
             "offered": self.offered,
             "replies": self.replies,
@@ -58,6 +67,8 @@ class SideResult(ReplyLatencies):
             "replies_per_s": round(self.replies_per_s, 3),
             "peak_in_flight": self.peak_in_flight,
             "model_requests": self.model_requests,
+            "gateway_cpu_s": None if self.gateway_cpu_s is None else round(self.gateway_cpu_s, 2),
+            "cpu_ms_per_reply": _rounded(self.cpu_ms_per_reply),
         }
 
 
@@ -109,13 +120,15 @@ class LoadResult:
             f"PostgreSQL + Redis, {os.cpu_count()} CPUs; the {len(self.sides)} sides one after "
             "the other on one database",
             f"{'model':<30} {'offered':>7} {'replies':>7} {'missing':>7} {'p50 ms':>9} "
-            f"{'p99 ms':>9} {'replies/s':>9} {'ack p99 ms':>10} {'peak in flight':>14}",
+            f"{'p99 ms':>9} {'replies/s':>9} {'ack p99 ms':>10} {'peak in flight':>14} "
+            f"{'CPU ms/reply':>12}",
         ]
         for side in self.sides:
             lines.append(
                 f"{side.model:<30} {side.offered:>7} {side.replies:>7} {side.missing:>7} "
                 f"{side.p50_ms:>9.1f} {side.p99_ms:>9.1f} {side.replies_per_s:>9.2f} "
-                f"{side.ack_p99_ms:>10.1f} {side.peak_in_flight:>14}"
+                f"{side.ack_p99_ms:>10.1f} {side.peak_in_flight:>14} "
+                f"{_cpu(side.cpu_ms_per_reply):>12}"
             )
         lines.append(f"replies/s slow / offline: {self.ratio:.3f}")
         goal = self.goal
@@ -160,6 +173,14 @@ class LoadResult:
                 "webchat": None if self.webchat is None else self.webchat.figures(),
             }
         )
+
+
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 2)
+
+
+def _cpu(ms: float | None) -> str:
+    return "-" if ms is None else f"{ms:.1f}"
 
 
 def _ratio(side: SideResult, base: SideResult) -> float:

@@ -54,6 +54,7 @@ from devtools.bench.load_report import LoadResult, SideResult
 from devtools.bench.load_tool_report import ToolRun
 from devtools.bench.load_webchat import WebchatRounds, forget_visitors, visit_twice
 from devtools.bench.model_server import SlowModel
+from devtools.bench.process_cpu import tree_cpu_s
 from devtools.bench.reply_jobs import forget_keys, stream_position, take_jobs
 from devtools.bench.reply_load_tools import acting_env, check_called, offer_action, tool_run
 from devtools.bench.reply_stack import GATEWAY_PROCESSES, answering_gateway, gateways
@@ -152,7 +153,7 @@ async def _warm_up(stack: _Stack, side: _Side, url: str) -> None:
         )
 
 
-def _result(side: _Side, offered: list[Offered], stack: _Stack) -> SideResult:
+def _result(side: _Side, offered: list[Offered], stack: _Stack, cpu_s: float | None) -> SideResult:
     matched = stack.replies.match(offered)
     first_due = min(message.due for message in offered)
     return SideResult(
@@ -170,6 +171,7 @@ def _result(side: _Side, offered: list[Offered], stack: _Stack) -> SideResult:
         ),
         peak_in_flight=stack.model.peak_in_flight,
         model_requests=len(stack.model.requests),
+        gateway_cpu_s=cpu_s,
     )
 
 
@@ -191,14 +193,14 @@ async def _run_side(stack: _Stack, side: _Side, with_webchat: bool) -> _SideRun:
         f"{' '.join(options.serve_args)}".rstrip()
     )
     try:
-        async with gateways([gateway], stack.workdir):
+        async with gateways([gateway], stack.workdir) as pids:
             gateway_url = f"http://127.0.0.1:{gateway.port}"
             await _warm_up(stack, side, gateway_url + WHATSAPP_PATH)
             if api is not None:
                 check_called(api, stack.model, "the warm-up")
                 api.reset()
             stack.model.reset()
-            result = await _load(stack, side, gateway_url)
+            result = await _load(stack, side, gateway_url, pids)
             run = None
             if api is not None:
                 check_called(api, stack.model, "the load")
@@ -219,8 +221,11 @@ async def _run_side(stack: _Stack, side: _Side, with_webchat: bool) -> _SideRun:
         raise
 
 
-async def _load(stack: _Stack, side: _Side, gateway_url: str) -> SideResult:
-    """The side's load, offered open loop; its result once answered (or stalled)."""
+async def _load(
+    stack: _Stack, side: _Side, gateway_url: str, gateway_pids: tuple[int, ...]
+) -> SideResult:
+    """The side's load, offered open loop; its result once answered (or stalled), with the CPU
+    the gateway's processes used meanwhile."""
     options = stack.options
     load = Load(
         gateway_url + WHATSAPP_PATH,
@@ -234,9 +239,12 @@ async def _load(stack: _Stack, side: _Side, gateway_url: str) -> SideResult:
         f"{side.name}: {load.messages} messages at {options.rate:g}/s from "
         f"{len(side.phones)} customers"
     )
+    cpu_before = tree_cpu_s(gateway_pids)
     offered = await offer(load)
     answered = await stack.replies.wait_for(load.expected(offered), options.stall_s)
-    result = _result(side, offered, stack)
+    cpu_after = tree_cpu_s(gateway_pids)
+    cpu_s = None if cpu_before is None or cpu_after is None else cpu_after - cpu_before
+    result = _result(side, offered, stack, cpu_s)
     stack.progress(
         f"{side.name}: {answered} of {len(offered)} replies, p99 {result.p99_ms:.0f} ms, "
         f"{result.replies_per_s:.2f} replies/s, peak {result.peak_in_flight} in flight"

@@ -68,15 +68,17 @@ def answering_gateway(
 
 
 @contextlib.asynccontextmanager
-async def gateways(configs: Sequence[Gateway], workdir: Path) -> AsyncIterator[None]:
-    """Start the gateways (each ``serve --workers``, one after the other); yields once all of
-    them answer ``/healthz``, stops them all at the end."""
+async def gateways(configs: Sequence[Gateway], workdir: Path) -> AsyncIterator[tuple[int, ...]]:
+    """Start the gateways (each ``serve --workers``, one after the other); yields the pids of
+    their ``serve`` processes (which fork the rest) once all of them answer ``/healthz``, stops
+    them all at the end."""
     command = relaydesk_command()
+    pids: list[int] = []
     async with contextlib.AsyncExitStack() as started:
         for config in configs:
             serve = [*command, "serve", "--workers", str(GATEWAY_PROCESSES)]
             try:
-                await started.enter_async_context(
+                processes = await started.enter_async_context(
                     serving(
                         [[*serve, "--port", str(config.port), *config.serve_args]],
                         config.env,
@@ -88,7 +90,8 @@ async def gateways(configs: Sequence[Gateway], workdir: Path) -> AsyncIterator[N
                 )
             except ServerNotReady as exc:
                 raise ReplyBenchError(str(exc)) from exc
-        yield
+            pids.extend(process.pid for process in processes)
+        yield tuple(pids)
 
 
 @contextlib.asynccontextmanager

@@ -6,7 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
+import signal
+import subprocess
+import sys
 import time
 import uuid
 
@@ -18,6 +22,7 @@ from httpx_sse import aconnect_sse
 from context import ChatMessage
 from devtools.bench.load_webchat import summarize, visit
 from devtools.bench.model_server import SlowModel
+from devtools.bench.process_cpu import tree_cpu_s
 from devtools.bench.reply_load import LoadOptions, run_load_bench
 from devtools.loopback import serving_on_loopback
 from gateway.cli import main
@@ -271,6 +276,12 @@ async def test_load_bench_at_a_tiny_size() -> None:
         assert side["offered"] == 6, progress
         assert (side["replies"], side["missing"], side["refused"]) == (6, 0, 0), progress
         assert side["fallbacks"] == 0
+        # The gateway's processes worked for every reply; the figure is theirs per reply.
+        assert side["gateway_cpu_s"] > 0
+        # Both figures are rounded to hundredths: the seconds' rounding spread over the replies.
+        assert side["cpu_ms_per_reply"] == pytest.approx(
+            side["gateway_cpu_s"] * 1000 / side["replies"], abs=5 / side["replies"] + 0.01
+        )
         assert 0 < side["p50_ms"] <= side["p99_ms"]
         assert 0 < side["ack_p99_ms"] <= side["p99_ms"]
         # The last reply comes no sooner than the last due time, 1.25 s after the first, and
@@ -300,6 +311,8 @@ async def test_load_bench_at_a_tiny_size() -> None:
         )
     assert "first_round" not in webchat["first_round"]
     rows = result.table().splitlines()
+    assert rows[2].endswith("CPU ms/reply")
+    assert rows[4].endswith(f" {slow['cpu_ms_per_reply']:.1f}")
     assert rows[3].startswith("offline (instant)") and rows[4].startswith("slow (0.3 s)")
     assert rows[5].startswith("replies/s slow / offline")
     assert rows[-1].startswith("web chat, 2 visitors")
@@ -336,6 +349,7 @@ async def test_load_bench_with_a_read_tool_at_a_tiny_size() -> None:
     for side in (figures["offline"], slow, tools):
         assert (side["offered"], side["replies"], side["missing"]) == (6, 6, 0), progress
         assert side["fallbacks"] == 0, progress
+        assert side["gateway_cpu_s"] > 0
     # The action is the tools side's alone: the slow side makes one model call per reply, the
     # tools side two (the call, then the answer), with the API between them.
     assert slow["model_requests"] == 6
@@ -370,6 +384,31 @@ async def test_load_bench_with_a_read_tool_at_a_tiny_size() -> None:
     assert rows[7].startswith(f"replies/s with the tool / without: {goal['ratio']:.3f}")
     assert rows[8].startswith(f"p99 with the tool: {goal['p99_ms']:.0f} ms (bound 2 x 0.3 s")
     assert rows[9].startswith("read tool (0.1 s): 6 calls for 6 replies (1.00 per reply")
+
+
+def test_the_cpu_of_a_process_counts_the_children_it_started() -> None:
+    # The parent only waits; its child spins for about half a second of CPU, then waits too.
+    script = (
+        "import os, time\n"
+        "if os.fork() == 0:\n"
+        "    end = time.process_time() + 0.5\n"
+        "    while time.process_time() < end: pass\n"
+        "    time.sleep(30); os._exit(0)\n"
+        "time.sleep(30)\n"
+    )
+    # A session of its own: the child is stopped with its parent, as one process group.
+    parent = subprocess.Popen([sys.executable, "-c", script], start_new_session=True)
+    try:
+        time.sleep(1.5)
+        measured = tree_cpu_s([parent.pid])
+        alone = tree_cpu_s([parent.pid + 10_000_000])  # no such process
+    finally:
+        os.killpg(parent.pid, signal.SIGKILL)
+        parent.wait()
+    if measured is None:
+        pytest.skip("no /proc here")
+    assert 0.45 <= measured < 1.5
+    assert alone == 0.0
 
 
 @pytest.mark.parametrize(
