@@ -12,7 +12,13 @@ from urllib.parse import quote
 
 from aiohttp import web
 
-from gateway.console import conversations_stream, customer_data, routes_login, views
+from gateway.console import (
+    conversations_stream,
+    customer_data,
+    routes_approvals,
+    routes_login,
+    views,
+)
 from gateway.console.pages import Form, console, form_text, html_response, redirect
 from gateway.customers import operator_actions as operator_store
 from gateway.http.bodies import path_id
@@ -20,13 +26,14 @@ from gateway.http.errors import BadRequest, NotFound
 from gateway.http.ids import storage_id
 from gateway.http.tenant import tenant_of
 from gateway.keys import COUNTER, INBOX_READY, MEMORY, SESSIONS, SETTINGS
-from gateway.operators import facts, logins, preview, search
+from gateway.operators import action_history, facts, held_actions, logins, preview, search
 from gateway.operators.profile import load_profile
 from gateway.operators.reasons import check_reason
 from gateway.operators.rebuild import rebuild_memory
 from gateway.operators.set_aside import retry_set_aside
+from gateway.runtime.clock import utcnow
 from gateway.storage.errors import RecordNotFound
-from gateway.storage.repositories import audit, console_conversations, inbox, messages
+from gateway.storage.repositories import audit, conversations, inbox, messages
 
 STATIC_DIR: Final = Path(__file__).parent / "static"
 ASSETS: Final = {
@@ -44,7 +51,9 @@ async def home(request: web.Request, login: logins.OperatorLogin) -> web.StreamR
     """Who is talking now; with `q`, the customers that match it."""
     query = request.query.get("q", "")
     if "q" not in request.query:
-        return html_response(views.conversations_page(login))
+        async with request.app[SESSIONS]() as session:
+            approvals = await held_actions.waiting_approvals(session, utcnow())
+        return html_response(views.conversations_page(login, approvals))
     async with request.app[SESSIONS]() as session:
         hits = await search.search_customers(session, query) if query.strip() else None
         pending = await operator_store.list_pending_links(session)
@@ -55,7 +64,8 @@ async def home(request: web.Request, login: logins.OperatorLogin) -> web.StreamR
 async def profile(request: web.Request, login: logins.OperatorLogin) -> web.StreamResponse:
     async with request.app[SESSIONS]() as session:
         loaded = await load_profile(session, request.match_info["customer_id"])
-    return html_response(views.profile_page(login, loaded, request.query.get("done")))
+        calls = await action_history.recent_calls(session, loaded.customer.id)
+    return html_response(views.profile_page(login, loaded, request.query.get("done"), calls))
 
 
 @console
@@ -65,7 +75,8 @@ async def message(request: web.Request, login: logins.OperatorLogin) -> web.Stre
         raise RecordNotFound("no such message")
     async with request.app[SESSIONS]() as session:
         found = await messages.get_message(session, request.match_info["customer_id"], message_id)
-    return html_response(views.message_page(login, found))
+        turn = await action_history.turn_trace(session, found.id) if found.role == "user" else None
+    return html_response(views.message_page(login, found, turn))
 
 
 async def _form(request: web.Request) -> Form:
@@ -268,9 +279,13 @@ async def audit_log(request: web.Request, login: logins.OperatorLogin) -> web.St
 async def conversation(request: web.Request, login: logins.OperatorLogin) -> web.StreamResponse:
     conversation_id = path_id(request, "conversation_id")
     async with request.app[SESSIONS]() as session:
-        if not await console_conversations.conversation_exists(session, conversation_id):
+        found = await conversations.get(session, conversation_id)
+        if found is None:
             raise NotFound("no such conversation")
-    return html_response(views.conversation_page(login, conversation_id))
+        held = await held_actions.held_actions(session, found.conversation_key, utcnow())
+    return html_response(
+        views.conversation_page(login, conversation_id, held, request.query.get("done"))
+    )
 
 
 @console
@@ -311,6 +326,7 @@ def add_routes(app: web.Application) -> None:
     router.add_get("/console/conversations/stream", conversation_changes)
     router.add_get("/console/conversations/{conversation_id}", conversation)
     conversations_stream.add_routes(app)
+    routes_approvals.add_routes(app)
     router.add_post("/console/inbox/{item_id}/retry", retry_inbox)
     router.add_get("/console/static/{name}", asset)
     base = "/console/customers/{customer_id}"

@@ -6,8 +6,12 @@ a reload."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from gateway.console.html import Html, el
+from gateway.console.views_approvals import approvals_section, held_section
 from gateway.console.views_layout import page, search_form
+from gateway.operators.held_actions import HeldAction
 from gateway.operators.logins import OperatorLogin
 
 SCRIPT = "/console/static/conversations.js"
@@ -31,13 +35,14 @@ def _live(login: OperatorLogin, view: str, **data: str) -> Html:
     )
 
 
-def conversations_page(login: OperatorLogin) -> Html:
+def conversations_page(login: OperatorLogin, approvals: Sequence[HeldAction] = ()) -> Html:
     return page(
         "Conversations",
         login,
         el("h1", None, "Conversations"),
         search_form("Find a customer: phone, e-mail, name or id"),
         _live(login, "list"),
+        approvals_section(approvals),
         el("section", {"id": "waiting", "class_": "conversations"}, el("h2", None, "Waiting")),
         el(
             "section",
@@ -49,13 +54,19 @@ def conversations_page(login: OperatorLogin) -> Html:
     )
 
 
-def conversation_page(login: OperatorLogin, conversation_id: str) -> Html:
+def conversation_page(
+    login: OperatorLogin,
+    conversation_id: str,
+    held: Sequence[HeldAction] = (),
+    notice: str | None = None,
+) -> Html:
     return page(
         "Conversation",
         login,
         el("p", None, el("a", {"href": "/console"}, "← Conversations")),
         el("h1", {"id": "title"}, "Conversation"),
         _live(login, "conversation", conversation=conversation_id),
+        held_section(login, conversation_id, held),
         el(
             "div",
             {"class_": "conversation"},
@@ -102,4 +113,5 @@ def conversation_page(login: OperatorLogin, conversation_id: str) -> Html:
             ),
         ),
         el("script", {"src": SCRIPT, "defer": True}),
+        notice=notice,
     )

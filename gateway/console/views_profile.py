@@ -11,8 +11,9 @@ from channels.transcripts import DEFAULT_THRESHOLD
 from context.render import summary_tag
 from gateway.console.html import Child, Html, el
 from gateway.console.views_layout import action_form, page, table
-from gateway.console.views_traces import traces_section
+from gateway.console.views_traces import action_calls_section, traces_section, turn_section
 from gateway.memory.summaries import summary_item
+from gateway.operators.action_history import AuditedCall, TurnTrace
 from gateway.operators.logins import OperatorLogin
 from gateway.operators.profile import Profile
 from gateway.storage.records import (
@@ -338,7 +339,12 @@ def _data_section(login: OperatorLogin, cid: str) -> Html:
     )
 
 
-def profile_page(login: OperatorLogin, profile: Profile, notice: str | None) -> Html:
+def profile_page(
+    login: OperatorLogin,
+    profile: Profile,
+    notice: str | None,
+    calls: Sequence[AuditedCall] = (),
+) -> Html:
     customer = profile.customer
     cid = customer.id
     preview = el(
@@ -385,6 +391,7 @@ def profile_page(login: OperatorLogin, profile: Profile, notice: str | None) -> 
         ),
         _identities_section(login, profile),
         _facts_section(login, cid, profile.facts),
+        action_calls_section(calls),
         _summaries_section(profile),
         _episodes_section(profile),
         traces_section(profile),
@@ -392,7 +399,9 @@ def profile_page(login: OperatorLogin, profile: Profile, notice: str | None) -> 
     )
 
 
-def message_page(login: OperatorLogin, message: MessageRecord) -> Html:
+def message_page(
+    login: OperatorLogin, message: MessageRecord, turn: TurnTrace | None = None
+) -> Html:
     return page(
         f"Message #{message.id}",
         login,
@@ -428,6 +437,7 @@ def message_page(login: OperatorLogin, message: MessageRecord) -> Html:
             {"class_": "message", "id": f"message-{message.id}"},
             message_text(message),
         ),
+        turn_section(turn),
         el(
             "section",
             None,

@@ -49,16 +49,19 @@ async def send_operator_message(
     media: Sequence[Media] = (),
     meta: MessageMeta | None = None,
     stored: Callable[[AsyncSession, MessageRecord], Awaitable[None]] | None = None,
+    any_owner: bool = False,
 ) -> MessageRecord:
     """Store the message and its attachments (by URL; only by the operator holding the
-    conversation; `meta` stored with it, e.g. the template it goes as; `stored` called in the
-    same transaction, e.g. to audit it) and hand it to the deliver step; returns it once
-    stored. Raises `ConversationNotFound`, `NotHeld`, `NoRecipient`."""
+    conversation, unless `any_owner`: what the team owes the customer whoever answers, e.g.
+    an operator's decision on an action; `meta` stored with it, e.g. the template it goes as;
+    `stored` called in the same transaction, e.g. to audit it) and hand it to the deliver
+    step; returns it once stored. Raises `ConversationNotFound`, `NotHeld`, `NoRecipient`."""
     async with sessions.begin() as session:
         conversation = await conversations.lock(session, conversation_id)
         if conversation is None:
             raise ConversationNotFound(conversation_id)
-        if conversation.owner != "human" or conversation.held_by != actor:
+        held = conversation.owner == "human" and conversation.held_by == actor
+        if not (held or any_owner):
             holder = conversation.held_by or conversation.owner
             raise NotHeld(f"the conversation is held by {holder}, not by {actor}")
         latest = await conversations.latest_customer_message(session, conversation)
