@@ -208,6 +208,9 @@ class TenantSettings(BaseModel):
     )
     # What the customer is told of a write an operator approves (`approval: "operator"`): it
     # went to the team (same placeholders); the outcome follows as an operator's message.
+    # A write an operator approves waits this long for one (operators take longer than a
+    # customer's "sim"); past it, it is expired and nothing is sent.
+    approval_ttl_s: int = Field(86_400, ge=60, le=7 * 86_400)
     approval_message: str = (
         "Seu pedido foi enviado para aprovação da nossa equipe: {action} — {values}. "
         "Avisaremos aqui assim que for analisado. "

@@ -20,8 +20,9 @@ _TURN_ID = BigInteger().with_variant(Integer(), "sqlite")
 
 class ActionConfirmation(Base):
     """A write the model asked for in a turn, sent only once the channel identity that wrote
-    confirms it before `expires_at` (`status`: waiting → sent | cancelled | expired). Its id is
-    the `Idempotency-Key` of the one call it makes."""
+    confirms it before `expires_at` (`status`: waiting → sent | cancelled | expired), or, for a
+    tool that needs an operator, once one approves it in the console (approval → approved |
+    rejected | expired). Its id is the `Idempotency-Key` of the one call it makes."""
 
     __tablename__ = "action_confirmations"
 

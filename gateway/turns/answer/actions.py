@@ -267,7 +267,9 @@ class TurnActions:
                 action=run.call.name,
                 arguments_json=run.arguments_json,
                 now=utcnow(),
-                lasts=timedelta(seconds=tenant.confirmation_ttl_s),
+                lasts=timedelta(
+                    seconds=tenant.approval_ttl_s if operator else tenant.confirmation_ttl_s
+                ),
                 status=confirmations.APPROVAL if operator else confirmations.WAITING,
             )
         spec = offered_actions(tenant, caller.level).get(run.call.name)
