@@ -13,6 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from gateway.storage.records import AuditRecord, TurnRecord
 from gateway.storage.repositories import turns
 from gateway.storage.repositories.action_audit import ACTION_PREFIX, recent_action_rows
+from gateway.tools.names import START_VERIFICATION
 
 __all__ = ["AuditedCall", "TurnCall", "TurnTrace", "recent_calls", "turn_trace"]
 
@@ -71,6 +72,8 @@ def _int(value: object) -> int | None:
 
 def _audited(entry: AuditRecord) -> AuditedCall:
     details = entry.details
+    if not entry.action.startswith(ACTION_PREFIX):
+        return _verification(entry)
     return AuditedCall(
         at=entry.created_at,
         actor=entry.actor,
@@ -82,6 +85,25 @@ def _audited(entry: AuditRecord) -> AuditedCall:
         arguments=_text(details.get("arguments")),
         http_status=_int(details.get("http_status")),
         turn_id=_int(details.get("turn_id")),
+    )
+
+
+def _verification(entry: AuditRecord) -> AuditedCall:
+    """A step-up row as a call: a code sent (or not) for `start_verification`, or one typed
+    back (the event: verified, wrong, expired, locked, proposed)."""
+    details = entry.details
+    started = "identifier" in details
+    return AuditedCall(
+        at=entry.created_at,
+        actor=entry.actor,
+        event=entry.action,
+        tool=START_VERIFICATION if started else "code typed back",
+        status=_text(details.get("outcome") or details.get("evidence")),
+        link_level=_text(details.get("link_level")),
+        channel=_text(details.get("channel")),
+        arguments=_text(details.get("identifier")) or _text(details.get("identifier_kind")),
+        http_status=None,
+        turn_id=None,
     )
 
 

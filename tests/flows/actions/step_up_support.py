@@ -105,6 +105,7 @@ async def ana_and_a_visitor(
         model.serving() as model_url,
         whatsapp_stack(
             tmp_path,
+            public_url="http://relay.example.org",  # the console's cookies over plain HTTP
             RELAYDESK_TOOL_IDENTITY_KEY=IDENTITY_KEY,
             RELAYDESK_FETCH_ALLOW="127.0.0.1",
             **model_settings(model_url),

@@ -11,6 +11,7 @@ from pathlib import Path
 import jwt
 from sqlalchemy import select
 
+from gateway.operators.accounts import create_operator
 from gateway.storage.models import Message, OutboundEvent
 from gateway.storage.repositories.audit import list_audit
 from tests.flows.actions.step_up_support import (
@@ -22,6 +23,7 @@ from tests.flows.actions.step_up_support import (
     everything_stored,
 )
 from tests.flows.actions.support import IDENTITY_KEY
+from tests.support.console import PASSWORD, USERNAME, log_in
 
 
 async def test_a_code_to_anas_whatsapp_verifies_the_visitor_and_joins_it_to_ana(
@@ -83,6 +85,15 @@ async def test_a_code_to_anas_whatsapp_verifies_the_visitor_and_joins_it_to_ana(
                 )
             )
         assert announced["customer_id"] == ana and announced["evidence"] == "otp:whatsapp"
+        # Ana's profile in the console lists the code sent to her number and its use.
+        async with wa.stack.sessions().begin() as session:
+            await create_operator(session, USERNAME, PASSWORD)
+        await log_in(wa.stack.client)
+        profile = await (await wa.stack.client.get(f"/console/customers/{ana}")).text()
+        start = profile.index('id="action-calls"')
+        calls = profile[start : profile.index("</section>", start)]
+        assert "verification.sent" in calls and "identity.verified" in calls
+        assert "otp:whatsapp" in calls and code not in profile
         scraped = await (await wa.stack.client.get("/metrics")).text()
         assert 'relaydesk_verifications_total{outcome="sent",stage="start"} 1.0' in scraped
         assert 'relaydesk_verifications_total{outcome="verified",stage="attempt"} 1.0' in scraped
