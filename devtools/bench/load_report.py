@@ -6,6 +6,7 @@ chat line; as a table and as one JSON line."""
 from __future__ import annotations
 
 import json
+import math
 import os
 from dataclasses import dataclass
 
@@ -147,9 +148,28 @@ class LoadResult:
             if what
         ]
         lines.extend(problems)
+        queueing = self.queueing_note()
+        if queueing:
+            lines.append(queueing)
         if self.webchat is not None:
             lines.append(self.webchat.line())
         return "\n".join(lines)
+
+    def queueing_note(self) -> str:
+        """A warning when one customer's messages come closer together than the slowest side's
+        turn takes: its conversation's turns then wait for each other (one at a time)."""
+        gap_s = self.customers / self.rate
+        turn_s = self.model_latency_s
+        if self.tool_run is not None:
+            turn_s = 2 * self.model_latency_s + self.tool_run.latency_s
+        if gap_s >= turn_s:
+            return ""
+        return (
+            f"note: each customer's messages come {gap_s:.2f} s apart, less than a turn takes "
+            f"({turn_s:g} s of model{' and tool' if self.tool_run else ''}): a conversation's "
+            f"turns are answered one at a time, so they queue; give at least "
+            f"{math.ceil(self.rate * turn_s)} customers to measure the gateway instead"
+        )
 
     def json_line(self) -> str:
         goal, tools, tool_run = self.goal, self.tools, self.tool_run

@@ -11,8 +11,14 @@ side with numbers of its own. A gateway's model is a process setting, hence the 
 Per side: reply latency p50/p99 (from each message's due time to its reply reaching the local
 Twilio API), sustained replies/s (replies over the span from the first due time to the last
 reply), acknowledgement p99, replies missing and the peak of model requests in flight — what
-bounds a slow model's throughput is how many calls the gateway keeps open at once. Each side
-first answers one warm-up message from a number of its own (connections, caches), left out.
+bounds a slow model's throughput is how many calls the gateway keeps open at once — and the CPU
+the gateway's processes used per reply (`devtools.bench.process_cpu`): on a small machine a side
+needing more of it than there is falls behind whatever its model does. Each side first answers
+one warm-up message from a number of its own (connections, caches), left out.
+
+A conversation's turns are answered one at a time, so a customer whose messages come closer
+together than a turn takes (``customers / rate`` seconds apart) queues behind itself, whatever
+the gateway's capacity; the table says so when the load is shaped that way.
 
 With ``tool_latency`` a third side follows on a third such stack: the same slow model, the same
 rate and load, but the tenant offers a read action (`devtools.bench.business_api`: a local API

@@ -20,6 +20,8 @@ from aiohttp import WSMsgType, web
 from httpx_sse import aconnect_sse
 
 from context import ChatMessage
+from devtools.bench.load_report import LoadResult, SideResult
+from devtools.bench.load_tool_report import ToolRun
 from devtools.bench.load_webchat import summarize, visit
 from devtools.bench.model_server import SlowModel
 from devtools.bench.process_cpu import tree_cpu_s
@@ -384,6 +386,49 @@ async def test_load_bench_with_a_read_tool_at_a_tiny_size() -> None:
     assert rows[7].startswith(f"replies/s with the tool / without: {goal['ratio']:.3f}")
     assert rows[8].startswith(f"p99 with the tool: {goal['p99_ms']:.0f} ms (bound 2 x 0.3 s")
     assert rows[9].startswith("read tool (0.1 s): 6 calls for 6 replies (1.00 per reply")
+
+
+def _side(model: str) -> SideResult:
+    return SideResult(model, 10, 0, (100.0,) * 10, (5.0,) * 10, 0, 2.0, 1.0, 1, 10)
+
+
+@pytest.mark.parametrize(
+    ("customers", "tool_latency_s", "note"),
+    [
+        (40, None, "0.80 s apart, less than a turn takes (2 s of model): "),
+        (40, 0.3, "(4.3 s of model and tool): "),
+        (99, None, "give at least 100 customers"),
+        (214, 0.3, "give at least 215 customers"),
+        (100, None, ""),
+        (215, 0.3, ""),
+    ],
+)
+def test_the_table_warns_when_each_customer_queues_behind_itself(
+    customers: int, tool_latency_s: float | None, note: str
+) -> None:
+    tool_run = None
+    if tool_latency_s is not None:
+        tool_run = ToolRun(tool_latency_s, 10, 10, 0, 0, 10, 0, 1)
+    result = LoadResult(
+        offline=_side("offline"),
+        slow=_side("slow"),
+        webchat=None,
+        customers=customers,
+        rate=50.0,
+        seconds=1.0,
+        background=2,
+        model_latency_s=2.0,
+        stream_rate=None,
+        tools=None if tool_run is None else _side("tools"),
+        tool_run=tool_run,
+    )
+    table = result.table()
+    if note:
+        assert note in result.queueing_note()
+        assert result.queueing_note() in table.splitlines()
+    else:
+        assert result.queueing_note() == ""
+        assert "note:" not in table
 
 
 def test_the_cpu_of_a_process_counts_the_children_it_started() -> None:
