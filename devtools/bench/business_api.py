@@ -5,7 +5,8 @@ calls once per turn, answered after the latency a real order system takes.
 bench's shared key, for this action) — a call without a valid one is refused with a 401 at
 once — then waits ``latency_s`` and answers the order's status. Calls are counted per order id
 (the model passes the message's reference), with those in flight and their peak, so a report
-can tell whether every reply made exactly one call.
+can tell whether every reply made exactly one call; and the connections they came over (a
+client that keeps too few alive opens one per call, a TLS handshake each against a real API).
 
 `order_status_tool` is the tenant setting that offers the action; `IDENTITY_KEY` is what the
 gateways sign with (``RELAYDESK_TOOL_IDENTITY_KEY``).
@@ -70,6 +71,7 @@ class OrdersApi:
     key: str = IDENTITY_KEY
     by_order: Counter[str] = field(default_factory=Counter)
     refused: int = 0  # calls without a valid assertion
+    peers: set[tuple[str, int]] = field(default_factory=set)  # the client ends calls came from
     in_flight: int = 0
     peak_in_flight: int = 0
 
@@ -81,10 +83,16 @@ class OrdersApi:
     def calls(self) -> int:
         return sum(self.by_order.values())
 
+    @property
+    def connections(self) -> int:
+        """The connections the answered calls came over."""
+        return len(self.peers)
+
     def reset(self) -> None:
         """Forget the calls so far and start the peak again from those in flight now."""
         self.by_order = Counter()
         self.refused = 0
+        self.peers = set()
         self.peak_in_flight = self.in_flight
 
     def app(self) -> web.Application:
@@ -111,6 +119,9 @@ class OrdersApi:
             self.refused += 1
             return web.json_response({"error": f"identity assertion: {exc}"}, status=401)
         order_id = request.query.get(ORDER_STATUS.argument, "")
+        peer = request.transport.get_extra_info("peername") if request.transport else None
+        if peer is not None:
+            self.peers.add((str(peer[0]), int(peer[1])))
         self.in_flight += 1
         self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
         try:

@@ -26,7 +26,7 @@ class ToolRun:
     answered, the distinct order ids among them (one per message, each the message's reference)
     and those called more than once; calls refused for their identity assertion; the model's
     answers that were a call, and the results the gateway passed back as failures; the API's
-    peak of calls at once."""
+    peak of calls at once and the connections the calls came over."""
 
     latency_s: float
     calls: int
@@ -36,6 +36,7 @@ class ToolRun:
     model_calls: int
     failed_results: int
     peak_in_flight: int
+    connections: int
 
     def per_reply(self, replies: int) -> float:
         return self.calls / replies if replies else 0.0
@@ -46,7 +47,7 @@ class ToolRun:
             f"({self.per_reply(replies):.2f} per reply; {self.orders} messages looked up, "
             f"{self.repeated} more than once), {self.model_calls} model answers were a call, "
             f"{self.failed_results} results failed, {self.refused} assertions refused, "
-            f"peak {self.peak_in_flight} calls in flight"
+            f"peak {self.peak_in_flight} calls in flight, over {self.connections} connections"
         )
 
     def figures(self, replies: int) -> dict[str, float | int]:
@@ -60,6 +61,7 @@ class ToolRun:
             "model_calls": self.model_calls,
             "failed_results": self.failed_results,
             "peak_in_flight": self.peak_in_flight,
+            "connections": self.connections,
         }
 
 

@@ -75,4 +75,5 @@ def tool_run(api: OrdersApi, model: SlowModel, run: str) -> ToolRun:
         model_calls=model.calls_made,
         failed_results=model.failed_results,
         peak_in_flight=api.peak_in_flight,
+        connections=api.connections,
     )

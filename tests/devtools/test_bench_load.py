@@ -367,8 +367,10 @@ async def test_load_bench_with_a_read_tool_at_a_tiny_size() -> None:
         "model_calls": 6,
         "failed_results": 0,
         "peak_in_flight": calls["peak_in_flight"],
+        "connections": calls["connections"],
     }
     assert calls["peak_in_flight"] >= 1
+    assert 1 <= calls["connections"] <= calls["calls"]
     # Two model latencies and the action's, one after the other, before every reply.
     assert tools["p50_ms"] >= (2 * model_s + tool_s) * 1000
     assert tools["p50_ms"] > slow["p50_ms"]
@@ -408,7 +410,7 @@ def test_the_table_warns_when_each_customer_queues_behind_itself(
 ) -> None:
     tool_run = None
     if tool_latency_s is not None:
-        tool_run = ToolRun(tool_latency_s, 10, 10, 0, 0, 10, 0, 1)
+        tool_run = ToolRun(tool_latency_s, 10, 10, 0, 0, 10, 0, 1, 1)
     result = LoadResult(
         offline=_side("offline"),
         slow=_side("slow"),

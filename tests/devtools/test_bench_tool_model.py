@@ -163,8 +163,22 @@ async def test_the_api_answers_a_signed_call_after_its_latency_and_counts_it() -
     assert waited >= LATENCY_S - CLOCK_SLACK_S
     assert api.by_order == {"r7": 2} and api.calls == 2
     assert (api.refused, api.in_flight, api.peak_in_flight) == (0, 0, 1)
+    assert api.connections == 1  # one client kept its connection alive between the calls
     api.reset()
-    assert (api.calls, api.peak_in_flight) == (0, 0)
+    assert (api.calls, api.peak_in_flight, api.connections) == (0, 0, 0)
+
+
+async def test_the_api_counts_the_connections_calls_came_over() -> None:
+    api = OrdersApi(0.0)
+    headers = {HEADER: _assertion("order_status")}
+    async with api.serving() as root:
+        for _ in range(3):  # a client per call: a connection each
+            async with httpx.AsyncClient() as http:
+                answer = await http.get(
+                    f"{root}/orders/status", params={"order_id": "a"}, headers=headers
+                )
+                assert answer.status_code == 200
+    assert (api.calls, api.connections) == (3, 3)
 
 
 @pytest.mark.parametrize(
