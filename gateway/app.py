@@ -56,6 +56,7 @@ from gateway.storage.migrate import upgrade
 from gateway.tools.assertion import signer_for
 from gateway.webchat.fanout import FANOUT
 from outbound import SafeFetcher
+from outbound.shards import ShardedTransport, kept_alive
 
 log = logging.getLogger("relaydesk.app")
 
@@ -87,15 +88,15 @@ async def redis_ctx(app: web.Application) -> AsyncIterator[None]:
 
 async def http_ctx(app: web.Application) -> AsyncIterator[None]:
     # One shared client with explicit timeouts for every outbound call (model, channels). Its
-    # pool holds a connection for every model call allowed in flight (httpx's default of 100,
-    # 20 kept alive, would queue calls and reconnect under load), plus room for the rest.
+    # pools hold a connection for every model call allowed in flight (httpx's default of 100,
+    # 20 kept alive, would queue calls and reconnect under load), plus room for the rest,
+    # spread over shards (`outbound.shards`: httpcore's bookkeeping grows with the square of
+    # a pool's connections).
     concurrency = app[SETTINGS].model_concurrency
+    limits = kept_alive(concurrency + OTHER_CONNECTIONS)
     client = httpx.AsyncClient(
         timeout=httpx.Timeout(30.0, connect=5.0),
-        limits=httpx.Limits(
-            max_connections=concurrency + OTHER_CONNECTIONS,
-            max_keepalive_connections=concurrency,
-        ),
+        transport=ShardedTransport.of(lambda: httpx.AsyncHTTPTransport(limits=limits)),
     )
     app[HTTP] = client
     # Fetches of URLs others chose go through their own client, checked on every connection.

@@ -22,10 +22,12 @@ from outbound.credentials import HostCredentials
 from outbound.errors import FetchFailed, FetchRefused, FetchTooLarge
 from outbound.kinds import FetchKind
 from outbound.policy import FetchPolicy
+from outbound.shards import ShardedTransport, kept_alive
 from outbound.transport import GuardedTransport, Resolver, checked_addresses, system_resolver
 
 # Connections the fetcher holds at once (fetches are few beside the model calls).
-MAX_CONNECTIONS = 32
+MAX_CONNECTIONS = 32  # per shard
+FETCH_SHARDS = 4
 CONNECT_TIMEOUT_S = 5.0
 # How long a name may take to resolve when a URL is only vetted (nothing fetched yet).
 VET_TIMEOUT_S = 5.0
@@ -53,13 +55,15 @@ class SafeFetcher:
     ) -> None:
         self.policy = policy
         self._resolver = resolver
-        limits = httpx.Limits(
-            max_connections=max_connections, max_keepalive_connections=max_connections // 4
-        )
-        # Also for requests that are not fetches of a body (the event sender's posts): the
-        # same checks on every connection, and no redirect followed.
+        limits = kept_alive(max_connections)
+        # Also for requests that are not fetches of a body (the event sender's posts, the
+        # model's actions): the same checks on every connection, and no redirect followed.
+        # Kept-alive connections spare a business API a handshake a call; each was checked
+        # when it connected.
         self.client = httpx.AsyncClient(
-            transport=GuardedTransport(policy, resolver, limits=limits),
+            transport=ShardedTransport.of(
+                lambda: GuardedTransport(policy, resolver, limits=limits), FETCH_SHARDS
+            ),
             trust_env=False,
             follow_redirects=False,
             timeout=httpx.Timeout(policy.timeout_s, connect=CONNECT_TIMEOUT_S),
