@@ -16,6 +16,7 @@ of it as the turn's first round.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
@@ -169,37 +170,49 @@ class TurnActions:
             fitted, room = self._fitted(earlier, room)
             rounds.append(fitted)
         runs: list[ActionRun] = list(first_runs)
-        await self._record(turn, caller, offered, first_runs)
-        while True:
-            final = len(rounds) >= tenant.max_tool_rounds or time.monotonic() >= deadline
-            completion = await ask(ToolUse(definitions, tuple(rounds), final=final))
-            if final or not completion.tool_calls:
-                return ActionRounds(completion, tuple(runs), len(rounds), room=room)
+        # A round's calls are recorded while the model reads their results (off the reply's
+        # path), and always awaited before the rounds end, however they end.
+        recording: asyncio.Task[None] | None = asyncio.create_task(
+            self._record(turn, caller, offered, first_runs)
+        )
+        try:
+            while True:
+                final = len(rounds) >= tenant.max_tool_rounds or time.monotonic() >= deadline
+                completion = await ask(ToolUse(definitions, tuple(rounds), final=final))
+                if recording is not None:
+                    await recording
+                    recording = None
+                if final or not completion.tool_calls:
+                    return ActionRounds(completion, tuple(runs), len(rounds), room=room)
 
-            done: list[ActionRun] = []
-            for number, call in enumerate(completion.tool_calls):
-                run = await self._run(
-                    call, offered, caller, turn, f"turn-{turn_id}:{len(rounds)}:{number}"
-                )
-                done.append(run)
-                if run.status == "awaiting_confirmation":
-                    # One write at a time, asked of the customer now: the rest waits.
-                    await self._record(turn, caller, offered, tuple(done))
-                    runs.extend(done)
-                    return ActionRounds(
-                        completion, tuple(runs), len(rounds) + 1, held=run, room=room
+                done: list[ActionRun] = []
+                for number, call in enumerate(completion.tool_calls):
+                    run = await self._run(
+                        call, offered, caller, turn, f"turn-{turn_id}:{len(rounds)}:{number}"
                     )
-            await self._record(turn, caller, offered, tuple(done))
-            runs.extend(done)
-            fitted, room = self._fitted(
-                ToolRound(
-                    calls=completion.tool_calls,
-                    results=tuple(run.result for run in done),
-                    text=completion.text,
-                ),
-                room,
-            )
-            rounds.append(fitted)
+                    done.append(run)
+                    if run.status == "awaiting_confirmation":
+                        # One write at a time, asked of the customer now: the rest waits.
+                        await self._record(turn, caller, offered, tuple(done))
+                        runs.extend(done)
+                        return ActionRounds(
+                            completion, tuple(runs), len(rounds) + 1, held=run, room=room
+                        )
+                recording = asyncio.create_task(self._record(turn, caller, offered, tuple(done)))
+                runs.extend(done)
+                fitted, room = self._fitted(
+                    ToolRound(
+                        calls=completion.tool_calls,
+                        results=tuple(run.result for run in done),
+                        text=completion.text,
+                    ),
+                    room,
+                )
+                rounds.append(fitted)
+        finally:
+            if recording is not None:
+                # Shielded: a turn stopped mid-way still leaves its calls on record.
+                await asyncio.shield(recording)
 
     def _fitted(self, done: ToolRound, room: ResultRoom) -> tuple[ToolRound, ResultRoom]:
         """The round with its results fitted, in order, into the turn's room for them."""
