@@ -94,9 +94,10 @@ async def http_ctx(app: web.Application) -> AsyncIterator[None]:
     # a pool's connections).
     concurrency = app[SETTINGS].model_concurrency
     limits = kept_alive(concurrency + OTHER_CONNECTIONS)
+    tls = httpx.create_ssl_context()  # one for all pools: loading the CA bundle takes ~30 ms
     client = httpx.AsyncClient(
         timeout=httpx.Timeout(30.0, connect=5.0),
-        transport=ShardedTransport.of(lambda: httpx.AsyncHTTPTransport(limits=limits)),
+        transport=ShardedTransport.of(lambda: httpx.AsyncHTTPTransport(verify=tls, limits=limits)),
     )
     app[HTTP] = client
     # Fetches of URLs others chose go through their own client, checked on every connection.

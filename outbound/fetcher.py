@@ -55,6 +55,7 @@ class SafeFetcher:
     ) -> None:
         self.policy = policy
         self._resolver = resolver
+        self._tls = httpx.create_ssl_context(trust_env=False)  # shared by every pool
         limits = kept_alive(max_connections)
         # Also for requests that are not fetches of a body (the event sender's posts, the
         # model's actions): the same checks on every connection, and no redirect followed.
@@ -62,7 +63,8 @@ class SafeFetcher:
         # when it connected.
         self.client = httpx.AsyncClient(
             transport=ShardedTransport.of(
-                lambda: GuardedTransport(policy, resolver, limits=limits), FETCH_SHARDS
+                lambda: GuardedTransport(policy, resolver, limits=limits, tls=self._tls),
+                FETCH_SHARDS,
             ),
             trust_env=False,
             follow_redirects=False,
@@ -78,7 +80,10 @@ class SafeFetcher:
         every request. The caller closes it."""
         return httpx.AsyncClient(
             transport=GuardedTransport(
-                self.policy, self._resolver, limits=httpx.Limits(max_connections=4)
+                self.policy,
+                self._resolver,
+                limits=httpx.Limits(max_connections=4),
+                tls=self._tls,
             ),
             headers=dict(headers),
             trust_env=False,

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import ssl
 from collections.abc import Awaitable, Callable, Iterable
 from ipaddress import ip_address
 
@@ -101,11 +102,20 @@ class GuardedTransport(httpx.AsyncHTTPTransport):
     """httpx's own transport (no proxy from the environment: a proxy would make the addresses
     checked the proxy's), its connection pool on `GuardedBackend`."""
 
-    def __init__(self, policy: FetchPolicy, resolver: Resolver, *, limits: httpx.Limits) -> None:
-        super().__init__(trust_env=False, limits=limits)
+    def __init__(
+        self,
+        policy: FetchPolicy,
+        resolver: Resolver,
+        *,
+        limits: httpx.Limits,
+        tls: ssl.SSLContext | None = None,
+    ) -> None:
+        # ``tls``: a context several transports share (each new one loads the CA bundle).
+        context = tls if tls is not None else httpx.create_ssl_context(trust_env=False)
+        super().__init__(verify=context, trust_env=False, limits=limits)
         # httpx offers no way to name the pool's network backend: the same pool, with ours.
         self._pool = httpcore.AsyncConnectionPool(
-            ssl_context=httpx.create_ssl_context(trust_env=False),
+            ssl_context=context,
             max_connections=limits.max_connections,
             max_keepalive_connections=limits.max_keepalive_connections,
             keepalive_expiry=limits.keepalive_expiry,
