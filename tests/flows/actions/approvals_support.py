@@ -14,8 +14,14 @@ from aiohttp import web
 from sqlalchemy import select
 
 from gateway.operators.accounts import create_operator
-from gateway.storage.models import ActionConfirmation, Conversation, Message, TurnRow
-from tests.flows.actions.support import IDENTITY_KEY, save_settings, serving
+from gateway.storage.models import ActionConfirmation, Conversation
+from tests.flows.actions.support import (
+    IDENTITY_KEY,
+    reply_to,
+    save_settings,
+    say_on_webchat,
+    serving,
+)
 from tests.support.console import PASSWORD, USERNAME
 from tests.support.openai_server import Call, FakeOpenAI, model_settings
 from tests.support.stack import Stack, running_stack
@@ -65,26 +71,11 @@ class Talk:
         """Send ``text``; the reply once answered."""
         if not self.visitor:
             self.visitor = await signed_visitor(self.stack.client)
-        response = await self.stack.client.post(
-            "/webchat/messages",
-            json={
-                "visitor_id": self.visitor,
-                "text": text,
-                "client_message_id": f"c{len(self.message_ids)}",
-            },
+        message_id = await say_on_webchat(
+            self.stack, self.visitor, text, f"c{len(self.message_ids)}"
         )
-        assert response.status == 202, await response.text()
-        message_id = int((await response.json())["message_id"])
         self.message_ids.append(message_id)
-        await self.stack.idle()
-        async with self.stack.sessions()() as session:
-            turn = await session.scalar(
-                select(TurnRow).where(TurnRow.inbound_message_id == message_id)
-            )
-            assert turn is not None and turn.reply_message_id is not None
-            reply = await session.get(Message, turn.reply_message_id)
-            assert reply is not None
-            return reply.text
+        return await reply_to(self.stack, message_id)
 
     async def thread(self) -> list[str]:
         """The texts the visitor's widget reads back (`GET /webchat/messages`)."""

@@ -14,8 +14,14 @@ from pathlib import Path
 from aiohttp import web
 from sqlalchemy import select
 
-from gateway.storage.models import Base, ChannelIdentity, CustomerIdentifier, Message, TurnRow
-from tests.flows.actions.support import IDENTITY_KEY, save_settings, serving
+from gateway.storage.models import Base, ChannelIdentity, CustomerIdentifier
+from tests.flows.actions.support import (
+    IDENTITY_KEY,
+    reply_to,
+    save_settings,
+    say_on_webchat,
+    serving,
+)
 from tests.support.openai_server import Call, FakeOpenAI, model_settings
 from tests.support.stack import Stack
 from tests.support.webchat import signed_visitor
@@ -69,21 +75,8 @@ class Visitor:
         if not self.visitor:
             self.visitor = await signed_visitor(client)
         self.sent += 1
-        response = await client.post(
-            "/webchat/messages",
-            json={"visitor_id": self.visitor, "text": text, "client_message_id": f"c{self.sent}"},
-        )
-        assert response.status == 202, await response.text()
-        message_id = int((await response.json())["message_id"])
-        await self.stack.idle()
-        async with self.stack.sessions()() as session:
-            turn = await session.scalar(
-                select(TurnRow).where(TurnRow.inbound_message_id == message_id)
-            )
-            assert turn is not None and turn.reply_message_id is not None
-            reply = await session.get(Message, turn.reply_message_id)
-            assert reply is not None
-            return reply.text
+        message_id = await say_on_webchat(self.stack, self.visitor, text, f"c{self.sent}")
+        return await reply_to(self.stack, message_id)
 
     async def identity(self) -> ChannelIdentity:
         async with self.stack.sessions()() as session:

@@ -10,7 +10,9 @@ from typing import Any
 
 from aiohttp import web
 from aiohttp.test_utils import TestServer
+from sqlalchemy import select
 
+from gateway.storage.models import Message, TurnRow
 from gateway.storage.repositories import tenants
 from tests.support.openai_server import model_settings
 from tests.support.stack import Stack, running_stack
@@ -48,3 +50,25 @@ async def save_settings(stack: Stack, settings: dict[str, Any]) -> None:
     """The domain's tenant settings."""
     async with stack.sessions().begin() as session:
         await tenants.save_tenant_settings(session, domain="default", settings=settings)
+
+
+async def say_on_webchat(stack: Stack, visitor: str, text: str, client_message_id: str) -> int:
+    """``text`` from the web chat ``visitor``, stored and answered; its message id."""
+    response = await stack.client.post(
+        "/webchat/messages",
+        json={"visitor_id": visitor, "text": text, "client_message_id": client_message_id},
+    )
+    assert response.status == 202, await response.text()
+    message_id = int((await response.json())["message_id"])
+    await stack.idle()
+    return message_id
+
+
+async def reply_to(stack: Stack, message_id: int) -> str:
+    """The text of the reply the turn of ``message_id`` stored."""
+    async with stack.sessions()() as session:
+        turn = await session.scalar(select(TurnRow).where(TurnRow.inbound_message_id == message_id))
+        assert turn is not None and turn.reply_message_id is not None
+        reply = await session.get(Message, turn.reply_message_id)
+        assert reply is not None
+        return reply.text

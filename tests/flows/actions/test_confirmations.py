@@ -12,9 +12,15 @@ from typing import Any
 from aiohttp import web
 from sqlalchemy import select
 
-from gateway.storage.models import ActionConfirmation, Message, TurnRow
+from gateway.storage.models import ActionConfirmation
 from gateway.storage.repositories.audit import list_audit
-from tests.flows.actions.support import acting_stack, save_settings, serving
+from tests.flows.actions.support import (
+    acting_stack,
+    reply_to,
+    save_settings,
+    say_on_webchat,
+    serving,
+)
 from tests.support.openai_server import Call, FakeOpenAI
 from tests.support.stack import API_KEY, Stack
 from tests.support.webchat import signed_visitor
@@ -56,21 +62,8 @@ class Conversation:
         if self.visitor is None:
             self.visitor = await signed_visitor(self.stack.client)
         self.sent += 1
-        response = await self.stack.client.post(
-            "/webchat/messages",
-            json={"visitor_id": self.visitor, "text": text, "client_message_id": f"c{self.sent}"},
-        )
-        assert response.status == 202, await response.text()
-        message_id = int((await response.json())["message_id"])
-        await self.stack.idle()
-        async with self.stack.sessions()() as session:
-            turn = await session.scalar(
-                select(TurnRow).where(TurnRow.inbound_message_id == message_id)
-            )
-            assert turn is not None and turn.reply_message_id is not None
-            reply = await session.get(Message, turn.reply_message_id)
-            assert reply is not None
-            return reply.text
+        message_id = await say_on_webchat(self.stack, self.visitor, text, f"c{self.sent}")
+        return await reply_to(self.stack, message_id)
 
 
 @asynccontextmanager
