@@ -9,11 +9,11 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from aiohttp import web
 from sqlalchemy import select
 
 from gateway.storage.models import ActionConfirmation
 from gateway.storage.repositories.audit import list_audit
+from tests.flows.actions.approvals_support import PixApi
 from tests.flows.actions.support import (
     acting_stack,
     reply_to,
@@ -24,20 +24,6 @@ from tests.flows.actions.support import (
 from tests.support.openai_server import Call, FakeOpenAI
 from tests.support.stack import API_KEY, Stack
 from tests.support.webchat import signed_visitor
-
-
-class PixApi:
-    def __init__(self) -> None:
-        self.seen: list[tuple[dict[str, str], dict[str, Any]]] = []
-
-    def app(self) -> web.Application:
-        app = web.Application()
-        app.router.add_post("/pix-key", self.change)
-        return app
-
-    async def change(self, request: web.Request) -> web.Response:
-        self.seen.append((dict(request.headers), await request.json()))
-        return web.json_response({"changed": True})
 
 
 def _asks_to_change(call: Call) -> list[tuple[str, str]] | None:
