@@ -662,7 +662,8 @@ def build_parser() -> argparse.ArgumentParser:
     ingest = benchmarks.add_parser(
         "ingest",
         help="signed Twilio webhooks at rising rates against 2 gateway processes + PostgreSQL "
-        "+ Redis: acknowledged/s, p50/p99, lost and duplicated messages, bare aiohttp ceiling",
+        "+ Redis: acknowledged/s, p50/p99, CPU per message, lost and duplicated messages, bare "
+        "aiohttp ceiling",
     )
     ingest.add_argument(
         "--json", action="store_true", help="also print one JSON object as the last line"

@@ -1,5 +1,6 @@
-"""`relaydesk bench ingest` at a tiny rate: the JSON shape, nothing lost, nothing duplicated;
-the settled pace and the before | after comparison computed from known rows."""
+"""`relaydesk bench ingest` at a tiny rate: the JSON shape, nothing lost, nothing duplicated,
+the CPU a message cost; the settled pace, the CPU per message and the before | after comparison
+computed from known rows."""
 
 from __future__ import annotations
 
@@ -12,19 +13,23 @@ import pytest
 
 from devtools.bench.harness import clean_env
 from devtools.bench.ingest import (
-    AFTER,
-    BEFORE,
     THIS_TREE,
     IngestBenchError,
-    IngestResult,
-    RateResult,
-    SideResult,
     _Gateway,
     _order,
-    chosen_rate,
+    _with_cpu,
     sender_numbers,
     verify_source,
 )
+from devtools.bench.ingest_report import (
+    AFTER,
+    BEFORE,
+    IngestResult,
+    RateResult,
+    SideResult,
+    chosen_rate,
+)
+from devtools.bench.process_cpu import CpuSample
 from tests.support.databases import (
     POSTGRES_URL,
     REDIS_URL,
@@ -43,6 +48,9 @@ KEYS = {
     "acked_per_s",
     "p50_ms",
     "p99_ms",
+    "cpu_ms_per_message",
+    "postgres_cpu_ms_per_message",
+    "redis_cpu_ms_per_message",
     "lost",
     "duplicated",
     "bare_per_s",
@@ -92,6 +100,12 @@ async def test_ingest_bench_at_a_tiny_rate(tmp_path: Path) -> None:
     assert 0 < figures["settled_per_s"] <= figures["acked_per_s"]
     assert figures["bare_per_s"] > 0
     assert 0 < figures["p50_ms"] <= figures["p99_ms"]
+    # The gateway's processes and PostgreSQL did work for every burst. Redis's share of a
+    # 20-message burst can be under one clock tick (10 ms) of /proc's accounting: measured, not 0
+    # by construction, but not asserted above 0.
+    assert figures["cpu_ms_per_message"] > 0
+    assert figures["postgres_cpu_ms_per_message"] > 0
+    assert figures["redis_cpu_ms_per_message"] >= 0
     assert "database check" in result.stdout
     # Replies go to the benchmark's fake Twilio, as in production (here: at least the warm-up's).
     replies = next(line for line in result.stdout.splitlines() if line.startswith("replies: "))
@@ -102,9 +116,15 @@ async def test_ingest_bench_at_a_tiny_rate(tmp_path: Path) -> None:
     assert ", 0 turns still pending" in replies
     assert "settled s" in result.stdout
     assert "gen ms/req" in result.stdout
+    header = next(line for line in result.stdout.splitlines() if line.lstrip().startswith("rate/s"))
+    assert header.split()[-6:] == ["gw", "ms/msg", "pg", "ms/msg", "redis", "ms/msg"]
+    assert "gw, pg, redis ms/msg: CPU per acknowledged message" in result.stdout
 
 
-def _rate(target: int, *, p99_ms: float, settle_s: float, acked: int = 1000) -> RateResult:
+def _rate(
+    target: int, *, p99_ms: float, settle_s: float, acked: int = 1000, cpu_s: float = 0.0
+) -> RateResult:
+    """A burst whose gateway used `cpu_s`, PostgreSQL half of it and Redis a tenth."""
     return RateResult(
         target=target,
         sent=acked,
@@ -114,6 +134,9 @@ def _rate(target: int, *, p99_ms: float, settle_s: float, acked: int = 1000) -> 
         p50_ms=p99_ms / 2,
         p99_ms=p99_ms,
         settle_s=settle_s,
+        gateway_cpu_s=cpu_s,
+        postgres_cpu_s=cpu_s / 2,
+        redis_cpu_s=cpu_s / 10,
     )
 
 
@@ -127,12 +150,49 @@ def test_settled_pace_counts_the_burst_and_its_settling() -> None:
     assert _rate(1000, p99_ms=50.0, settle_s=-1.0).settled_per_s == 0.0  # never settled
 
 
+def test_cpu_per_message_divides_each_process_group_by_the_acknowledged_messages() -> None:
+    rate = RateResult(
+        target=500,
+        sent=520,
+        acked=500,
+        errors=20,
+        elapsed_s=1.0,
+        p50_ms=5.0,
+        p99_ms=9.0,
+        gateway_cpu_s=1.5,
+        postgres_cpu_s=0.5,
+        redis_cpu_s=0.1,
+    )
+    assert rate.cpu_ms_per_message == pytest.approx(3.0)
+    assert rate.postgres_cpu_ms_per_message == pytest.approx(1.0)
+    assert rate.redis_cpu_ms_per_message == pytest.approx(0.2)
+    nothing = RateResult(
+        target=500, sent=5, acked=0, errors=5, elapsed_s=1.0, p50_ms=0, p99_ms=0, gateway_cpu_s=1
+    )
+    assert nothing.cpu_ms_per_message == 0.0  # no message acknowledged: no figure
+
+
+def test_a_burst_carries_the_cpu_used_between_its_two_samples() -> None:
+    burst = _rate(250, p99_ms=20.0, settle_s=1.0, acked=250)
+    before = CpuSample(gateway_s=10.0, postgres_s=100.0, redis_s=50.0)
+    after = CpuSample(gateway_s=10.75, postgres_s=100.25, redis_s=50.05)
+    measured = _with_cpu(burst, before, after)
+    assert measured.gateway_cpu_s == pytest.approx(0.75)
+    assert measured.postgres_cpu_s == pytest.approx(0.25)
+    assert measured.redis_cpu_s == pytest.approx(0.05)
+    assert measured.cpu_ms_per_message == pytest.approx(3.0)
+    assert _with_cpu(burst, None, after) == burst  # no /proc: no figure
+    assert _with_cpu(burst, before, None) == burst
+
+
 def test_each_side_reports_its_largest_burst_within_target_and_both_compare_at_one() -> None:
     before = _side(
-        _rate(250, p99_ms=20.0, settle_s=1.5, acked=250), _rate(1000, p99_ms=40.0, settle_s=19.0)
+        _rate(250, p99_ms=20.0, settle_s=1.5, acked=250, cpu_s=1.0),
+        _rate(1000, p99_ms=40.0, settle_s=19.0, cpu_s=3.0),
     )
     after = _side(
-        _rate(250, p99_ms=20.0, settle_s=1.0, acked=250), _rate(1000, p99_ms=150.0, settle_s=4.0)
+        _rate(250, p99_ms=20.0, settle_s=1.0, acked=250, cpu_s=0.5),
+        _rate(1000, p99_ms=150.0, settle_s=4.0, cpu_s=2.0),
     )
     result = IngestResult(
         runs={BEFORE: (before,), AFTER: (after,)},
@@ -147,11 +207,33 @@ def test_each_side_reports_its_largest_burst_within_target_and_both_compare_at_o
     # After: 1,000/s missed the p99 target, so its figures are those of 250/s (250 in 2 s).
     assert figures["settled_per_s"] == 125.0
     assert figures["before"]["settled_per_s"] == 50.0  # 1,000 in 1 + 19 s
+    # CPU per message of the same bursts: after 0.5 s over 250, before 3 s over 1,000.
+    assert figures["cpu_ms_per_message"] == 2.0
+    assert figures["postgres_cpu_ms_per_message"] == 1.0
+    assert figures["redis_cpu_ms_per_message"] == 0.2
+    assert figures["before"]["cpu_ms_per_message"] == 3.0
+    assert figures["before"]["postgres_cpu_ms_per_message"] == 1.5
+    assert figures["before"]["redis_cpu_ms_per_message"] == 0.3
     # Side by side, the same burst: 250/s, the largest within target on both sides.
     table = result.table()
     assert "before | after at 250/s" in table
     settled = next(line for line in table.splitlines() if line.split()[:1] == ["settled/s"])
     assert settled.split() == ["settled/s", "100.0", "125.0", "1.25"]
+    compared = {
+        " ".join(line.split()[:2]): line.split()[2:]
+        for line in table.splitlines()
+        if "ms/msg" in line and len(line.split()) == 5
+    }
+    # At 250/s: before 1 s over 250 (4 ms), after 0.5 s (2 ms); PostgreSQL half, Redis a tenth.
+    assert compared == {
+        "gw ms/msg": ["4.00", "2.00", "0.50"],
+        "pg ms/msg": ["2.00", "1.00", "0.50"],
+        "redis ms/msg": ["0.40", "0.20", "0.50"],
+    }
+    # Each side's per-rate table: the 1,000/s row of "after" ends with its three figures.
+    rows = [line.split() for line in table.splitlines() if line.split()[:2] == ["1000", "1000"]]
+    assert rows[-1][-3:] == ["2.00", "1.00", "0.20"]
+    assert rows[0][-3:] == ["3.00", "1.50", "0.30"]  # before's
 
 
 def test_with_rounds_the_median_round_decides_what_is_within_target() -> None:
