@@ -9,6 +9,7 @@ The set is data: tenants extend it (or replace the defaults) through `BlockedVal
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
@@ -128,18 +129,17 @@ class BlockedValues:
         digits = e164.lstrip("+")
         if not digits.isdigit():
             return True
-        try:
-            number = phonenumbers.parse(e164, None)
-        except phonenumbers.NumberParseException:
+        parts = _country_and_national(e164)
+        if parts is None:
             return True
-        national = phonenumbers.national_significant_number(number)
+        country_code, national = parts
         if set(national) <= {"0"}:
             return True
         tail = national[-self.repeated_digits :] if self.repeated_digits else ""
         if self.repeated_digits and len(tail) == self.repeated_digits and len(set(tail)) == 1:
             return True
         # NANP numbers 555-0100 through 555-0199 are reserved for fiction.
-        return number.country_code == 1 and national[3:6] == "555" and national[6:8] == "01"
+        return country_code == 1 and national[3:6] == "555" and national[6:8] == "01"
 
     def extended(
         self, *, tokens: Iterable[str] = (), identifiers: Iterable[Identifier] = ()
@@ -206,3 +206,15 @@ def _strings(data: Mapping[str, object], key: str, *, allow_int: bool = False) -
 
 
 DEFAULT_BLOCKED = BlockedValues()
+
+
+# Checked for every identifier of every message: `phonenumbers` parses in pure Python, and a
+# sender's number repeats (see `normalize._e164`).
+@functools.lru_cache(maxsize=8192)
+def _country_and_national(e164: str) -> tuple[int, str] | None:
+    """The country code and national significant number of ``e164``; None if unparsable."""
+    try:
+        number = phonenumbers.parse(e164, None)
+    except phonenumbers.NumberParseException:
+        return None
+    return int(number.country_code or 0), phonenumbers.national_significant_number(number)
