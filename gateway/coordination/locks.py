@@ -75,18 +75,21 @@ class InProcessLocks:
             yield held
 
 
-# Take the lock, or find it ours already: an acquire retried after its reply was lost (a dropped
-# connection) must not wait for itself.
-_ACQUIRE = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
-if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end
-return 0
-"""
-# Raise the counter to the database's floor (after a Redis restart), then take the next token.
-_NEXT_FENCE = """
-local current = tonumber(redis.call('GET', KEYS[1]) or '0')
-if current < tonumber(ARGV[1]) then redis.call('SET', KEYS[1], ARGV[1]) end
-return redis.call('INCR', KEYS[1])
+# Take the lock, or find it ours already (an acquire retried after its reply was lost, a dropped
+# connection, must not wait for itself); once held, raise the fence counter to the database's
+# floor (after a Redis restart) and take the next token. One round trip: 0 when another holds it,
+# else the token (at least 1).
+_TAKE = """
+local taken = 0
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  taken = redis.call('PEXPIRE', KEYS[1], ARGV[2])
+elseif redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+  taken = 1
+end
+if taken == 0 then return 0 end
+local current = tonumber(redis.call('GET', KEYS[2]) or '0')
+if current < tonumber(ARGV[3]) then redis.call('SET', KEYS[2], ARGV[3]) end
+return redis.call('INCR', KEYS[2])
 """
 _RELEASE = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
@@ -117,37 +120,42 @@ class RedisLocks:
         self._renew = renew
         self._wait_s = wait_s
         self._prefix = prefix
+        # Sent by digest (EVALSHA), the body only when Redis lost it (a restart).
+        self._take = redis.register_script(_TAKE)
+        self._release_script = redis.register_script(_RELEASE)
+        self._renew_script = redis.register_script(_RENEW)
 
     @contextlib.asynccontextmanager
     async def hold(self, key: str, *, floor: int = 0) -> AsyncIterator[Held]:
-        lock_key = f"{self._prefix}:lock:{key}"
         owner = secrets.token_hex(16)
-        await self._acquire(lock_key, owner)
-        async with self._holding(key, lock_key, owner, floor) as held:
+        lock_key = self._lock_key(key)
+        fence = await self._acquire(key, owner, floor)
+        async with self._holding(key, lock_key, owner, fence) as held:
             yield held
 
     @contextlib.asynccontextmanager
     async def try_hold(self, key: str, *, floor: int = 0) -> AsyncIterator[Held | None]:
-        lock_key = f"{self._prefix}:lock:{key}"
         owner = secrets.token_hex(16)
-        if not await self._redis.eval(_ACQUIRE, 1, lock_key, owner, self._ttl_ms):
+        fence = await self._try_take(key, owner, floor)
+        if not fence:
             yield None
             return
-        async with self._holding(key, lock_key, owner, floor) as held:
+        async with self._holding(key, self._lock_key(key), owner, fence) as held:
             yield held
+
+    def _lock_key(self, key: str) -> str:
+        return f"{self._prefix}:lock:{key}"
+
+    async def _try_take(self, key: str, owner: str, floor: int) -> int:
+        """The fencing token if `owner` holds the lock now, else 0."""
+        keys = [self._lock_key(key), f"{self._prefix}:fence:{key}"]
+        return int(await self._take(keys=keys, args=[owner, self._ttl_ms, floor]))
 
     @contextlib.asynccontextmanager
     async def _holding(
-        self, key: str, lock_key: str, owner: str, floor: int
+        self, key: str, lock_key: str, owner: str, fence: int
     ) -> AsyncIterator[Held]:
-        """The lock just taken by `owner`: its fencing token, renewal, and release."""
-        try:
-            fence = int(
-                await self._redis.eval(_NEXT_FENCE, 1, f"{self._prefix}:fence:{key}", floor)
-            )
-        except (RedisError, OSError):
-            await self._release(lock_key, owner)
-            raise
+        """The lock just taken by `owner` with its fencing token: renewal, and release."""
         released = asyncio.Event()
         watchdog = (
             asyncio.create_task(self._keep(lock_key, owner, released)) if self._renew else None
@@ -166,18 +174,19 @@ class RedisLocks:
             finally:
                 await self._release(lock_key, owner)
 
-    async def _acquire(self, lock_key: str, owner: str) -> None:
+    async def _acquire(self, key: str, owner: str, floor: int) -> int:
         delay = 0.005
         deadline = asyncio.get_running_loop().time() + self._wait_s
-        while not await self._redis.eval(_ACQUIRE, 1, lock_key, owner, self._ttl_ms):
+        while not (fence := await self._try_take(key, owner, floor)):
             if asyncio.get_running_loop().time() > deadline:
-                raise LockTimeout(f"could not lock {lock_key} within {self._wait_s}s")
+                raise LockTimeout(f"could not lock {self._lock_key(key)} within {self._wait_s}s")
             await asyncio.sleep(delay)
             delay = min(delay * 2, 0.2)
+        return fence
 
     async def _release(self, lock_key: str, owner: str) -> None:
         try:
-            await self._redis.eval(_RELEASE, 1, lock_key, owner)
+            await self._release_script(keys=[lock_key], args=[owner])
         except (RedisError, OSError) as exc:
             log.warning(
                 "lock not released, it expires",
@@ -190,7 +199,7 @@ class RedisLocks:
             if released.is_set():
                 return
             try:
-                renewed = await self._redis.eval(_RENEW, 1, lock_key, owner, self._ttl_ms)
+                renewed = await self._renew_script(keys=[lock_key], args=[owner, self._ttl_ms])
             except (RedisError, OSError):
                 continue  # Redis unreachable: try again; the fence guards the writes meanwhile
             if not renewed:

@@ -126,8 +126,10 @@ class _SwallowsACancel(Redis):
     renewals_cut = 0
     renewing: asyncio.Event | None = None
 
-    async def eval(self, script: str, numkeys: int, *keys_and_args: object) -> object:  # type: ignore[override]
-        if "PEXPIRE" in script and "SET" not in script and self.renewals_cut == 0:
+    async def evalsha(self, sha: str, numkeys: int, *keys_and_args: object) -> object:  # type: ignore[override]
+        # The renewal: one key (the lock), two arguments (owner, time to live).
+        renewal = numkeys == 1 and len(keys_and_args) == 3
+        if renewal and self.renewals_cut == 0:
             if self.renewing is not None:
                 self.renewing.set()
             try:
@@ -135,7 +137,7 @@ class _SwallowsACancel(Redis):
             except asyncio.CancelledError:
                 self.renewals_cut += 1
                 raise RedisTimeoutError("Timeout reading from 127.0.0.1:6379") from None
-        return await super().eval(script, numkeys, *keys_and_args)  # type: ignore[arg-type]
+        return await super().evalsha(sha, numkeys, *keys_and_args)  # type: ignore[arg-type]
 
 
 async def test_a_renewal_that_swallows_its_cancellation_never_keeps_the_lock(
@@ -155,4 +157,38 @@ async def test_a_renewal_that_swallows_its_cancellation_never_keeps_the_lock(
     assert await redis.get(f"relaydesk:lock:{key}") is None  # let go at once, not expired
     async with locks.try_hold(key) as again:
         assert again is not None
+    await redis.delete(f"relaydesk:fence:{key}")
+
+
+class _CountsCalls(Redis):
+    """A client that counts the scripts it runs (each one round trip)."""
+
+    calls = 0
+
+    async def evalsha(self, sha: str, numkeys: int, *keys_and_args: object) -> object:  # type: ignore[override]
+        self.calls += 1
+        return await super().evalsha(sha, numkeys, *keys_and_args)  # type: ignore[arg-type]
+
+    async def eval(self, script: str, numkeys: int, *keys_and_args: object) -> object:  # type: ignore[override]
+        self.calls += 1
+        return await super().eval(script, numkeys, *keys_and_args)  # type: ignore[arg-type]
+
+
+async def test_the_lock_and_its_fence_are_taken_in_one_round_trip(redis: Redis) -> None:
+    client = _CountsCalls(connection_pool=redis.connection_pool)
+    locks = RedisLocks(client, ttl_ms=5_000, renew=False)
+    warm = f"conv-{uuid.uuid4().hex}"
+    async with locks.try_hold(warm):
+        pass  # a Redis that never ran the scripts is sent their bodies first
+    await redis.delete(f"relaydesk:fence:{warm}")
+    client.calls = 0
+    key = f"conv-{uuid.uuid4().hex}"
+    async with locks.try_hold(key, floor=7) as held:
+        assert held is not None and held.fence == 8  # raised to the floor, then the next one
+        assert client.calls == 1
+        async with locks.try_hold(key) as refused:
+            assert refused is None
+        assert client.calls == 2
+    assert client.calls == 3  # the release
+    assert await redis.get(f"relaydesk:lock:{key}") is None
     await redis.delete(f"relaydesk:fence:{key}")
