@@ -22,7 +22,7 @@ line and the scoring this module shares with `context.recall_index` live in
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Final
 
@@ -137,10 +137,32 @@ def _tag_cost(episode: RecallEpisode, counter: TokenCounter) -> int:
     return 2 + counter.count(summary_tag(probe))
 
 
-def _group_cost(entries: Sequence[tuple[RecallCandidate, int]], tag: int) -> int:
-    if not entries:
-        return 0
-    return tag + sum(cost for _, cost in entries) + _LINE_JOIN * (len(entries) - 1)
+@dataclass(slots=True)
+class _Group:
+    """The lines taken from one episode, with what they cost so far (the tag aside)."""
+
+    entries: list[tuple[RecallCandidate, int]]
+    lines: int = 0  # the sum of the entries' line costs
+    by_message: dict[int, tuple[int, int]] = field(default_factory=dict)  # message → (cost, n)
+
+    def cost(self, tag: int, lines: int, count: int) -> int:
+        """What a group of ``count`` entries costing ``lines`` costs in the window."""
+        return tag + lines + _LINE_JOIN * (count - 1) if count else 0
+
+    def add(self, candidate: RecallCandidate, line: int) -> None:
+        if candidate.kind == "turn" and candidate.source_message_id in self.by_message:
+            # A turn replaces the sentences already taken from it.
+            gone = self.by_message.pop(candidate.source_message_id)
+            self.lines -= gone[0]
+            self.entries = [
+                entry
+                for entry in self.entries
+                if entry[0].source_message_id != candidate.source_message_id
+            ]
+        self.entries.append((candidate, line))
+        self.lines += line
+        cost, count = self.by_message.get(candidate.source_message_id, (0, 0))
+        self.by_message[candidate.source_message_id] = (cost + line, count + 1)
 
 
 def pack(
@@ -152,14 +174,17 @@ def pack(
     max_lines: int | None = None,
     extra: int = 0,
     floor: float = RELEVANCE_FLOOR,
-    line_tokens: dict[RecallCandidate, int] | None = None,
+    lines: dict[RecallCandidate, tuple[str, int]] | None = None,
 ) -> tuple[SummaryItem, ...]:
     """Take ``ranked`` (score, candidate) pairs in order while their lines (and their episode's
     tag) fit ``budget`` tokens; one ``SummaryItem`` per episode, lines in chronological order.
     A line scoring at least ``floor`` × the best score may also use the ``extra`` tokens.
-    ``line_tokens`` memoizes each line's token count across calls with the same counter."""
-    memo: dict[RecallCandidate, int] = {} if line_tokens is None else line_tokens
-    groups: dict[str, list[tuple[RecallCandidate, int]]] = {}
+    ``lines`` memoizes each rendered line and its token count across calls with the same
+    counter.
+    Each group's cost is kept as lines join it, so a line costs the same work however many
+    were taken before it."""
+    memo: dict[RecallCandidate, tuple[str, int]] = {} if lines is None else lines
+    groups: dict[str, _Group] = {}
     tags: dict[str, int] = {}
     turns_taken: set[int] = set()
     used = 0
@@ -174,37 +199,41 @@ def pack(
         episode = episodes.get(candidate.episode_id)
         if episode is None:
             continue
-        if candidate.kind == "sentence" and candidate.source_message_id in turns_taken:
+        message = candidate.source_message_id
+        if candidate.kind == "sentence" and message in turns_taken:
             continue
-        group = groups.get(candidate.episode_id, [])
-        # A turn replaces the sentences already taken from it.
-        kept = [
-            entry
-            for entry in group
-            if candidate.kind == "sentence"
-            or entry[0].source_message_id != candidate.source_message_id
-        ]
-        line = memo.get(candidate)
-        if line is None:
-            line = memo[candidate] = counter.count(line_of(candidate))
-        if candidate.episode_id not in tags:
-            tags[candidate.episode_id] = _tag_cost(episode, counter)
-        before = _group_cost(group, tags[candidate.episode_id])
-        after = _group_cost([*kept, (candidate, line)], tags[candidate.episode_id])
+        rendered = memo.get(candidate)
+        if rendered is None:
+            text = line_of(candidate)
+            rendered = memo[candidate] = (text, counter.count(text))
+        line = rendered[1]
+        tag = tags.get(candidate.episode_id)
+        if tag is None:
+            tag = tags[candidate.episode_id] = _tag_cost(episode, counter)
+        group = groups.get(candidate.episode_id)
+        if group is None:
+            group = _Group([])
+        count = len(group.entries)
+        gone_lines, gone = (
+            group.by_message.get(message, (0, 0)) if candidate.kind == "turn" else (0, 0)
+        )
+        before = group.cost(tag, group.lines, count)
+        after = group.cost(tag, group.lines - gone_lines + line, count - gone + 1)
         if used - before + after > limit:
             continue
         if candidate.kind == "turn":
-            turns_taken.add(candidate.source_message_id)
-        groups[candidate.episode_id] = [*kept, (candidate, line)]
+            turns_taken.add(message)
+        group.add(candidate, line)
+        groups[candidate.episode_id] = group
         used += after - before
         taken += 1
     items = []
-    for episode_id, entries in groups.items():
-        if not entries:
+    for episode_id, group in groups.items():
+        if not group.entries:
             continue
         episode = episodes[episode_id]
-        lines = sorted((c for c, _ in entries), key=lambda c: c.key)
-        text = "\n".join(line_of(c) for c in lines)
+        chosen = sorted((c for c, _ in group.entries), key=lambda c: c.key)
+        text = "\n".join(memo[c][0] for c in chosen)
         items.append(
             SummaryItem(
                 id=f"recall:{episode_id}",
@@ -248,7 +277,7 @@ def recall(
             counter,
             max_lines=max_lines,
             extra=extra,
-            line_tokens=index.line_tokens,
+            lines=index.lines,
         )
     pool = candidates
     if len(pool) > MAX_CANDIDATES:

@@ -4,13 +4,18 @@
 few thousand lines per customer that is most of a window's build time. `RecallIndex` keeps
 each candidate's terms as postings, so a query only touches the documents that share a term
 with it (and their neighbours, which score through it). Scores are the same BM25 (same
-constants, same summation order) combined by the same `context.recall_score.spread`, and the ranking
-is identical to `rank_candidates` on the same candidates.
+constants, same summation order) spread by the formula of `context.recall_score.spread`, and the
+ranking is identical to `rank_candidates` on the same candidates.
+
+What does not depend on the query is worked out once per index and kept: each line's BM25 length
+norm and its place among equal scores (`rank_order`'s tie-break), and, as queries meet them, each
+term's per-line BM25 share and each line's neighbours with their weights. An index is kept for a
+customer across turns (`gateway.memory.recall.RecallCache`), so a query pays only for adding up
+the shares of the lines it matches.
 """
 
 from __future__ import annotations
 
-import heapq
 import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -26,11 +31,15 @@ from context.recall_score import (
     query_terms,
     rank_order,
     recall_terms,
-    spread,
 )
 from context.relevance import BM25_B, BM25_K1
 
 __all__ = ["RecallIndex", "build_index"]
+
+
+# A line's neighbours as (line, weight) pairs in the order `spread` adds their shares: the line
+# itself, the lines after it, the lines before it.
+Fanout = tuple[tuple[int, float], ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,9 +51,17 @@ class RecallIndex:
     names: Mapping[str, str]  # a speaker-name term → the speaker
     around: Mapping[int, Around]  # a line → (lines before, lines after), nearest first
     reach: int  # how many lines each way ``around`` holds
-    # Token counts of rendered lines, filled as `context.recall.pack` meets them: an index
-    # serves one customer under one counter, and a line costs the same on every request.
-    line_tokens: dict[RecallCandidate, int] = field(default_factory=dict, compare=False)
+    norms: tuple[float, ...]  # each line's BM25 length norm
+    ties: tuple[int, ...]  # each line's place in `rank_order` among lines of equal score
+    # Rendered lines and their token counts, filled as `context.recall.pack` meets them: an
+    # index serves one customer under one counter, and a line costs the same on every request.
+    lines: dict[RecallCandidate, tuple[str, int]] = field(default_factory=dict, compare=False)
+    # A term's BM25 share of each line holding it, and a line's `Fanout` under some weights:
+    # fixed for the index, kept as queries meet them (a conversation repeats its words).
+    term_shares: dict[str, tuple[tuple[int, float], ...]] = field(
+        default_factory=dict, compare=False
+    )
+    fanouts: dict[Weights, list[Fanout | None]] = field(default_factory=dict, compare=False)
 
     def rank(
         self,
@@ -61,32 +78,65 @@ class RecallIndex:
         wanted = query_terms(query)
         content = sorted({term for term in wanted if term not in self.names})
         mentioned = {self.names[term] for term in wanted if term in self.names}
+        # `spread`'s formula: each scoring line, in line order, adds its shares around it.
+        total: dict[int, float] = {}
         own = self._bm25(content)
-        ranked = spread(own, self.around, self.candidates, mentioned, weights)
-        if limit is not None and len(ranked) > limit:
-            return tuple(heapq.nsmallest(limit, ranked, key=rank_order))  # only the best are read
-        ranked.sort(key=rank_order)
-        return tuple(ranked)
+        fanouts = self.fanouts.setdefault(weights, [None] * len(self.candidates))
+        for doc in sorted(own):
+            score = own[doc]
+            fanout = fanouts[doc]
+            if fanout is None:
+                fanout = fanouts[doc] = self._fanout(doc, weights)
+            for index, weight in fanout:
+                total[index] = total.get(index, 0.0) + weight * score
+        # (-score, tie, line) sorts in `rank_order`'s order; a sort beats a heap for the
+        # thousand best of a few thousand.
+        ties = self.ties
+        if mentioned:
+            boost = 1.0 + weights.speaker
+            speakers = self.candidates
+            total = {
+                index: value * boost if speakers[index].speaker in mentioned else value
+                for index, value in total.items()
+            }
+        ranked = [
+            (-score, ties[index], index)
+            for index, value in total.items()
+            if (score := round(value, 6)) > 0
+        ]
+        ranked.sort()
+        if limit is not None:
+            ranked = ranked[:limit]  # only the best are read
+        return tuple((-score, self.candidates[index]) for score, _, index in ranked)
 
     def _bm25(self, terms: Sequence[str]) -> dict[int, float]:
-        count = len(self.candidates)
-        per_doc: dict[int, list[tuple[str, int]]] = {}
-        idf: dict[str, float] = {}
-        for term in terms:
-            postings = self.postings.get(term, ())
-            if not postings:
-                continue
-            idf[term] = math.log(1.0 + (count - len(postings) + 0.5) / (len(postings) + 0.5))
-            for doc, tf in postings:
-                per_doc.setdefault(doc, []).append((term, tf))
+        """Each line's BM25 for ``terms`` (sorted): a line's shares add up in term order, the
+        summation order of `relevance.bm25_scores`."""
         scores: dict[int, float] = {}
-        for doc, hits in per_doc.items():
-            norm = BM25_K1 * (1.0 - BM25_B + BM25_B * self.lengths[doc] / self.average_length)
-            score = 0.0
-            for term, tf in sorted(hits):  # the summation order of relevance.bm25_scores
-                score += idf[term] * tf * (BM25_K1 + 1.0) / (tf + norm)
-            scores[doc] = score
+        for term in terms:
+            for doc, share in self._shares(term):
+                scores[doc] = scores.get(doc, 0.0) + share
         return scores
+
+    def _shares(self, term: str) -> tuple[tuple[int, float], ...]:
+        shares = self.term_shares.get(term)
+        if shares is None:
+            postings = self.postings.get(term, ())
+            count = len(self.candidates)
+            idf = math.log(1.0 + (count - len(postings) + 0.5) / (len(postings) + 0.5))
+            shares = tuple(
+                (doc, idf * tf * (BM25_K1 + 1.0) / (tf + self.norms[doc])) for doc, tf in postings
+            )
+            self.term_shares[term] = shares
+        return shares
+
+    def _fanout(self, doc: int, weights: Weights) -> Fanout:
+        before, after = self.around[doc]
+        return (
+            (doc, 1.0),
+            *zip(after, weights.before, strict=False),  # doc is before them
+            *zip(before, weights.after, strict=False),
+        )
 
 
 def build_index(candidates: Sequence[RecallCandidate], reach: int | None = None) -> RecallIndex:
@@ -102,6 +152,10 @@ def build_index(candidates: Sequence[RecallCandidate], reach: int | None = None)
             postings.setdefault(term, []).append((doc, tf))
     names = {term: c.speaker for c in candidates for term in recall_terms(c.speaker)}
     average = (sum(lengths) / len(lengths) if lengths else 0.0) or 1.0
+    tied = sorted(range(len(candidates)), key=lambda doc: rank_order((0.0, candidates[doc])))
+    ties = [0] * len(candidates)
+    for place, doc in enumerate(tied):
+        ties[doc] = place
     return RecallIndex(
         candidates=tuple(candidates),
         postings=MappingProxyType({t: tuple(p) for t, p in postings.items()}),
@@ -110,4 +164,6 @@ def build_index(candidates: Sequence[RecallCandidate], reach: int | None = None)
         names=MappingProxyType(names),
         around=MappingProxyType(neighbours(candidates, reach)),
         reach=reach,
+        norms=tuple(BM25_K1 * (1.0 - BM25_B + BM25_B * length / average) for length in lengths),
+        ties=tuple(ties),
     )
