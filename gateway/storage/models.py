@@ -180,6 +180,8 @@ class Message(Base):
         UniqueConstraint("channel", "provider_message_id"),
         Index("ix_messages_customer_id_id", "customer_id", "id"),
         Index("ix_messages_episode_id_id", "episode_id", "id"),
+        # The window's newest turns of an episode (`messages.window_lines`), whatever plan.
+        Index("ix_messages_customer_episode_id", "customer_id", "episode_id", "id"),
         Index("ix_messages_thread_key_id", "thread_key", "id"),
     )
 
