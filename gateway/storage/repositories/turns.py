@@ -266,25 +266,55 @@ async def recent_outcomes(
     return list(rows)
 
 
+@dataclass(frozen=True, slots=True)
+class GuardedOutcome:
+    """What `record_outcome_while_bot_owns` did: whether the outcome was written, and whether
+    another turn of the conversation was pending then (False: the drain need not read again
+    under its lock; a turn stored later is found by its check after letting the lock go)."""
+
+    written: bool
+    more_pending: bool = False
+
+
 async def record_outcome_while_bot_owns(
     session: AsyncSession, turn_id: int, conversation_key: str, outcome: TurnOutcome
-) -> bool:
+) -> GuardedOutcome:
     """`record_outcome`, unless an operator took the conversation or a human was asked for
-    meanwhile (then nothing is set and False returned): the check rides on the reply's own
-    UPDATE, no extra round trip."""
+    meanwhile (then nothing is set): the check rides on the reply's own UPDATE, and so does
+    the look for the conversation's next pending turn, no extra round trip."""
     columns = outcome_columns(outcome)
     params = _params(turn_id, columns)
     params["key"] = conversation_key
-    result = await session.execute(_guarded_statement(frozenset(columns)), params)
-    return bool(result.rowcount)  # type: ignore[attr-defined]
+    row = (await session.execute(_guarded_statement(frozenset(columns)), params)).first()
+    if row is None:
+        return GuardedOutcome(written=False)
+    return GuardedOutcome(written=True, more_pending=bool(row[0]))
+
+
+_OTHER_TURNS = TURNS.alias("other_turns")
 
 
 @functools.lru_cache(maxsize=16)
 def _guarded_statement(names: frozenset[str]) -> Update:
-    return _set_statement(names).where(
-        ~exists().where(
-            CONVERSATIONS.c.conversation_key == bindparam("key"), CONVERSATIONS.c.owner != "bot"
+    more_pending = (
+        exists()
+        .where(
+            _OTHER_TURNS.c.conversation_key == bindparam("key"),
+            _OTHER_TURNS.c.status == "pending",
+            # The statement's own turn still reads as pending inside it (its snapshot).
+            _OTHER_TURNS.c.id != bindparam("turn_id"),
         )
+        .label("more_pending")
+    )
+    return (
+        _set_statement(names)
+        .where(
+            ~exists().where(
+                CONVERSATIONS.c.conversation_key == bindparam("key"),
+                CONVERSATIONS.c.owner != "bot",
+            )
+        )
+        .returning(more_pending)
     )
 
 

@@ -110,15 +110,20 @@ class Answerer:
                     answered += await self._batch(key, held, tenant)
                     admitted = True
                     continue
+                more_pending = True  # unless the stored reply tells otherwise
                 if routing.route is Route.LEAVE_TO_HUMAN:
                     await self._leave_to_human(pending, tenant)
                 elif routing.route is Route.HAND_OVER:
-                    await self._hand_over(pending, tenant, held, routing.reason)
+                    more_pending = await self._hand_over(pending, tenant, held, routing.reason)
                 else:
                     if ready is None:
                         ready = await self.preparation.prepare_after_waiting(pending, tenant)
-                    await self._answer(pending, ready, held)
+                    more_pending = await self._answer(pending, ready, held)
                 answered += 1
+                if not more_pending:
+                    # Nothing else was pending when the reply was written: no read for it; a
+                    # turn stored since is found by the drain's check after the lock goes.
+                    return answered
         finally:
             # The last message's model facts are stored before the lock is let go: the next
             # holder's window shows them.
@@ -147,22 +152,24 @@ class Answerer:
 
     async def _hand_over(
         self, pending: PendingTurn, tenant: TenantSettings, held: Held, reason: str | None
-    ) -> None:
+    ) -> bool:
         """Move the conversation to waiting and tell the customer (the tenant's text), in the
-        transaction that stores the reply."""
+        transaction that stores the reply; whether another turn was pending then."""
         turn, inbound = pending.turn, pending.inbound
         notice = Draft(
             tenant.handoff_message, TurnOutcome(status="done"), CANNED_HANDOFF, handoff=reason
         )
-        reply = await self.store.store(turn, held, inbound, notice, self.deliverer.claim())
+        stored = await self.store.store(turn, held, inbound, notice, self.deliverer.claim())
         self.deliverer.send_in_order(
-            turn.conversation_key, turn, inbound, reply, window=pending.window
+            turn.conversation_key, turn, inbound, stored.message, window=pending.window
         )
         await self.compaction.after_turn(turn, tenant)
+        return stored.more_pending
 
-    async def _answer(self, pending: PendingTurn, ready: Prepared, held: Held) -> None:
+    async def _answer(self, pending: PendingTurn, ready: Prepared, held: Held) -> bool:
         """The model's draft through the reply steps, stored and handed to the deliver step;
-        the typing signal shows until the reply is sent (or will not be)."""
+        the typing signal shows until the reply is sent (or will not be). Whether another turn
+        of the conversation was pending when the reply was stored."""
         turn, inbound = pending.turn, pending.inbound
         reply_turn = ReplyTurn(pending, ready.tenant, ready.assembled)
         adapter = self.deps.adapters.get(inbound.channel)
@@ -173,11 +180,11 @@ class Answerer:
             draft = await self.model_call.draft(reply_turn, typing)
             draft = await run_reply_steps(self.reply_steps, draft, reply_turn)
             # The reply is stored with its delivery lease taken: sending needs no claim.
-            reply = await self.store.store(turn, held, inbound, draft, self.deliverer.claim())
+            stored = await self.store.store(turn, held, inbound, draft, self.deliverer.claim())
         except TakenMeanwhile:
             typing.stop()
             await self._leave_to_human(pending, ready.tenant)
-            return
+            return True
         except BaseException:
             typing.stop()
             raise
@@ -185,10 +192,11 @@ class Answerer:
             turn.conversation_key,
             turn,
             inbound,
-            reply,
+            stored.message,
             before_send=typing.stop,
             window=pending.window,
         )
         await self.compaction.after_reply(
-            turn, ready.tenant, ready.assembled.unsummarized_tokens, inbound, reply
+            turn, ready.tenant, ready.assembled.unsummarized_tokens, inbound, stored.message
         )
+        return stored.more_pending

@@ -5,7 +5,7 @@ the reply's event recorded."""
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -28,6 +28,15 @@ class TakenMeanwhile(Exception):
     """The conversation stopped being the bot's while its reply was written: not stored."""
 
 
+@dataclass(frozen=True, slots=True)
+class StoredReply:
+    """The stored reply, and whether another turn of its conversation was pending when it was
+    written (the drain reads the next one only then)."""
+
+    message: MessageRecord
+    more_pending: bool
+
+
 class ReplyStore:
     def __init__(self, deps: AnswerDeps) -> None:
         self._deps = deps
@@ -44,7 +53,7 @@ class ReplyStore:
         inbound: MessageRecord,
         draft: Draft,
         claim: DeliveryClaim,
-    ) -> MessageRecord:
+    ) -> StoredReply:
         """Store the reply and its turn's outcome; `draft.handoff` (a reason) also moves the
         conversation to waiting. Raises `TakenMeanwhile` (nothing stored) when the
         conversation stopped being the bot's, `StaleWriter` when a newer lock holder wrote."""
@@ -57,15 +66,16 @@ class ReplyStore:
                 session, self._new_reply(turn, inbound, draft), add_to_episode=False
             )
             outcome = replace(draft.outcome, reply_message_id=reply.id, delivery=claim)
-            if not await turns.record_outcome_while_bot_owns(
+            recorded = await turns.record_outcome_while_bot_owns(
                 session, turn.id, turn.conversation_key, outcome
-            ):
+            )
+            if not recorded.written:
                 raise TakenMeanwhile(turn.conversation_key)
             await episodes.record_message(
                 session, turn.episode_id, at=reply.created_at, tokens=reply.token_count
             )
             await self._reply_stored(session, turn, reply, draft.handoff)
-        return reply
+        return StoredReply(reply, more_pending=recorded.more_pending)
 
     def _new_reply(self, turn: TurnRecord, inbound: MessageRecord, draft: Draft) -> NewMessage:
         canned = draft.canned

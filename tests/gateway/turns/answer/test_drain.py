@@ -4,13 +4,14 @@ lock is let go."""
 
 from __future__ import annotations
 
-from sqlalchemy import select
+from sqlalchemy import event, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from gateway.coordination.locks import InProcessLocks
 from gateway.memory.recall import RecallCache
 from gateway.storage.message_meta import CANNED_HANDOFF, CANNED_KEY
 from gateway.storage.models import Conversation, Message, TurnRow
+from gateway.storage.records import PendingTurn
 from gateway.turns.answer import Answerer, AnswerSteps
 from gateway.turns.backpressure import Backpressure
 from gateway.turns.deliver import Deliverer
@@ -81,6 +82,63 @@ async def test_pending_turns_are_answered_in_order(
         assert [row.reply_message_id for row in rows] == list(replies)
     assert await answer.drain(key) == 0
     assert key not in await answer.pending_conversations()
+
+
+async def test_one_waiting_turn_is_read_once_under_the_lock(
+    sessions: async_sessionmaker[AsyncSession],
+) -> None:
+    # The stored reply says nothing else was pending: the drain reads no next turn under the
+    # lock, only its check after letting the lock go.
+    key = await store_pending_turn(sessions, "Oi")
+    answer = _answerer(sessions, ScriptedModel("Olá!"), InProcessLocks())
+    reads: list[str] = []
+
+    def count(conn: object, cursor: object, statement: str, *args: object) -> None:
+        if "JOIN messages" in statement and "turns.status" in statement:
+            reads.append(statement)
+
+    engine = sessions.kw["bind"].sync_engine
+    event.listen(engine, "before_cursor_execute", count)
+    try:
+        assert await answer.drain(key) == 1
+    finally:
+        event.remove(engine, "before_cursor_execute", count)
+    assert len(reads) == 1
+
+
+class _MessageAfterTheReply(Deliverer):
+    """A deliver step during whose flush (the reply written, the lock still held) the customer's
+    next message is stored, once."""
+
+    next_text: str | None = None
+    before: PendingTurn | None = None
+
+    async def flush(self, key: str) -> None:
+        await super().flush(key)
+        if self.next_text is not None and self.before is not None:
+            text, self.next_text = self.next_text, None
+            await store_next_message(self.sessions, self.before, text)
+
+
+async def test_a_turn_stored_after_the_reply_is_answered_by_the_same_drain(
+    sessions: async_sessionmaker[AsyncSession],
+) -> None:
+    key = await store_pending_turn(sessions, "Primeira")
+    deliverer = _MessageAfterTheReply(sessions=sessions, adapters={})
+    deliverer.before = await read_pending(sessions, key)
+    deliverer.next_text = "Segunda"
+    model = ScriptedModel("Certo.")
+    deps = answer_deps(sessions)
+    answer = Answerer(
+        deps,
+        AnswerSteps.build(deps, providers=pool_of(model), recall_cache=RecallCache()),
+        locks=InProcessLocks(),
+        backpressure=Backpressure(),
+        deliverer=deliverer,
+    )
+    assert await answer.drain(key) == 2  # found by the check after the lock was let go
+    assert [window[-1].content for window in model.windows] == ["Primeira", "Segunda"]
+    assert [row.status for row in await _turns(sessions, key)] == ["done", "done"]
 
 
 async def test_a_held_lock_leaves_the_turns_to_its_holder(

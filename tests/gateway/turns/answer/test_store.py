@@ -18,7 +18,12 @@ from gateway.storage.repositories import turns
 from gateway.storage.updates import DeliveryClaim, TurnOutcome, TurnUsage
 from gateway.turns.answer import ASKED_BY_CUSTOMER, Draft, StaleWriter, TakenMeanwhile
 from gateway.turns.answer.store import ReplyStore
-from tests.gateway.turns.answer.stored_turns import answer_deps, read_pending, store_pending_turn
+from tests.gateway.turns.answer.stored_turns import (
+    answer_deps,
+    read_pending,
+    store_next_message,
+    store_pending_turn,
+)
 
 ANSWERED = TurnOutcome(
     status="done",
@@ -41,9 +46,11 @@ async def test_the_reply_and_its_turns_outcome_are_stored_together(
     claim = _claim()
     media = (Media("https://example.com/azul.png", "image/png"),)
     draft = Draft("Temos sim.", ANSWERED, attachments=media)
-    reply = await ReplyStore(answer_deps(sessions)).store(
+    stored = await ReplyStore(answer_deps(sessions)).store(
         pending.turn, Held(pending.turn.conversation_key, 1), pending.inbound, draft, claim
     )
+    reply = stored.message
+    assert not stored.more_pending  # its conversation's only turn
     assert (reply.role, reply.text, reply.meta) == (
         "assistant",
         "Temos sim.",
@@ -135,9 +142,11 @@ async def test_a_hand_over_moves_the_conversation_to_waiting_with_the_notice(
         handoff=ASKED_BY_CUSTOMER,
     )
     held = Held(pending.turn.conversation_key, None)
-    reply = await ReplyStore(answer_deps(sessions)).store(
-        pending.turn, held, pending.inbound, notice, _claim()
-    )
+    reply = (
+        await ReplyStore(answer_deps(sessions)).store(
+            pending.turn, held, pending.inbound, notice, _claim()
+        )
+    ).message
     assert reply.meta.canned == CANNED_HANDOFF
     async with sessions() as session:
         conversation = await session.scalar(
@@ -149,3 +158,20 @@ async def test_a_hand_over_moves_the_conversation_to_waiting_with_the_notice(
     assert conversation is not None and conversation.owner == "waiting"
     # A notice records no model: only its status, reply and claim.
     assert row is not None and (row.status, row.model, row.provider) == ("done", None, None)
+
+
+async def test_the_stored_reply_tells_whether_another_turn_waits_behind_it(
+    sessions: async_sessionmaker[AsyncSession],
+) -> None:
+    # The drain reads the conversation's next turn only when one was pending as the reply was
+    # written: one statement less per answered message.
+    pending = await read_pending(sessions, await store_pending_turn(sessions, "Oi"))
+    await store_next_message(sessions, pending, "Tem azul?")
+    store = ReplyStore(answer_deps(sessions))
+    held = Held(pending.turn.conversation_key, None)
+    first = await store.store(pending.turn, held, pending.inbound, Draft("Oi!", ANSWERED), _claim())
+    assert first.more_pending
+    second = await read_pending(sessions, pending.turn.conversation_key)
+    assert second.turn.id != pending.turn.id
+    last = await store.store(second.turn, held, second.inbound, Draft("Temos.", ANSWERED), _claim())
+    assert not last.more_pending
