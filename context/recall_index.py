@@ -21,6 +21,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import Final
 
 from context.recall_score import (
     Around,
@@ -36,6 +37,9 @@ from context.relevance import BM25_B, BM25_K1
 
 __all__ = ["RecallIndex", "build_index"]
 
+
+# More than a score moves when rounded to 6 places (half a step, and the float's own error).
+_ROUNDING_STEP: Final = 2e-6
 
 # A line's neighbours as (line, weight) pairs in the order `spread` adds their shares: the line
 # itself, the lines after it, the lines before it.
@@ -89,25 +93,15 @@ class RecallIndex:
                 fanout = fanouts[doc] = self._fanout(doc, weights)
             for index, weight in fanout:
                 total[index] = total.get(index, 0.0) + weight * score
-        # (-score, tie, line) sorts in `rank_order`'s order; a sort beats a heap for the
-        # thousand best of a few thousand.
-        ties = self.ties
         if mentioned:
             boost = 1.0 + weights.speaker
-            speakers = self.candidates
+            lines = self.candidates
             total = {
-                index: value * boost if speakers[index].speaker in mentioned else value
+                index: value * boost if lines[index].speaker in mentioned else value
                 for index, value in total.items()
             }
-        ranked = [
-            (-score, ties[index], index)
-            for index, value in total.items()
-            if (score := round(value, 6)) > 0
-        ]
-        ranked.sort()
-        if limit is not None:
-            ranked = ranked[:limit]  # only the best are read
-        return tuple((-score, self.candidates[index]) for score, _, index in ranked)
+        ranked = _best(total, self.ties, limit)
+        return tuple((score, self.candidates[index]) for score, index in ranked)
 
     def _bm25(self, terms: Sequence[str]) -> dict[int, float]:
         """Each line's BM25 for ``terms`` (sorted): a line's shares add up in term order, the
@@ -137,6 +131,26 @@ class RecallIndex:
             *zip(after, weights.before, strict=False),  # doc is before them
             *zip(before, weights.after, strict=False),
         )
+
+
+def _best(
+    total: Mapping[int, float], ties: Sequence[int], limit: int | None
+) -> list[tuple[float, int]]:
+    """The lines scoring above zero once rounded to 6 places, in `rank_order`'s order (best
+    score, then each line's tie place); with ``limit``, only that many. Rounding keeps the order
+    of the raw scores, so a line more than a rounding step below the limit-th raw score cannot
+    make it: only the lines above that bar are rounded and sorted."""
+    bar = 0.0
+    if limit and len(total) > limit:
+        bar = sorted(total.values(), reverse=True)[limit - 1] - _ROUNDING_STEP
+    # (-score, tie, line) sorts in `rank_order`'s order.
+    ranked = [
+        (-score, ties[index], index)
+        for index, value in total.items()
+        if value >= bar and (score := round(value, 6)) > 0
+    ]
+    ranked.sort()
+    return [(-score, index) for score, _, index in ranked[:limit]]
 
 
 def build_index(candidates: Sequence[RecallCandidate], reach: int | None = None) -> RecallIndex:

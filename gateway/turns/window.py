@@ -37,7 +37,7 @@ from gateway.customers.resolve import ResolvedIdentity
 from gateway.memory.recall import RecallCache
 from gateway.runtime.clock import utcnow
 from gateway.storage.records import EpisodeRecord
-from gateway.storage.repositories import campaigns, episodes, facts
+from gateway.storage.repositories import campaigns, facts
 from gateway.tenants import TenantSettings
 from gateway.tools.catalog import catalog_of
 from gateway.tools.state import BusinessState
@@ -194,9 +194,7 @@ async def assemble_context(
         if episode is not None:
             channel = episode.channel
     else:
-        episode = await episodes.latest_open_episode(
-            session, customer_id, channel, identity.identity_id
-        )
+        episode = customer.latest_open(channel, identity.identity_id)
     dropped_chars = 0
     summary_text: str | None = None
     summary_tokens: int | None = None

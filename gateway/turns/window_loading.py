@@ -1,7 +1,7 @@
-"""What a window reads of a customer from storage, as context types: every episode and the
-recent summaries (two statements), the current episode's turns after its summary (one), the
-scope-allowed facts (one, in `facts.window_facts`). Stored token counts are reused; nothing
-stored is re-tokenized."""
+"""What a window reads of a customer from storage, as context types: every episode (the current
+one among them) and the recent summaries (two statements), the current episode's turns after
+its summary (one), the scope-allowed facts (one, in `facts.window_facts`). Stored token counts
+are reused; nothing stored is re-tokenized."""
 
 from __future__ import annotations
 
@@ -74,6 +74,22 @@ class CustomerHistory:
             if record.id == episode_id:
                 return record
         raise RecordNotFound(f"episode {episode_id} not found")
+
+    def latest_open(self, channel: str, identity_id: str | None) -> EpisodeRecord | None:
+        """`episodes.latest_open_episode` read from the episodes already loaded (one statement
+        fewer per window): the open episode of the channel (and identity) with the latest
+        message."""
+        return max(
+            (
+                record
+                for record in self.episodes
+                if record.status == "open"
+                and record.channel == channel
+                and (identity_id is None or record.identity_id == identity_id)
+            ),
+            key=lambda record: record.last_message_at,
+            default=None,
+        )
 
     def other_summaries(self, current: str | None) -> list[SummaryRecord]:
         """The summaries slice's candidates: other episodes', most recent first."""
