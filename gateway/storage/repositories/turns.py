@@ -3,19 +3,19 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Update, bindparam, exists, select, text
+from sqlalchemy import Table, Update, bindparam, exists, select, text
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from gateway.runtime.clock import utcnow
 from gateway.storage.errors import RecordNotFound
-from gateway.storage.models import UNDELIVERED, ConversationFence, TurnRow
+from gateway.storage.models import UNDELIVERED, TurnRow
 from gateway.storage.records import MessageRecord, NewTurn, PendingTurn, TurnRecord, WindowState
 from gateway.storage.repositories.bound_lists import in_bounded_shapes, values_in
 from gateway.storage.repositories.messages import message_from
@@ -72,11 +72,6 @@ _DRAIN_CHECK = select(
     exists()
     .where(TURNS.c.conversation_key == bindparam("key"), text(UNDELIVERED))
     .label("undelivered"),
-)
-_RAISE_FENCE = (
-    FENCES.update()
-    .where(FENCES.c.conversation_key == bindparam("key"), FENCES.c.fence <= bindparam("new"))
-    .values(fence=bindparam("new"))
 )
 
 
@@ -441,19 +436,23 @@ async def current_fence(session: AsyncSession, conversation_key: str) -> int:
 
 async def claim_fence(session: AsyncSession, conversation_key: str, fence: int) -> bool:
     """Record `fence` as the conversation's writer, in the caller's transaction; False when a
-    newer holder already wrote (the caller's lock expired and someone else took it)."""
-    if await _raise_fence(session, conversation_key, fence):
-        return True  # the usual case: the row exists and holds this fence or an older one
+    newer holder already wrote (the caller's lock expired and someone else took it). One
+    statement whether the conversation's row exists or not."""
     dialect = session.bind.dialect.name if session.bind is not None else "sqlite"
-    insert = pg_insert if dialect == "postgresql" else sqlite_insert
-    await session.execute(
-        insert(ConversationFence)
-        .values(conversation_key=conversation_key, fence=0)
-        .on_conflict_do_nothing(index_elements=["conversation_key"])
-    )
-    return await _raise_fence(session, conversation_key, fence)
+    statement = _CLAIM_FENCE["postgresql" if dialect == "postgresql" else "sqlite"]
+    row = (await session.execute(statement, {"key": conversation_key, "new": fence})).first()
+    return row is not None
 
 
-async def _raise_fence(session: AsyncSession, conversation_key: str, fence: int) -> bool:
-    result = await session.execute(_RAISE_FENCE, {"key": conversation_key, "new": fence})
-    return bool(result.rowcount)  # type: ignore[attr-defined]
+def _fence_upsert(insert: Callable[[Table], Any]) -> Any:
+    """The conversation's fence row, created at `new` or raised to it; an older holder's
+    claim changes nothing and returns no row."""
+    statement = insert(FENCES).values(conversation_key=bindparam("key"), fence=bindparam("new"))
+    return statement.on_conflict_do_update(
+        index_elements=["conversation_key"],
+        set_={"fence": statement.excluded.fence},
+        where=FENCES.c.fence <= statement.excluded.fence,
+    ).returning(FENCES.c.fence)
+
+
+_CLAIM_FENCE = {"postgresql": _fence_upsert(pg_insert), "sqlite": _fence_upsert(sqlite_insert)}

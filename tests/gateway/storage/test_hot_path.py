@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from sqlalchemy import select, update
+from sqlalchemy import event, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from gateway.runtime.clock import utcnow
@@ -73,10 +73,23 @@ async def test_a_duplicate_adds_nothing_and_a_turn_reads_back(session: AsyncSess
 
 async def test_claim_fence_refuses_an_older_holder(session: AsyncSession) -> None:
     key = "c-fence:whatsapp"
-    assert await turns.claim_fence(session, key, 3)  # creates the row
-    assert await turns.claim_fence(session, key, 3)  # the same holder writes again
-    assert await turns.claim_fence(session, key, 5)
-    assert not await turns.claim_fence(session, key, 4)
+    statements: list[str] = []
+
+    def count(conn: object, cursor: object, statement: str, *args: object) -> None:
+        if "conversation_fences" in statement:
+            statements.append(statement)
+
+    assert session.bind is not None
+    engine = session.bind.engine.sync_engine
+    event.listen(engine, "before_cursor_execute", count)
+    try:
+        assert await turns.claim_fence(session, key, 3)  # creates the row
+        assert await turns.claim_fence(session, key, 3)  # the same holder writes again
+        assert await turns.claim_fence(session, key, 5)
+        assert not await turns.claim_fence(session, key, 4)
+    finally:
+        event.remove(engine, "before_cursor_execute", count)
+    assert len(statements) == 4  # one each, the first (no row yet) included
     assert await turns.current_fence(session, key) == 5
 
 
