@@ -38,7 +38,7 @@ from context.relevance import BM25_B, BM25_K1
 __all__ = ["RecallIndex", "build_index"]
 
 
-# More than a score moves when rounded to 6 places (half a step, and the float's own error).
+# Beyond what rounding to 6 places moves a score (half a step, plus the float's own error).
 _ROUNDING_STEP: Final = 2e-6
 
 # A line's neighbours as (line, weight) pairs in the order `spread` adds their shares: the line
@@ -115,7 +115,9 @@ class RecallIndex:
     def _shares(self, term: str) -> tuple[tuple[int, float], ...]:
         shares = self.term_shares.get(term)
         if shares is None:
-            postings = self.postings.get(term, ())
+            postings = self.postings.get(term)
+            if postings is None:
+                return ()  # not kept: the terms kept are the index's own, a bounded set
             count = len(self.candidates)
             idf = math.log(1.0 + (count - len(postings) + 0.5) / (len(postings) + 0.5))
             shares = tuple(
