@@ -376,6 +376,7 @@ async def apply_resolution(
     key = resolution.key
     if stored is None:
         stored = await customers.find_identity(session, key.channel, str(key))
+    new_customer = customer_id is None
     if customer_id is None:
         if stored is not None:
             # Resolved as a stranger, but the identity exists now (a concurrent first message
@@ -401,7 +402,12 @@ async def apply_resolution(
         stored = await customers.update_identity(
             session, stored.id, link_level=resolution.identity_level.value, evidence=evidence
         )
+    # A customer created here holds no identifier yet (nothing was absorbed into it): each of
+    # its identifiers is inserted once, without a look for an existing row.
+    fresh = new_customer and not resolution.absorb
+    attached: set[tuple[str, str]] = set()
     for link in resolution.attach:
+        pair = (link.identifier.kind, link.identifier.value)
         await customers.add_identifier(
             session,
             customer_id=customer_id,
@@ -409,7 +415,9 @@ async def apply_resolution(
             value=link.identifier.value,
             link_level=link.level.value,
             source_identity_id=stored.id,
+            new_customer=fresh and pair not in attached,
         )
+        attached.add(pair)
     for pending in resolution.pending:
         proposed: ChannelIdentityRecord | None = stored
         if pending.identity_key != key:  # the caller id, when the call went elsewhere

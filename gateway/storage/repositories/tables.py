@@ -16,6 +16,7 @@ from gateway.storage.models import (
     ChannelIdentity,
     Conversation,
     ConversationFence,
+    Customer,
     CustomerIdentifier,
     Episode,
     EpisodeSummary,
@@ -36,6 +37,7 @@ def table_of(model: type[Base]) -> Table:
     return table
 
 
+CUSTOMERS = table_of(Customer)
 IDENTITIES = table_of(ChannelIdentity)
 IDENTIFIERS = table_of(CustomerIdentifier)
 EPISODES = table_of(Episode)

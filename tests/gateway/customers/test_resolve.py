@@ -298,3 +298,35 @@ async def test_a_lot_of_known_senders_reads_the_graph_once(session: AsyncSession
     # Identities, holders and verified counts for all thirty (no customer hint: no existence
     # read); one at a time it would be four statements each.
     assert len([s for s in statements if not s.startswith("SAVEPOINT")]) <= 4
+
+
+async def test_a_new_senders_customer_identity_and_number_are_three_inserts(
+    session: AsyncSession,
+) -> None:
+    # A first message creates its customer, identity and phone identifier; the identifier of a
+    # customer created in this transaction is inserted without a look for an existing row.
+    number = "+5511988770011"
+    statements: list[str] = []
+
+    def count(conn: object, cursor: object, statement: str, *args: object) -> None:
+        if not statement.startswith(("SAVEPOINT", "RELEASE")):
+            statements.append(" ".join(statement.split()))
+
+    engine = (await session.connection()).sync_engine
+    event.listen(engine, "before_cursor_execute", count)
+    try:
+        resolved = await resolve_identity(session, observe(WhatsAppSender(f"whatsapp:{number}")))
+    finally:
+        event.remove(engine, "before_cursor_execute", count)
+    assert resolved.outcome == "new"
+    writes = [s.split(" (")[0] for s in statements if s.startswith("INSERT")]
+    assert writes == [
+        "INSERT INTO customers",
+        "INSERT INTO channel_identities",
+        "INSERT INTO customer_identifiers",
+    ]
+    # The graph's read of the number's holders stays; the new customer's own rows are not read.
+    own = "FROM customer_identifiers WHERE customer_identifiers.customer_id ="
+    assert not [s for s in statements if own in s]
+    held = await customers.identifiers_of(session, resolved.customer_id)
+    assert [(i.kind, i.value) for i in held] == [("phone", number)]
