@@ -45,15 +45,37 @@ class Wakeups:
         self._channel = Channel(redis, channel, log=log, what="background wake-up", owner=owner)
         self._inbox_key = f"{channel}:inbox"
         self._pushing: set[asyncio.Task[None]] = set()
+        self._push_running = False  # an inbox wake-up is on its way
+        self._push_again = False  # and another commit came since it left
         self._popping: asyncio.Task[None] | None = None
         self.subscribed = self._channel.subscribed
 
     def inbox(self) -> None:
-        """Rows were committed to the inbox: one idle background process is to claim them."""
+        """Rows were committed to the inbox: one idle background process is to claim them.
+
+        Commits while a wake-up is on its way share the one push that follows it: every
+        commit still has a wake-up pushed after it, and a burst of commits costs a few round
+        trips to Redis instead of one each."""
+        if self._push_running:
+            self._push_again = True
+            return
+        self._push_running, self._push_again = True, False
         # Not awaited by the caller: a request never waits for the wake-up.
-        task = asyncio.create_task(self._push(), name="inbox wake-up")
+        task = asyncio.create_task(self._push_until_caught_up(), name="inbox wake-up")
         self._pushing.add(task)
         task.add_done_callback(self._pushing.discard)
+
+    async def _push_until_caught_up(self) -> None:
+        try:
+            while True:
+                await self._push()
+                if not self._push_again:
+                    return
+                self._push_again = False
+        finally:
+            # Cleared before the task ends, not by its done callback: a commit in between
+            # would find a push "running" that never looks at its flag again.
+            self._push_running = False
 
     async def _push(self) -> None:
         try:

@@ -116,3 +116,34 @@ async def test_an_inbox_wakeup_published_by_a_previous_version_is_heard(
         assert listener.kicks == 1
     finally:
         await listener.wakeups.close()
+
+
+class _CountedPushes(Wakeups):
+    """The gateway's side, counting the round trips its inbox wake-ups take."""
+
+    pushes = 0
+
+    async def _push(self) -> None:
+        self.pushes += 1
+        await super()._push()
+
+
+async def test_a_burst_of_commits_shares_its_wakeups_and_none_is_lost(
+    redis: Redis, channel: str
+) -> None:
+    gateway = _CountedPushes(redis, channel)
+    try:
+        for _ in range(50):  # commits while the first wake-up is on its way
+            gateway.inbox()
+        async with asyncio.timeout(5):
+            while gateway.pushes < 2 or gateway._pushing:
+                await asyncio.sleep(0.01)
+        assert gateway.pushes == 2  # the first, and one after it for the ones it did not cover
+        await redis.delete(f"{channel}:inbox")
+        gateway.inbox()  # a commit after the burst is over still wakes someone
+        async with asyncio.timeout(5):
+            while await redis.llen(f"{channel}:inbox") < 1:
+                await asyncio.sleep(0.01)
+        assert gateway.pushes == 3
+    finally:
+        await gateway.close()
