@@ -377,6 +377,7 @@ async def store_facts(
                 confirmed=typed,
             ),
             single_valued=fact.key not in MULTI_VALUED_KEYS,
+            source=source,
         )
         if stored.source_message_id == fact.source_message_id:
             written += 1

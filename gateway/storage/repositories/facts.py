@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable
+from dataclasses import dataclass
 
 from sqlalchemy import bindparam, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from gateway.runtime.clock import utcnow
 from gateway.storage.errors import InvalidFactSource, RecordNotFound, require_customer
-from gateway.storage.models import Fact, Message
-from gateway.storage.records import FactRecord, NewFact
+from gateway.storage.models import Fact
+from gateway.storage.records import FactRecord, MessageRecord, NewFact
 from gateway.storage.repositories.bound_lists import values_in
-from gateway.storage.repositories.tables import FACTS, AnyRow
+from gateway.storage.repositories.tables import FACTS, MESSAGES, AnyRow
 
 # Facts in force, as plain rows of the table (every answer reads them).
 _CURRENT = select(FACTS).where(
@@ -24,6 +25,10 @@ _CURRENT_ALL = _CURRENT.order_by(FACTS.c.key, FACTS.c.id)
 _CURRENT_IN_SCOPES = _CURRENT.where(
     FACTS.c.scope.in_(bindparam("scopes", expanding=True))
 ).order_by(FACTS.c.key, FACTS.c.id)
+_INSERT = FACTS.insert().returning(*FACTS.c)
+_SOURCE = select(
+    MESSAGES.c.id, MESSAGES.c.channel, MESSAGES.c.episode_id, MESSAGES.c.identity_id
+).where(MESSAGES.c.id == bindparam("id"), MESSAGES.c.customer_id == bindparam("customer_id"))
 # Every row of the customer's facts, in force or not: a window needs both (see `window_facts`).
 _ALL_ROWS = (
     select(FACTS)
@@ -76,22 +81,24 @@ async def stored_from(
 
 
 async def record_fact(
-    session: AsyncSession, customer_id: str, new: NewFact, *, single_valued: bool = True
+    session: AsyncSession,
+    customer_id: str,
+    new: NewFact,
+    *,
+    single_valued: bool = True,
+    source: MessageRecord | None = None,
 ) -> FactRecord:
     """Store a fact sourced to one of this customer's messages.
 
     For a single-valued key, a current fact with another value is superseded by the new row
     (unless an operator pinned it);
     a multi-valued key (order ids, preferences…) gains the value alongside the others. The
-    same value again changes nothing and returns the current fact.
+    same value again changes nothing and returns the current fact. `source`: the source
+    message when the caller holds it already (it is not read again).
     """
     require_customer(customer_id)
-    source = await session.scalar(
-        select(Message).where(
-            Message.id == new.source_message_id, Message.customer_id == customer_id
-        )
-    )
-    if source is None:
+    origin = await _source(session, customer_id, new.source_message_id, source)
+    if origin is None:
         raise InvalidFactSource(
             f"fact {new.key!r}: source message {new.source_message_id} is not this customer's"
         )
@@ -111,28 +118,51 @@ async def record_fact(
     if current is not None and (current.value == new.value or current.pinned):
         # A pinned value is an operator's decision: only an operator replaces it.
         return fact_record(current)
-    row = Fact(
-        customer_id=customer_id,
-        key=new.key,
-        value=new.value,
-        scope=new.scope,
-        tags={"tags": list(new.tags)},
-        source_message_id=source.id,
-        source_channel=source.channel,
-        source_episode_id=source.episode_id,
-        source_identity_id=source.identity_id,
-        confidence=new.confidence,
-        confirmed=new.confirmed,
-        confirmed_at=utcnow() if new.confirmed else None,
-        confirmed_by_message_id=source.id if new.confirmed else None,
-        pinned=new.pinned,
-    )
-    session.add(row)
-    await session.flush()
+    values = {
+        "customer_id": customer_id,
+        "key": new.key,
+        "value": new.value,
+        "scope": new.scope,
+        "tags": {"tags": list(new.tags)},
+        "source_message_id": origin.id,
+        "source_channel": origin.channel,
+        "source_episode_id": origin.episode_id,
+        "source_identity_id": origin.identity_id,
+        "confidence": new.confidence,
+        "confirmed": new.confirmed,
+        "confirmed_at": utcnow() if new.confirmed else None,
+        "confirmed_by_message_id": origin.id if new.confirmed else None,
+        "pinned": new.pinned,
+    }
+    # A Core insert: a flush of the session's unit of work costs several times the statement.
+    row = (await session.execute(_INSERT, values)).one()
     if current is not None:
         current.superseded_by = row.id
         await session.flush()
     return fact_record(row)
+
+
+@dataclass(frozen=True, slots=True)
+class _Origin:
+    """What a fact copies from its source message."""
+
+    id: int
+    channel: str
+    episode_id: str
+    identity_id: str | None
+
+
+async def _source(
+    session: AsyncSession, customer_id: str, message_id: int, held: MessageRecord | None
+) -> _Origin | None:
+    """The fact's source message, if it is this customer's; None otherwise."""
+    if held is not None and held.id == message_id:
+        if held.customer_id != customer_id:
+            return None
+        return _Origin(held.id, held.channel, held.episode_id, held.identity_id)
+    params = {"id": message_id, "customer_id": customer_id}
+    row = (await session.execute(_SOURCE, params)).first()
+    return _Origin(row.id, row.channel, row.episode_id, row.identity_id) if row else None
 
 
 async def _current_row(session: AsyncSession, customer_id: str, key: str) -> Fact | None:

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import pytest
+from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from gateway.storage.errors import CustomerScopeRequired, InvalidFactSource
@@ -124,3 +125,32 @@ async def test_a_pinned_value_is_not_replaced_by_learned_ones(session: AsyncSess
     assert [f.value for f in await facts.current_facts(session, customer_id)] == [
         "novo@example.org"
     ]
+
+
+async def test_a_held_source_message_is_not_read_again(session: AsyncSession) -> None:
+    # The facts of a message being answered: the caller holds the message already.
+    customer_id, message_id = await _message(session)
+    held = await messages.get_message(session, customer_id, message_id)
+    statements: list[str] = []
+
+    def count(conn: object, cursor: object, statement: str, *args: object) -> None:
+        statements.append(" ".join(statement.split()))
+
+    engine = (await session.connection()).sync_engine
+    event.listen(engine, "before_cursor_execute", count)
+    try:
+        fact = await facts.record_fact(
+            session, customer_id, NewFact("email", "a@b.com", "profile", message_id), source=held
+        )
+    finally:
+        event.remove(engine, "before_cursor_execute", count)
+    assert (fact.source_message_id, fact.source_episode_id) == (message_id, held.episode_id)
+    assert not [s for s in statements if "FROM messages" in s]
+    assert len([s for s in statements if s.startswith("INSERT INTO facts")]) == 1
+    # Another customer's message is refused, held or not.
+    other_customer, other_message = await _message(session, "outro cliente")
+    other = await messages.get_message(session, other_customer, other_message)
+    with pytest.raises(InvalidFactSource):
+        await facts.record_fact(
+            session, customer_id, NewFact("email", "x@y.z", "profile", other_message), source=other
+        )
