@@ -30,6 +30,12 @@ _FIND_IDENTITY = select(IDENTITIES).where(
 _INSERT_CUSTOMER = CUSTOMERS.insert().returning(*CUSTOMERS.c)
 _INSERT_IDENTITY = IDENTITIES.insert().returning(*IDENTITIES.c)
 _INSERT_IDENTIFIER = IDENTIFIERS.insert().returning(*IDENTIFIERS.c)
+# Plain rows: every turn that offers actions reads its customer's identifiers.
+_IDENTIFIERS_OF = (
+    select(IDENTIFIERS)
+    .where(IDENTIFIERS.c.customer_id == bindparam("customer_id"))
+    .order_by(IDENTIFIERS.c.id)
+)
 _IDENTITY_BY_ID = select(IDENTITIES).where(IDENTITIES.c.id == bindparam("identity_id"))
 _FIND_IDENTITIES = ByDialect.build(
     lambda arrays: select(IDENTITIES).where(
@@ -312,11 +318,8 @@ async def add_identifier(
 
 
 async def identifiers_of(session: AsyncSession, customer_id: str) -> list[IdentifierRecord]:
-    rows = await session.scalars(
-        select(CustomerIdentifier)
-        .where(CustomerIdentifier.customer_id == require_customer(customer_id))
-        .order_by(CustomerIdentifier.id)
-    )
+    params = {"customer_id": require_customer(customer_id)}
+    rows = await session.execute(_IDENTIFIERS_OF, params)
     return [identifier_record(row) for row in rows]
 
 

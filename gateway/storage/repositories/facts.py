@@ -70,11 +70,12 @@ async def stored_from(
     customer_id = require_customer(customer_id)
     if not message_ids:
         return set()
+    # Plain columns of the table: the facts of every message being answered are checked.
     rows = await session.execute(
-        select(Fact.key, Fact.value, Fact.source_message_id).where(
-            Fact.customer_id == customer_id,
-            values_in(session, Fact.source_message_id, sorted(message_ids)),
-            Fact.retracted.is_(False),
+        select(FACTS.c.key, FACTS.c.value, FACTS.c.source_message_id).where(
+            FACTS.c.customer_id == customer_id,
+            values_in(session, FACTS.c.source_message_id, sorted(message_ids)),
+            FACTS.c.retracted.is_(False),
         )
     )
     return {(key, value, int(source)) for key, value, source in rows}
