@@ -3,7 +3,9 @@
 In-process (default): an `asyncio.Lock` per conversation; it cannot expire, so no fencing is
 needed (`fence` is None). Redis: `SET NX PX` with a renewal watchdog and a fencing token from a
 per-conversation counter; a holder whose lock expired mid-turn keeps running but its token is
-older than the new holder's, and the database refuses its writes (`turns.claim_fence`).
+older than the new holder's, and the database refuses its writes (`turns.claim_fence`). A
+refused `try_hold` leaves a note the holder reads as it lets go (`Held.sought`): another drain
+left its turn to this holder, which looks for pending turns again only then.
 
 With Redis down a lock cannot be taken: `hold` raises, the drain stops and the turn stays
 pending for the scheduler's sweep, so the reply comes once Redis is back. An outage while the
@@ -18,7 +20,7 @@ import contextlib
 import logging
 import secrets
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from redis.asyncio import Redis
@@ -29,10 +31,19 @@ from gateway.runtime.tasks import cancel_and_wait
 log = logging.getLogger("relaydesk.locks")
 
 
+@dataclass(slots=True)
+class Sought:
+    """Whether another holder looked for the lock while it was held, known once it is let go;
+    True until then, and whenever it cannot be known (an in-process lock, a failed release)."""
+
+    meanwhile: bool = True
+
+
 @dataclass(frozen=True, slots=True)
 class Held:
     key: str
     fence: int | None
+    sought: Sought = field(default_factory=Sought, compare=False)
 
 
 class ConversationLocks(Protocol):
@@ -77,8 +88,8 @@ class InProcessLocks:
 
 # Take the lock, or find it ours already (an acquire retried after its reply was lost, a dropped
 # connection, must not wait for itself); once held, raise the fence counter to the database's
-# floor (after a Redis restart) and take the next token. One round trip: 0 when another holds it,
-# else the token (at least 1).
+# floor (after a Redis restart) and take the next token. One round trip: 0 when another holds it
+# (and the holder is told so at its release: KEYS[3]), else the token (at least 1).
 _TAKE = """
 local taken = 0
 if redis.call('GET', KEYS[1]) == ARGV[1] then
@@ -86,14 +97,22 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then
 elseif redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
   taken = 1
 end
-if taken == 0 then return 0 end
+if taken == 0 then
+  redis.call('SET', KEYS[3], '1', 'PX', ARGV[2])
+  return 0
+end
+redis.call('DEL', KEYS[3])
 local current = tonumber(redis.call('GET', KEYS[2]) or '0')
 if current < tonumber(ARGV[3]) then redis.call('SET', KEYS[2], ARGV[3]) end
 return redis.call('INCR', KEYS[2])
 """
+# Let go of the lock if still ours: 2 when it was sought meanwhile, 1 when not, 0 when it was no
+# longer ours (expired: unknown).
 _RELEASE = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('DEL', KEYS[1])
+if redis.call('DEL', KEYS[2]) == 1 then return 2 end
+return 1
 """
 _RENEW = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
@@ -146,9 +165,12 @@ class RedisLocks:
     def _lock_key(self, key: str) -> str:
         return f"{self._prefix}:lock:{key}"
 
+    def _sought_key(self, key: str) -> str:
+        return f"{self._prefix}:sought:{key}"
+
     async def _try_take(self, key: str, owner: str, floor: int) -> int:
         """The fencing token if `owner` holds the lock now, else 0."""
-        keys = [self._lock_key(key), f"{self._prefix}:fence:{key}"]
+        keys = [self._lock_key(key), f"{self._prefix}:fence:{key}", self._sought_key(key)]
         return int(await self._take(keys=keys, args=[owner, self._ttl_ms, floor]))
 
     @contextlib.asynccontextmanager
@@ -160,8 +182,9 @@ class RedisLocks:
         watchdog = (
             asyncio.create_task(self._keep(lock_key, owner, released)) if self._renew else None
         )
+        held = Held(key, fence)
         try:
-            yield Held(key, fence)
+            yield held
         finally:
             released.set()
             try:
@@ -172,7 +195,7 @@ class RedisLocks:
                     # holder waited for it, the conversation left unanswered.
                     await cancel_and_wait([watchdog])
             finally:
-                await self._release(lock_key, owner)
+                held.sought.meanwhile = await self._release(lock_key, owner, key)
 
     async def _acquire(self, key: str, owner: str, floor: int) -> int:
         delay = 0.005
@@ -184,14 +207,19 @@ class RedisLocks:
             delay = min(delay * 2, 0.2)
         return fence
 
-    async def _release(self, lock_key: str, owner: str) -> None:
+    async def _release(self, lock_key: str, owner: str, key: str) -> bool:
+        """Let go of the lock; whether it was sought meanwhile (True when unknown)."""
         try:
-            await self._release_script(keys=[lock_key], args=[owner])
+            outcome = await self._release_script(
+                keys=[lock_key, self._sought_key(key)], args=[owner]
+            )
         except (RedisError, OSError) as exc:
             log.warning(
                 "lock not released, it expires",
                 extra={"fields": {"lock": lock_key, "error": type(exc).__name__}},
             )
+            return True
+        return int(outcome) != 1
 
     async def _keep(self, lock_key: str, owner: str, released: asyncio.Event) -> None:
         while not released.is_set():

@@ -51,7 +51,9 @@ class Answerer:
         """Answer the conversation's pending turns in order; returns how many were answered.
 
         The lock is taken only when a turn is waiting (a kick for a turn already answered costs
-        one query) and nobody holds it; after letting it go the drain looks again."""
+        one query) and nobody holds it. After letting it go the drain looks again when another
+        drain sought the lock meanwhile (it left its turn to this one) or that is not known; a
+        turn this process stored meanwhile makes the scheduler run the drain again."""
         answered = 0
         while True:
             async with self.deps.work, self.deps.reads() as session:
@@ -64,6 +66,8 @@ class Answerer:
                 if check.undelivered:
                     await self._settle_earlier_replies(key)
                 answered += await self._drain_held(key, held)
+            if not held.sought.meanwhile:
+                return answered  # nothing was pending at its last read under the lock
 
     async def _settle_earlier_replies(self, key: str) -> None:
         """The conversation's earlier replies still to be delivered go first; while one

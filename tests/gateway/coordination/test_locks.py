@@ -192,3 +192,28 @@ async def test_the_lock_and_its_fence_are_taken_in_one_round_trip(redis: Redis) 
     assert client.calls == 3  # the release
     assert await redis.get(f"relaydesk:lock:{key}") is None
     await redis.delete(f"relaydesk:fence:{key}")
+
+
+async def test_the_holder_learns_at_its_release_whether_the_lock_was_sought(redis: Redis) -> None:
+    first, second = RedisLocks(redis, ttl_ms=5_000), RedisLocks(redis, ttl_ms=5_000)
+    key = f"conv-{uuid.uuid4().hex}"
+    try:
+        async with first.try_hold(key) as quiet:
+            assert quiet is not None
+        assert not quiet.sought.meanwhile  # nobody looked for it
+        async with first.try_hold(key) as sought:
+            assert sought is not None
+            async with second.try_hold(key) as refused:
+                assert refused is None  # another drain finds it held and leaves its turn
+        assert sought.sought.meanwhile
+        async with second.try_hold(key) as next_one:
+            assert next_one is not None
+        assert not next_one.sought.meanwhile  # the earlier holder's release took the note
+    finally:
+        await redis.delete(f"relaydesk:fence:{key}", f"relaydesk:sought:{key}")
+
+
+async def test_an_in_process_lock_never_says_it_was_not_sought() -> None:
+    async with InProcessLocks().try_hold("conv-1") as held:
+        assert held is not None
+    assert held.sought.meanwhile  # unknown: the drain looks again, as it always did
