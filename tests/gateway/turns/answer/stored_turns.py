@@ -4,8 +4,10 @@ episode, conversation, message with its sender, turn), and the steps' shared dep
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 
+from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from channels.base import Channel
@@ -145,3 +147,21 @@ async def prepared_reply_turn(
     preparation = Preparation(deps, recall_cache=RecallCache(), model_facts=facts)
     prepared = await preparation.prepare(pending)
     return ReplyTurn(pending, prepared.tenant.model_copy(update=tenant), prepared.assembled)
+
+
+@contextmanager
+def statements_run(sessions: async_sessionmaker[AsyncSession], *words: str) -> Iterator[list[str]]:
+    """The statements the sessions' engine runs inside the block that hold every one of
+    `words`, filled as they run."""
+    seen: list[str] = []
+
+    def count(conn: object, cursor: object, statement: str, *args: object) -> None:
+        if all(word in statement for word in words):
+            seen.append(statement)
+
+    engine = sessions.kw["bind"].sync_engine
+    event.listen(engine, "before_cursor_execute", count)
+    try:
+        yield seen
+    finally:
+        event.remove(engine, "before_cursor_execute", count)

@@ -4,7 +4,7 @@ lock is let go."""
 
 from __future__ import annotations
 
-from sqlalchemy import event, select
+from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from gateway.coordination.locks import InProcessLocks
@@ -19,6 +19,7 @@ from tests.gateway.turns.answer.models import ScriptedModel, pool_of
 from tests.gateway.turns.answer.stored_turns import (
     answer_deps,
     read_pending,
+    statements_run,
     store_next_message,
     store_pending_turn,
 )
@@ -91,18 +92,8 @@ async def test_one_waiting_turn_is_read_once_under_the_lock(
     # lock, only its check after letting the lock go.
     key = await store_pending_turn(sessions, "Oi")
     answer = _answerer(sessions, ScriptedModel("Olá!"), InProcessLocks())
-    reads: list[str] = []
-
-    def count(conn: object, cursor: object, statement: str, *args: object) -> None:
-        if "JOIN messages" in statement and "turns.status" in statement:
-            reads.append(statement)
-
-    engine = sessions.kw["bind"].sync_engine
-    event.listen(engine, "before_cursor_execute", count)
-    try:
+    with statements_run(sessions, "JOIN messages", "turns.status") as reads:
         assert await answer.drain(key) == 1
-    finally:
-        event.remove(engine, "before_cursor_execute", count)
     assert len(reads) == 1
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import uuid
 
 from redis.asyncio import Redis
-from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from gateway.coordination.locks import RedisLocks
@@ -19,6 +18,7 @@ from tests.gateway.turns.answer.models import ScriptedModel, pool_of
 from tests.gateway.turns.answer.stored_turns import (
     answer_deps,
     read_pending,
+    statements_run,
     store_next_message,
     store_pending_turn,
 )
@@ -67,18 +67,10 @@ async def test_a_lock_nobody_sought_is_let_go_without_another_look(
     answer, _ = _answerer(
         sessions, RedisLocks(redis, ttl_ms=5_000), Deliverer(sessions=sessions, adapters={})
     )
-    checks: list[str] = []
-
-    def count(conn: object, cursor: object, statement: str, *args: object) -> None:
-        if "conversation_fences.fence" in statement and "EXISTS" in statement:
-            checks.append(statement)
-
-    engine = sessions.kw["bind"].sync_engine
-    event.listen(engine, "before_cursor_execute", count)
     try:
-        assert await answer.drain(key) == 1
+        with statements_run(sessions, "conversation_fences.fence", "EXISTS") as checks:
+            assert await answer.drain(key) == 1
     finally:
-        event.remove(engine, "before_cursor_execute", count)
         await _forget(redis, key)
     assert len(checks) == 1  # the look before taking the lock only
 
