@@ -3,7 +3,8 @@ forgets the customers' recall entries.
 
 The keys are built from what the erasure read before deleting (`CustomerKeys`): the dedupe
 keys `relaydesk:seen:{channel}:{provider message id}`, the conversation locks and fencing
-counters `relaydesk:lock:{key}` / `relaydesk:fence:{key}`. The forgetting is announced on one
+counters `relaydesk:lock:{key}` / `relaydesk:fence:{key}` and the lock's note of being sought
+`relaydesk:sought:{key}`. The forgetting is announced on one
 pub/sub channel that every gateway process listens to (`Forgetting.listen`); without Redis the
 one process's cache is cleared directly. Pub/sub is at-most-once: a process that misses the
 announcement (reconnecting) still never serves the erased customer, because its recall reads
@@ -36,7 +37,7 @@ def redis_keys(
     """The Redis keys holding these messages' dedupe marks and these conversations' locks."""
     keys = [f"{PREFIX}:seen:{channel}:{provider_id}" for channel, provider_id in provider_messages]
     for conversation in conversation_keys:
-        keys += [f"{PREFIX}:lock:{conversation}", f"{PREFIX}:fence:{conversation}"]
+        keys += [f"{PREFIX}:{kind}:{conversation}" for kind in ("lock", "fence", "sought")]
     return keys
 
 

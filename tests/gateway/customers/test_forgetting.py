@@ -63,11 +63,12 @@ async def test_the_keys_and_queued_jobs_naming_a_customer_go(redis: Redis) -> No
     await redis.delete(stream, "relaydesk:seen:whatsapp:SMx", "relaydesk:lock:c1:whatsapp")
     await redis.set("relaydesk:seen:whatsapp:SMx", "1")
     await redis.set("relaydesk:lock:c1:whatsapp", "owner")
+    await redis.set("relaydesk:sought:c1:whatsapp", "1", px=30_000)
     await redis.set("relaydesk:seen:whatsapp:SMother", "1")
     for customer in ("c1", "c2", "c1"):
         await redis.xadd(stream, {"customer_id": customer, "episode_id": "e", "reason": "closed"})
     keys = redis_keys([("whatsapp", "SMx")], ["c1:whatsapp"])
-    assert await delete_keys(redis, keys) == 2
+    assert await delete_keys(redis, keys) == 3
     assert await redis.exists("relaydesk:seen:whatsapp:SMother") == 1
     assert await delete_stream_entries(redis, stream, {"c1"}, page=1) == 2
     entries: list[Any] = list(await redis.xrange(stream) or [])
