@@ -30,6 +30,10 @@ from gateway.runtime.tasks import cancel_and_wait
 
 log = logging.getLogger("relaydesk.locks")
 
+# A fencing counter kept after its conversation's last turn: far longer than any lock lives,
+# so a writer's token is never reused while it may still write.
+FENCE_TTL_MS = 7 * 24 * 3600 * 1000
+
 
 @dataclass(slots=True)
 class Sought:
@@ -89,7 +93,8 @@ class InProcessLocks:
 # Take the lock, or find it ours already (an acquire retried after its reply was lost, a dropped
 # connection, must not wait for itself); once held, raise the fence counter to the database's
 # floor (after a Redis restart) and take the next token. One round trip: 0 when another holds it
-# (and the holder is told so at its release: KEYS[3]), else the token (at least 1).
+# (and the holder is told so at its release: KEYS[3]), else the token (at least 1). A quiet
+# conversation's counter expires (ARGV[4]): the next drain raises it to the database's floor.
 _TAKE = """
 local taken = 0
 if redis.call('GET', KEYS[1]) == ARGV[1] then
@@ -104,7 +109,9 @@ end
 redis.call('DEL', KEYS[3])
 local current = tonumber(redis.call('GET', KEYS[2]) or '0')
 if current < tonumber(ARGV[3]) then redis.call('SET', KEYS[2], ARGV[3]) end
-return redis.call('INCR', KEYS[2])
+local fence = redis.call('INCR', KEYS[2])
+redis.call('PEXPIRE', KEYS[2], ARGV[4])
+return fence
 """
 # Let go of the lock if still ours: 2 when it was sought meanwhile, 1 when not, 0 when it was no
 # longer ours (expired: unknown).
@@ -171,7 +178,8 @@ class RedisLocks:
     async def _try_take(self, key: str, owner: str, floor: int) -> int:
         """The fencing token if `owner` holds the lock now, else 0."""
         keys = [self._lock_key(key), f"{self._prefix}:fence:{key}", self._sought_key(key)]
-        return int(await self._take(keys=keys, args=[owner, self._ttl_ms, floor]))
+        args: list[str | int] = [owner, self._ttl_ms, floor, FENCE_TTL_MS]
+        return int(await self._take(keys=keys, args=args))
 
     @contextlib.asynccontextmanager
     async def _holding(

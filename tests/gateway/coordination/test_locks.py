@@ -10,7 +10,7 @@ from redis.asyncio import Redis
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from gateway.coordination.locks import InProcessLocks, RedisLocks
+from gateway.coordination.locks import FENCE_TTL_MS, InProcessLocks, RedisLocks
 from gateway.storage.repositories import turns
 
 
@@ -186,6 +186,8 @@ async def test_the_lock_and_its_fence_are_taken_in_one_round_trip(redis: Redis) 
     async with locks.try_hold(key, floor=7) as held:
         assert held is not None and held.fence == 8  # raised to the floor, then the next one
         assert client.calls == 1
+        # A quiet conversation's counter does not stay in Redis for good.
+        assert 0 < await redis.pttl(f"relaydesk:fence:{key}") <= FENCE_TTL_MS
         async with locks.try_hold(key) as refused:
             assert refused is None
         assert client.calls == 2
