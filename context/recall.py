@@ -231,24 +231,28 @@ def pack(
     for episode_id, group in groups.items():
         if not group.entries:
             continue
-        episode = episodes[episode_id]
         chosen = sorted((c for c, _ in group.entries), key=lambda c: c.key)
         text = "\n".join(memo[c][0] for c in chosen)
-        items.append(
-            SummaryItem(
-                id=f"recall:{episode_id}",
-                episode_id=episode_id,
-                channel=episode.channel,
-                modality=episode.modality,
-                started_at=episode.started_at,
-                ended_at=episode.ended_at,
-                text=text,
-                tokens=counter.count(text),
-                confidence=episode.confidence,
-            )
-        )
+        items.append(recall_item(episode_id, episodes[episode_id], text, counter))
     items.sort(key=lambda item: (item.started_at, item.id))
     return tuple(items)
+
+
+def recall_item(
+    episode_id: str, episode: RecallEpisode, text: str, counter: TokenCounter
+) -> SummaryItem:
+    """One episode's recalled lines (``text``, in order) as the window's item."""
+    return SummaryItem(
+        id=f"recall:{episode_id}",
+        episode_id=episode_id,
+        channel=episode.channel,
+        modality=episode.modality,
+        started_at=episode.started_at,
+        ended_at=episode.ended_at,
+        text=text,
+        tokens=counter.count(text),
+        confidence=episode.confidence,
+    )
 
 
 def recall(

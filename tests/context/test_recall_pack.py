@@ -18,6 +18,7 @@ from context.recall import (
     line_of,
     pack,
     rank_candidates,
+    recall_item,
 )
 from context.recall import _tag_cost as tag_cost
 from context.recall_index import build_index
@@ -85,21 +86,8 @@ def reference_pack(
         taken += 1
     items = []
     for episode_id, entries in groups.items():
-        episode = episodes[episode_id]
         text = "\n".join(line_of(c) for c in sorted((c for c, _ in entries), key=lambda c: c.key))
-        items.append(
-            SummaryItem(
-                id=f"recall:{episode_id}",
-                episode_id=episode_id,
-                channel=episode.channel,
-                modality=episode.modality,
-                started_at=episode.started_at,
-                ended_at=episode.ended_at,
-                text=text,
-                tokens=counter.count(text),
-                confidence=episode.confidence,
-            )
-        )
+        items.append(recall_item(episode_id, episodes[episode_id], text, counter))
     items.sort(key=lambda item: (item.started_at, item.id))
     return tuple(items)
 
