@@ -204,10 +204,19 @@ class InboxProcessor:
         async with self._sessions.begin() as session:
             if item.attempts >= MAX_ATTEMPTS:
                 await inbox.bury(session, item.id, error=error, now=utcnow())
-                log.error("inbox row kept aside after repeated failures", extra={"fields": fields})
+                log.error(
+                    "inbox row kept aside after repeated failures (%s)",
+                    type(exc).__name__,
+                    extra={"fields": fields},
+                )
             else:
                 await inbox.release(session, [item.id], error=error)
-                log.warning("inbox row failed, retried later", extra={"fields": fields})
+                # The error's class in the text too: a test run prints messages, not fields.
+                log.warning(
+                    "inbox row failed (%s), retried later",
+                    type(exc).__name__,
+                    extra={"fields": fields},
+                )
 
     async def idle(self) -> None:
         """Wait until no background processing runs (tests and shutdown use this)."""

@@ -78,7 +78,8 @@ class LotStorage:
         except Exception as exc:
             if not is_storage_down(exc):
                 log.info(
-                    "a lot of messages is stored one by one",
+                    "a lot of messages is stored one by one (%s)",
+                    type(exc).__name__,
                     extra={"fields": {"messages": len(lot), "error": type(exc).__name__}},
                 )
                 return False

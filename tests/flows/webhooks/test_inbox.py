@@ -7,6 +7,7 @@ sender's later ones."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -198,8 +199,9 @@ async def test_two_processes_keep_each_senders_order(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("backend", BACKENDS)
 async def test_a_row_that_keeps_failing_is_kept_aside_and_frees_its_sender(
-    backend: str, tmp_path: Path
+    backend: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
+    caplog.set_level(logging.WARNING, logger="relaydesk.inbox")
     async with running_stack(backend, tmp_path, **SETTINGS) as stack:
         sender = _sender()
         async with stack.sessions().begin() as session:
@@ -230,6 +232,10 @@ async def test_a_row_that_keeps_failing_is_kept_aside_and_frees_its_sender(
         assert broken.attempts == MAX_ATTEMPTS
         assert broken.last_error is not None and "ValidationError" in broken.last_error
         assert stored == good  # after the broken row was put aside, not before nor never
+        # The error's class is in the text a test run prints, not only in the fields.
+        failed = [r.getMessage() for r in caplog.records if r.name == "relaydesk.inbox"]
+        assert failed.count("inbox row failed (ValidationError), retried later") == MAX_ATTEMPTS - 1
+        assert failed[-1] == "inbox row kept aside after repeated failures (ValidationError)"
 
 
 async def test_a_failed_commit_fails_every_waiting_webhook(tmp_path: Path) -> None:
