@@ -82,13 +82,16 @@ class TokenCounter(Protocol):
     def truncate(self, text: str, head_tokens: int, tail_tokens: int) -> tuple[str, str, int]: ...
 
 
-# What the counts memo keeps: texts of up to `MEMO_MAX_TEXT_CHARS` characters (a longer one is
-# mostly seen once: a window's assembled system text is new every turn), `MEMO_MAX_CHARS`
-# characters of them in all (the messages, facts and summaries of a few hundred conversations'
-# windows, ~3 MB), least recently used first out. A larger memo only fills more slowly: a
-# process's memory would keep growing for tens of minutes under steady load.
+# What the counts memo keeps: the counts of texts of up to `MEMO_MAX_TEXT_CHARS` characters (a
+# longer one is mostly seen once: a window's assembled system text is new every turn), of the
+# `MEMO_MAX_TEXTS` texts counted last (the messages, facts and summaries of a few hundred
+# conversations' windows). A text is remembered by its hash, not kept: keeping the texts (and
+# the UTF-8 copy the tokenizer leaves inside each) made the memo several megabytes that filled
+# for tens of minutes under steady load; a hash and a count are ~100 bytes. Python's string
+# hash is 64 bits and keyed per process: two texts of one memo sharing one is not expected in
+# the lifetime of a deployment, and would only misjudge one text's share of a budget.
 MEMO_MAX_TEXT_CHARS: Final = 4_096
-MEMO_MAX_CHARS: Final = 1_000_000
+MEMO_MAX_TEXTS: Final = 8_192
 
 
 class TiktokenCounter:
@@ -98,13 +101,12 @@ class TiktokenCounter:
     facts and summaries, and the model call's usage counts them again; a text's count never
     changes, so a remembered one is never stale."""
 
-    __slots__ = ("_encoding", "_memo", "_memo_chars", "_memo_limit", "_lock")
+    __slots__ = ("_encoding", "_memo", "_memo_limit", "_lock")
 
-    def __init__(self, encoding: tiktoken.Encoding, *, memo_chars: int = MEMO_MAX_CHARS) -> None:
+    def __init__(self, encoding: tiktoken.Encoding, *, memo_texts: int = MEMO_MAX_TEXTS) -> None:
         self._encoding = encoding
-        self._memo_limit = memo_chars
-        self._memo: OrderedDict[str, int] = OrderedDict()
-        self._memo_chars = 0
+        self._memo_limit = memo_texts
+        self._memo: OrderedDict[int, int] = OrderedDict()
         self._lock = threading.Lock()
 
     @property
@@ -127,19 +129,17 @@ class TiktokenCounter:
     def count(self, text: str) -> int:
         if len(text) > MEMO_MAX_TEXT_CHARS:
             return self._encode_count(text)
+        key = hash(text)
         with self._lock:
-            known = self._memo.get(text)
+            known = self._memo.get(key)
             if known is not None:
-                self._memo.move_to_end(text)
+                self._memo.move_to_end(key)
                 return known
         tokens = self._encode_count(text)
         with self._lock:
-            if text not in self._memo and len(text) <= self._memo_limit:
-                self._memo[text] = tokens
-                self._memo_chars += len(text)
-                while self._memo_chars > self._memo_limit:
-                    oldest, _ = self._memo.popitem(last=False)
-                    self._memo_chars -= len(oldest)
+            self._memo[key] = tokens
+            if len(self._memo) > self._memo_limit:
+                self._memo.popitem(last=False)
         return tokens
 
     def _encode_count(self, text: str) -> int:

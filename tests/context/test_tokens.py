@@ -1,9 +1,11 @@
 from __future__ import annotations
 
+import gc
 import hashlib
 import importlib
 import os
 import shutil
+import weakref
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,7 +15,13 @@ import tiktoken.load
 
 from context import tokens
 from context.errors import EncodingUnavailable
-from context.tokens import MESSAGE_OVERHEAD, REPLY_PRIMER, TiktokenCounter, load_encoding
+from context.tokens import (
+    MEMO_MAX_TEXTS,
+    MESSAGE_OVERHEAD,
+    REPLY_PRIMER,
+    TiktokenCounter,
+    load_encoding,
+)
 
 CL100K_URL = "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken"
 
@@ -172,18 +180,36 @@ def test_truncate_short_text_is_unchanged(counter: TiktokenCounter) -> None:
 
 def test_remembered_counts_equal_fresh_ones_and_the_memo_stays_within_its_budget() -> None:
     encoding = load_encoding()
-    counter = TiktokenCounter(encoding, memo_chars=100)
+    counter = TiktokenCounter(encoding, memo_texts=4)
     texts = [f"message number {i} with a few more words" for i in range(10)]
     first = [counter.count(text) for text in texts]
     assert first == [len(encoding.encode_ordinary(text)) for text in texts]
-    # Only the most recent texts that fit in 100 characters are kept; counts stay exact.
-    assert 0 < counter.memo_size < len(texts)
+    # Only the 4 texts counted last are remembered; counts stay exact.
+    assert counter.memo_size == 4
     assert [counter.count(text) for text in texts] == first
-    kept = counter.memo_size
-    long_text = "word " * 100  # longer than the whole budget: counted, never kept
+    assert counter.memo_size == 4
+    long_text = "word " * 1_000  # longer than a remembered text may be: counted, never kept
     assert counter.count(long_text) == len(encoding.encode_ordinary(long_text))
-    assert counter.memo_size == kept
+    assert counter.memo_size == 4
     assert counter.count("<|endoftext|>") == len(encoding.encode_ordinary("<|endoftext|>"))
+
+
+def test_the_memo_keeps_no_text_alive() -> None:
+    """A text is remembered by its hash: once nothing else holds it, it is freed (with the
+    UTF-8 copy the tokenizer leaves inside a non-ASCII string)."""
+    counter = TiktokenCounter(load_encoding())
+
+    class Text(str):
+        """A str that can be weakly referenced, to see whether it is freed."""
+
+    text = Text("ação número 1 do cliente, com acentos")
+    alive = weakref.ref(text)
+    first = counter.count(text)
+    del text
+    gc.collect()
+    assert alive() is None
+    assert counter.memo_size == 1
+    assert counter.count("ação número 1 do cliente, com acentos") == first
 
 
 def test_a_text_seen_once_per_turn_is_counted_but_not_remembered() -> None:
@@ -197,12 +223,10 @@ def test_a_text_seen_once_per_turn_is_counted_but_not_remembered() -> None:
     assert counter.memo_size == 0
 
 
-def test_the_default_memo_stays_within_a_few_megabytes_of_text() -> None:
-    """Under steady load the memo fills, then stays: its default budget is reached within
-    minutes, not tens of them."""
+def test_the_default_memo_stays_within_its_count_of_texts() -> None:
+    """Under steady load the memo fills, then stays: at most `MEMO_MAX_TEXTS` counts (~1 MB),
+    reached within minutes."""
     counter = TiktokenCounter(load_encoding())
-    texts = [f"{i:06d} " + "a customer's message of ordinary length " * 25 for i in range(2_500)]
-    for text in texts:
-        counter.count(text)
-    kept_chars = sum(len(text) for text in texts[len(texts) - counter.memo_size :])
-    assert kept_chars <= 1_000_000 < sum(len(text) for text in texts)
+    for i in range(MEMO_MAX_TEXTS + 500):
+        counter.count(f"{i:06d} a customer's message of ordinary length")
+    assert counter.memo_size == MEMO_MAX_TEXTS
