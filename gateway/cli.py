@@ -21,6 +21,9 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
     from gateway.app import create_app
     from gateway.http.deadlines import keepalive_timeout_s
     from gateway.http.health import warn_if_metrics_open
+    from gateway.runtime.heap import fix_allocator_thresholds
+
+    fix_allocator_thresholds()  # before the children fork: they inherit it
 
     host = args.host or settings.host
     port = args.port or settings.port
@@ -411,7 +414,9 @@ def _telegram_set_webhook(settings: Settings, args: argparse.Namespace) -> int:
 
 def _worker(settings: Settings, args: argparse.Namespace) -> int:
     from gateway.memory.cli import run_worker
+    from gateway.runtime.heap import fix_allocator_thresholds
 
+    fix_allocator_thresholds()
     if args.nice:
         # Compaction is background work: on a machine shared with gateways, the kernel should
         # favour the processes answering customers.
