@@ -3,7 +3,8 @@
 It starts the gateway in this process on the embedded defaults (an SQLite file, in-process
 queue, offline model), then: a web chat visit with a signed identity token, a signed Twilio
 WhatsApp webhook from the same person, and finally prints the unified profile and the window
-Relaydesk would send the model, with its budget report.
+Relaydesk would send the model, with its budget report (the window's cost beside the whole
+history's, both numbers), and where to look next: the widget, the console and its first account.
 """
 
 from __future__ import annotations
@@ -142,9 +143,10 @@ async def _story(
         headers=auth,
     )
     call.raise_for_status()
+    stored = call.json()
     say(
-        f"   transcript stored: {call.json()['messages']} turns, link "
-        f"{call.json()['link_level']}, customer confidence {call.json()['customer_confidence']}"
+        f"   transcript stored: {stored['messages']} turns, link {stored['link_level']}, "
+        f"customer confidence {stored['customer_confidence']:.2f}"
     )
     # The web chat visit is over: its episode gets its final summary in the background.
     async with app[SESSIONS]() as session:
@@ -188,15 +190,52 @@ async def _story(
     )
     for item in report["slices"]:
         say(f"   {item['name']:<16} budget {item['budget']:>5}  used {item['used']:>5}")
-    say(
-        f"   estimated {report['estimated_tokens']} tokens; full history "
-        f"{report['full_history_tokens']}; prefix sha256 {report['prefix_sha256'][:16]}…"
-    )
+    for line in window_against_history(report):
+        say(f"   {line}")
     say(
         "   report as JSON: "
-        + json.dumps({k: report[k] for k in ("estimated_tokens", "savings", "dropped")})
+        + json.dumps(
+            {
+                "estimated_tokens": report["estimated_tokens"],
+                "full_history_tokens": report["full_history_tokens"],
+                "savings": round(report["savings"], 2),
+                "dropped": report["dropped"],
+                "prefix_sha256": report["prefix_sha256"][:16] + "…",
+            },
+            ensure_ascii=False,
+        )
     )
+    for line in NEXT_STEPS:
+        say(line)
     return DemoResult(profile=profile, context=context)
+
+
+NEXT_STEPS = (
+    "7. Where to look next (the demo's own server has stopped):",
+    "   make run                               the gateway on http://127.0.0.1:8080",
+    "   http://127.0.0.1:8080/chat             the web chat widget: write as a customer",
+    "   relaydesk operator add NAME --admin    the first operator account (asks for a password)",
+    "   http://127.0.0.1:8080/console          the operator console: sign in with that account",
+    "   docs/index.md                          the guides: connecting WhatsApp, Telegram, calls",
+)
+
+
+def window_against_history(report: dict[str, Any]) -> tuple[str, ...]:
+    """The window's cost beside the whole history's, both with the same instruction and
+    state, said plainly: on a short history the window (which adds the facts and the tagged
+    summaries) can cost more than sending everything, and then nothing is saved."""
+    window = int(report["estimated_tokens"])
+    history = int(report["full_history_tokens"])
+    budget = int(report["input_budget"])
+    both = f"window {window} tokens, whole history {history} tokens (same instruction and state)"
+    if window < history:
+        return (both, f"saved: {1 - window / history:.0%} of the whole history's tokens")
+    return (
+        both,
+        "nothing saved: a history this short fits whole, and the window adds the facts and",
+        "the tagged summaries of other episodes. The window never grows past its input budget",
+        f"({budget} tokens), while the whole history grows with every message.",
+    )
 
 
 def _segment(speaker: str, text: str, confidence: float, start: float) -> dict[str, Any]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
-from devtools.demo import PHONE, run_demo
+from devtools.demo import PHONE, run_demo, window_against_history
 
 
 async def test_demo_tells_the_multichannel_story(tmp_path: Path) -> None:
@@ -34,5 +34,38 @@ async def test_demo_tells_the_multichannel_story(tmp_path: Path) -> None:
         "4. One customer",
         "5. The window",
         "6. Budget",
+        "7. Where to look next",
     ):
         assert section in text
+
+
+async def test_demo_prints_rounded_figures_both_costs_and_where_to_go_next(tmp_path: Path) -> None:
+    out = io.StringIO()
+    result = await run_demo(tmp_path, out)
+    text = out.getvalue()
+    report = result.context["report"]
+    assert "customer confidence 0.83\n" in text
+    assert "0.8300000000000002" not in text
+    # Both costs, whichever is larger: never a bare "savings 0.0".
+    assert (
+        f"window {report['estimated_tokens']} tokens, "
+        f"whole history {report['full_history_tokens']} tokens"
+    ) in text
+    for pointer in ("/chat", "/console", "relaydesk operator add NAME --admin", "docs/index.md"):
+        assert pointer in text
+
+
+def test_a_window_cheaper_than_the_history_reports_the_share_saved() -> None:
+    report = {"estimated_tokens": 1_000, "full_history_tokens": 4_000, "input_budget": 7_200}
+    assert window_against_history(report) == (
+        "window 1000 tokens, whole history 4000 tokens (same instruction and state)",
+        "saved: 75% of the whole history's tokens",
+    )
+
+
+def test_a_window_dearer_than_a_short_history_says_nothing_was_saved() -> None:
+    report = {"estimated_tokens": 276, "full_history_tokens": 217, "input_budget": 7_200}
+    lines = window_against_history(report)
+    assert lines[0] == "window 276 tokens, whole history 217 tokens (same instruction and state)"
+    assert lines[1].startswith("nothing saved: a history this short fits whole")
+    assert "(7200 tokens)" in lines[3]
