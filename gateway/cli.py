@@ -14,6 +14,7 @@ from typing import Any, Protocol, TypeVar
 from aiohttp import web
 
 from gateway.config import ConfigError, Settings, load_settings
+from gateway.runtime.heartbeat import STALE_AFTER_S
 from gateway.runtime.logs import configure_logging
 
 
@@ -432,8 +433,22 @@ def _background(settings: Settings, args: argparse.Namespace) -> int:
     if why is not None:
         print(f"relaydesk: {why}", file=sys.stderr)
         return 2
-    run_background(settings, args.nice)
+    from gateway.runtime.heartbeat import heartbeat_path
+
+    run_background(
+        settings, args.nice, heartbeat=heartbeat_path(settings.heartbeat_dir, "background")
+    )
     return 0
+
+
+def _health(settings: Settings, args: argparse.Namespace) -> int:
+    from gateway.runtime.heartbeat import heartbeat_path, read_pulse
+
+    pulse = read_pulse(
+        heartbeat_path(settings.heartbeat_dir, args.role), stale_after_s=args.max_age
+    )
+    print(f"relaydesk {args.role}: {'healthy' if pulse.fresh else 'unhealthy'}, {pulse.detail}")
+    return 0 if pulse.fresh else 1
 
 
 def _rebuild(settings: Settings, args: argparse.Namespace) -> int:
@@ -577,6 +592,20 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_nice(background)
     background.set_defaults(run=_background)
+
+    health = commands.add_parser(
+        "health",
+        help="exit 0 when a background or worker process's heartbeat is fresh, 1 when stale "
+        "(its container's health check)",
+    )
+    health.add_argument("role", choices=("background", "worker"))
+    health.add_argument(
+        "--max-age",
+        type=_seconds,
+        default=STALE_AFTER_S,
+        help=f"seconds after which the heartbeat is stale (default {STALE_AFTER_S:.0f})",
+    )
+    health.set_defaults(run=_health)
 
     compaction = commands.add_parser("compaction", help="memory maintenance")
     compaction_commands = compaction.add_subparsers(dest="compaction_command", required=True)

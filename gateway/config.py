@@ -115,6 +115,9 @@ class Settings(BaseSettings):
     # How long a process may hold acknowledged webhooks it is storing before another process
     # takes them over (it died): a stopped process's messages wait this long at most.
     inbox_lease_s: float = Field(30.0, alias="RELAYDESK_INBOX_LEASE_S", ge=1.0)
+    # Where `relaydesk background` and `relaydesk worker` keep their heartbeat files, read by
+    # `relaydesk health background|worker` (gateway/runtime/heartbeat.py).
+    heartbeat_dir: Path = Field(Path("/tmp/relaydesk"), alias="RELAYDESK_HEARTBEAT_DIR")
 
     twilio_account_sid: str | None = Field(None, alias="TWILIO_ACCOUNT_SID")
     twilio_auth_token: SecretStr | None = Field(None, alias="TWILIO_AUTH_TOKEN")

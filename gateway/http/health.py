@@ -5,9 +5,10 @@ every message (dedupe falls back to the database, jobs are kept, turns wait for 
 it answers 200 with `"status": "degraded"`: a health check that restarted every gateway during
 a Redis outage would only turn a slowdown into an outage.
 
-`/healthz` also names the process that answered by a random `instance` id made when it
-started (never its pid, which says something about the host), to tell gateway processes apart
-behind one port or load balancer.
+`/healthz` also names the process that answered by its `instance`: the machine's hostname (a
+container's or a pod's own) and a random id made when the process started (never its pid,
+which is 1 in every container), to tell gateway processes apart behind one port or load
+balancer.
 
 `/metrics` reads the inbox at each scrape (one aggregate statement): messages acknowledged but
 not stored yet, how long the oldest has waited, and rows set aside for an operator. With
@@ -22,6 +23,7 @@ import ipaddress
 import logging
 import os
 import secrets
+import socket
 from datetime import UTC, timedelta
 
 from aiohttp import web
@@ -41,7 +43,7 @@ CHECK_TIMEOUT_S = 3.0
 
 
 def _new_instance_id() -> str:
-    return secrets.token_hex(4)
+    return f"{socket.gethostname()}-{secrets.token_hex(4)}"
 
 
 # This process's name in `/healthz`; a forked child makes its own.
@@ -57,7 +59,7 @@ os.register_at_fork(after_in_child=_renew_instance_id)
 
 
 def instance_id() -> str:
-    """The random id (8 hex digits) this process answers `/healthz` with."""
+    """The id this process answers `/healthz` with: "<hostname>-<8 random hex digits>"."""
     return _instance_id
 
 

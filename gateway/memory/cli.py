@@ -18,6 +18,7 @@ from gateway.memory.llm_compactor import CompactorFactory, llm_compactor_factory
 from gateway.memory.queue import CompactionQueue, InProcessQueue
 from gateway.memory.rebuild import rebuild_customer
 from gateway.memory.worker import MemoryWorker
+from gateway.runtime.heartbeat import beating, heartbeat_path
 from gateway.storage.engine import engine_for, make_sessionmaker
 
 
@@ -67,7 +68,8 @@ async def run_worker(settings: Settings, count: int) -> int:
         async with _worker(settings, compaction_queue(redis, settings)) as (worker, _):
             worker.start(count)
             print(f"relaydesk worker: {count} compaction consumer(s) running", flush=True)
-            await stop.wait()
+            async with beating(heartbeat_path(settings.heartbeat_dir, "worker")):
+                await stop.wait()
             await worker.close()
     finally:
         await redis.aclose()

@@ -11,6 +11,7 @@ import os
 import signal
 import threading
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gateway.config import Settings
@@ -73,10 +74,11 @@ def run_background_child(settings: Settings) -> None:
     run_background(settings, BACKGROUND_NICE)
 
 
-def run_background(settings: Settings, nice: int) -> None:
+def run_background(settings: Settings, nice: int, *, heartbeat: Path | None = None) -> None:
     """The app's background work in this process (storing the inbox, answering turns,
     retrying deliveries, compacting when enabled), listening on no port, until SIGTERM or
-    SIGINT; ``nice`` lowers its CPU priority first."""
+    SIGINT; ``nice`` lowers its CPU priority first. With ``heartbeat``, the loop keeps that
+    file fresh once the work has started (`gateway.runtime.heartbeat`)."""
     from gateway.app import create_app
 
     if nice:
@@ -85,13 +87,15 @@ def run_background(settings: Settings, nice: int) -> None:
     loop = new_event_loop()
     try:
         app = create_app(settings.model_copy(update={"run_background": True}))
-        loop.run_until_complete(_run_background(app))
+        loop.run_until_complete(_run_background(app, heartbeat))
     finally:
         loop.close()
 
 
-async def _run_background(app: web.Application) -> None:
+async def _run_background(app: web.Application, heartbeat: Path | None) -> None:
     from aiohttp import web
+
+    from gateway.runtime.heartbeat import beating
 
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -101,7 +105,11 @@ async def _run_background(app: web.Application) -> None:
     await runner.setup()  # enters the app's cleanup contexts: its background work starts
     freeze_startup_objects()
     try:
-        await stop.wait()
+        if heartbeat is None:
+            await stop.wait()
+        else:
+            async with beating(heartbeat):
+                await stop.wait()
     finally:
         await runner.cleanup()
 

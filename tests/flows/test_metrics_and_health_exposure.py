@@ -1,11 +1,13 @@
 """What `/metrics` and `/healthz` tell a stranger: `/metrics` only to the bearer of
-`RELAYDESK_METRICS_TOKEN` when one is set; `/healthz` a random instance id, never the pid."""
+`RELAYDESK_METRICS_TOKEN` when one is set; `/healthz` the hostname and a random instance id,
+never the pid."""
 
 from __future__ import annotations
 
 import logging
 import os
 import re
+import socket
 from pathlib import Path
 
 import pytest
@@ -16,7 +18,7 @@ from gateway.http.health import warn_if_metrics_open
 from tests.support.app_settings import make_settings
 
 METRICS_TOKEN = "metrics-token-for-tests-0123456789"
-INSTANCE = re.compile(r"^[0-9a-f]{8}$")
+INSTANCE = re.compile(rf"^{re.escape(socket.gethostname())}-[0-9a-f]{{8}}$")
 
 
 async def test_metrics_answer_only_the_bearer_of_the_token(
