@@ -1,5 +1,6 @@
 """Who calls the operator JSON API: the Bearer API key, or an operator's login cookie with
-the login's CSRF token in `X-CSRF-Token` on every state-changing call."""
+the login's CSRF token in `X-CSRF-Token` on every state-changing call. The API key acts as an
+admin; a login acts with its account's role (`admin_actor` refuses an agent)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,10 @@ from aiohttp import web
 
 from gateway.http.auth import require_api_key
 from gateway.http.errors import Forbidden, Unauthorized
-from gateway.operators.logins import csrf_matches, current_login
+from gateway.operators.logins import OperatorLogin, csrf_matches, current_login
 
 CSRF_HEADER = "X-CSRF-Token"
+API_KEY_ACTOR = "api-key"
 _SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
 
 
@@ -20,6 +22,32 @@ async def operator_actor(request: web.Request) -> str | None:
     if request.headers.get("Authorization"):
         require_api_key(request)
         return None
+    return (await _checked_login(request)).username
+
+
+async def admin_actor(request: web.Request) -> str:
+    """`operator_actor` for what only an admin may do (erase customers, change settings,
+    manage accounts): the API key acts as an admin (returns `API_KEY_ACTOR`, the name its
+    actions are audited under); a login must be an admin's (returns its username), an
+    agent's is refused with `Forbidden` (code `admin_only`)."""
+    if request.headers.get("Authorization"):
+        require_api_key(request)
+        return API_KEY_ACTOR
+    login = await _checked_login(request)
+    require_admin(login)
+    return login.username
+
+
+def require_admin(login: OperatorLogin) -> None:
+    """Raise `Forbidden` (code `admin_only`) unless the login is an admin's."""
+    if not login.is_admin:
+        raise Forbidden(
+            f"operator {login.username!r} is an agent: only an admin may do this",
+            code="admin_only",
+        )
+
+
+async def _checked_login(request: web.Request) -> OperatorLogin:
     login = await current_login(request)
     if login is None:
         raise Unauthorized("a valid Bearer API key or a console login is required")
@@ -27,4 +55,4 @@ async def operator_actor(request: web.Request) -> str | None:
         login, request.headers.get(CSRF_HEADER)
     ):
         raise Forbidden("the X-CSRF-Token header is missing or wrong", code="csrf_failed")
-    return login.username
+    return login

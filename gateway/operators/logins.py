@@ -30,6 +30,7 @@ from gateway.operators.attempts_redis import RedisLedger
 from gateway.operators.passwords import DUMMY_HASH, verify_password
 from gateway.runtime.clock import utcnow
 from gateway.storage.repositories import audit, login_failures, operators
+from gateway.storage.repositories.operators import OperatorRole
 
 COOKIE = "relaydesk_console"
 SESSION_TTL = timedelta(hours=8)
@@ -43,6 +44,11 @@ class OperatorLogin:
     username: str
     csrf_token: str
     expires_at: datetime
+    role: OperatorRole
+
+    @property
+    def is_admin(self) -> bool:
+        return self.role is OperatorRole.ADMIN
 
 
 def _token_hash(token: str) -> str:
@@ -70,7 +76,7 @@ async def log_in(session: AsyncSession, username: str, password: str) -> tuple[s
     )
     # Expired logins of anyone are dropped whenever someone logs in.
     await operators.drop_expired_logins(session, now)
-    return token, OperatorLogin(account.id, account.username, csrf_token, expires_at)
+    return token, OperatorLogin(account.id, account.username, csrf_token, expires_at, account.role)
 
 
 def ledger_of(app: web.Application) -> AttemptLedger:
@@ -129,9 +135,12 @@ async def _audit_failure(session: AsyncSession, account: str, client: str) -> No
 
 async def find_login(session: AsyncSession, token: str) -> OperatorLogin | None:
     stored = await operators.find_login(session, _token_hash(token))
+    # Read on every request: a disabled account's open logins stop at its next one.
     if stored is None or stored.expires_at <= utcnow() or stored.disabled:
         return None
-    return OperatorLogin(stored.operator_id, stored.username, stored.csrf_token, stored.expires_at)
+    return OperatorLogin(
+        stored.operator_id, stored.username, stored.csrf_token, stored.expires_at, stored.role
+    )
 
 
 async def log_out(session: AsyncSession, token: str) -> None:

@@ -491,7 +491,10 @@ class Operator(Base):
     id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
     username: Mapped[str] = mapped_column(String(200), unique=True)
     password_hash: Mapped[str] = mapped_column(String(400))
-    disabled: Mapped[bool] = mapped_column(Boolean, default=False)
+    # "admin" or "agent" (`repositories.operators.OperatorRole`).
+    role: Mapped[str] = mapped_column(String(16), default="agent", server_default="agent")
+    # Null while the account may log in.
+    disabled_at: Mapped[datetime | None]
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 

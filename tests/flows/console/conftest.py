@@ -1,5 +1,5 @@
 """Console fixtures: a real gateway on SQLite with the operator account of
-`tests.support.console`."""
+`tests.support.console` (an admin: the console tests erase customers)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from gateway.operators.accounts import create_operator
+from gateway.storage.repositories.operators import OperatorRole
 from tests.support.console import PASSWORD, USERNAME
 from tests.support.stack import Stack, running_stack
 
@@ -17,5 +18,5 @@ from tests.support.stack import Stack, running_stack
 async def stack(tmp_path: Path) -> AsyncIterator[Stack]:
     async with running_stack("embedded", tmp_path) as running:
         async with running.sessions().begin() as session:
-            await create_operator(session, USERNAME, PASSWORD)
+            await create_operator(session, USERNAME, PASSWORD, role=OperatorRole.ADMIN)
         yield running

@@ -15,13 +15,19 @@ from gateway.http.middleware import error_middleware
 from gateway.keys import SESSIONS, SETTINGS
 from gateway.operators import logins
 from gateway.operators.accounts import create_operator
-from gateway.operators.actor import CSRF_HEADER, operator_actor
+from gateway.operators.actor import API_KEY_ACTOR, CSRF_HEADER, admin_actor, operator_actor
 from gateway.operators.reasons import check_reason
+from gateway.storage.repositories.operators import OperatorRole
 from tests.support.app_settings import API_KEY, make_settings
 
 
 async def _who(request: web.Request) -> web.Response:
     return web.json_response({"actor": await operator_actor(request)})
+
+
+async def _admin_only(request: web.Request) -> web.Response:
+    # What a settings change does first: only an admin (or the API key) gets past.
+    return web.json_response({"actor": await admin_actor(request)})
 
 
 async def _audited(request: web.Request) -> web.Response:
@@ -38,13 +44,16 @@ async def _client(
     app.router.add_get("/who", _who)
     app.router.add_post("/who", _who)
     app.router.add_post("/audited", _audited)
+    app.router.add_put("/settings", _admin_only)
     return await aiohttp_client(app)
 
 
-async def _login(sessions: async_sessionmaker[AsyncSession]) -> tuple[str, logins.OperatorLogin]:
+async def _login(
+    sessions: async_sessionmaker[AsyncSession], role: OperatorRole = OperatorRole.AGENT
+) -> tuple[str, logins.OperatorLogin]:
     username = f"ops-{uuid.uuid4().hex[:12]}"
     async with sessions.begin() as session:
-        await create_operator(session, username, "correct horse battery")
+        await create_operator(session, username, "correct horse battery", role=role)
         return await logins.log_in(session, username, "correct horse battery")
 
 
@@ -92,3 +101,34 @@ async def test_an_operator_refusal_is_mapped_to_its_status_and_code(
     assert await blank.json() == {"error": "reason_required", "detail": "a reason is required"}
     given = await client.post("/audited", data=" asked ", headers=auth)
     assert await given.json() == {"reason": "asked"}
+
+
+async def test_only_an_admin_or_the_api_key_passes_admin_actor(
+    tmp_path: Path, aiohttp_client: AiohttpClient, sessions: async_sessionmaker[AsyncSession]
+) -> None:
+    client = await _client(tmp_path, aiohttp_client, sessions)
+    key = await client.put("/settings", headers={"Authorization": f"Bearer {API_KEY}"})
+    assert key.status == 200 and await key.json() == {"actor": API_KEY_ACTOR}
+    wrong_key = await client.put("/settings", headers={"Authorization": "Bearer nope"})
+    assert wrong_key.status == 401
+
+    token, agent = await _login(sessions)
+    refused = await client.put(
+        "/settings",
+        headers={"Cookie": f"{logins.COOKIE}={token}", CSRF_HEADER: agent.csrf_token},
+    )
+    assert refused.status == 403
+    assert await refused.json() == {
+        "error": "admin_only",
+        "detail": f"operator {agent.username!r} is an agent: only an admin may do this",
+    }
+    # The agent's login still works where an agent may act.
+    who = await client.get("/who", headers={"Cookie": f"{logins.COOKIE}={token}"})
+    assert await who.json() == {"actor": agent.username}
+
+    token, admin = await _login(sessions, OperatorRole.ADMIN)
+    cookie = {"Cookie": f"{logins.COOKIE}={token}"}
+    unsigned = await client.put("/settings", headers=cookie)
+    assert unsigned.status == 403 and (await unsigned.json())["error"] == "csrf_failed"
+    allowed = await client.put("/settings", headers={**cookie, CSRF_HEADER: admin.csrf_token})
+    assert allowed.status == 200 and await allowed.json() == {"actor": admin.username}

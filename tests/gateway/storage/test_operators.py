@@ -5,12 +5,11 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from sqlalchemy import update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from gateway.runtime.clock import utcnow
-from gateway.storage.models import Operator
 from gateway.storage.repositories import operators
+from gateway.storage.repositories.operators import OperatorRole
 
 
 async def test_an_account_is_found_by_username_and_a_second_one_is_refused(
@@ -18,7 +17,9 @@ async def test_an_account_is_found_by_username_and_a_second_one_is_refused(
 ) -> None:
     operator_id = await operators.add_operator(session, "ana.ops", "scrypt$hash")
     found = await operators.operator_by_username(session, "ana.ops")
-    assert found == operators.OperatorAccount(operator_id, "ana.ops", "scrypt$hash", False)
+    assert found is not None
+    assert (found.id, found.password_hash) == (operator_id, "scrypt$hash")
+    assert (found.role, found.disabled_at, found.disabled) == (OperatorRole.AGENT, None, False)
     assert await operators.operator_by_username(session, "ANA.OPS") is None
     with pytest.raises(operators.OperatorExists, match="ana.ops"):
         await operators.add_operator(session, "ana.ops", "scrypt$other")
@@ -41,10 +42,10 @@ async def test_a_login_is_found_by_its_token_hash_until_closed(session: AsyncSes
     )
     found = await operators.find_login(session, "a" * 64)
     assert found == operators.StoredLogin(
-        operator_id, "ana.ops", False, "csrf-1", now + timedelta(hours=8)
+        operator_id, "ana.ops", False, "csrf-1", now + timedelta(hours=8), OperatorRole.AGENT
     )
     assert await operators.find_login(session, "b" * 64) is None
-    await session.execute(update(Operator).where(Operator.id == operator_id).values(disabled=True))
+    await operators.set_disabled_at(session, operator_id, now)
     disabled = await operators.find_login(session, "a" * 64)
     assert disabled is not None and disabled.disabled
     await operators.close_login(session, "a" * 64)
@@ -68,3 +69,40 @@ async def test_dropping_expired_logins_keeps_the_live_ones(session: AsyncSession
     await operators.drop_expired_logins(session, now)
     assert await operators.find_login(session, "e" * 64) is None
     assert await operators.find_login(session, "l" * 64) is not None
+
+
+async def test_accounts_are_listed_disabled_enabled_and_removed_with_their_logins(
+    session: AsyncSession,
+) -> None:
+    admin = await operators.add_operator(session, "zoe.admin", "scrypt$a", OperatorRole.ADMIN)
+    agent = await operators.add_operator(session, "ana.agent", "scrypt$b")
+    # The database is shared with other tests' committed accounts: look at these two only.
+    listed = [a for a in await operators.list_operators(session) if a.id in (admin, agent)]
+    assert [(a.username, a.role) for a in listed] == [
+        ("ana.agent", OperatorRole.AGENT),
+        ("zoe.admin", OperatorRole.ADMIN),
+    ]
+    before = await operators.count_operators(session)
+    assert admin in await operators.lock_active_admins(session)
+    now = utcnow()
+    await operators.set_disabled_at(session, admin, now)
+    assert admin not in await operators.lock_active_admins(session)
+    stored = await operators.operator_by_username(session, "zoe.admin")
+    assert stored is not None and stored.disabled_at == now
+    await operators.set_disabled_at(session, admin, None)
+    assert admin in await operators.lock_active_admins(session)
+    await operators.set_password_hash(session, agent, "scrypt$new")
+    renewed = await operators.operator_by_username(session, "ana.agent")
+    assert renewed is not None and renewed.password_hash == "scrypt$new"
+    await operators.open_login(
+        session,
+        token_sha256="c" * 64,
+        operator_id=agent,
+        csrf_token="csrf",
+        created_at=now,
+        expires_at=now + timedelta(hours=1),
+    )
+    await operators.remove_operator(session, agent)
+    assert await operators.find_login(session, "c" * 64) is None
+    assert await operators.operator_by_username(session, "ana.agent") is None
+    assert await operators.count_operators(session) == before - 1
