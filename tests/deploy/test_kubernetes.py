@@ -100,7 +100,8 @@ def test_the_gateway_is_probed_on_healthz_and_scaled(base: list[Manifest]) -> No
     # One process per pod that only acknowledges; the background Deployment does the rest.
     assert {"name": "RELAYDESK_RUN_BACKGROUND", "value": "false"} in container["env"]
     port = container["ports"][0]
-    assert (port["name"], port["containerPort"]) == ("http", 8080)
+    config = _one(base, "ConfigMap", "relaydesk-config")["data"]
+    assert (port["name"], port["containerPort"]) == ("http", int(config["RELAYDESK_PORT"]))
     for probe in ("readinessProbe", "livenessProbe"):
         assert container[probe]["httpGet"] == {"path": "/healthz", "port": "http"}
     hpa = _one(base, "HorizontalPodAutoscaler", "relaydesk-gateway")
@@ -137,6 +138,10 @@ def test_the_migration_is_a_job_that_runs_migrate(base: list[Manifest]) -> None:
 
 def test_every_pod_reads_the_config_map_and_the_secret(base: list[Manifest]) -> None:
     secret = load_documents(SECRET_EXAMPLE)[0]
+    dockerfile = (REPOSITORY / "docker" / "Dockerfile").read_text()
+    uid = re.search(r"--uid (\d+)", dockerfile)
+    assert uid is not None, "the Dockerfile's user has no fixed uid"
+    image_uid = int(uid[1])
     pods = [_one(base, "Deployment", name) for name in WORKLOADS]
     pods.append(_one(base, "Job", "relaydesk-migrate"))
     for workload in pods:
@@ -145,7 +150,10 @@ def test_every_pod_reads_the_config_map_and_the_secret(base: list[Manifest]) -> 
         assert {"secretRef": {"name": secret["metadata"]["name"]}} in sources
         security = _container(workload)["securityContext"]
         assert security["allowPrivilegeEscalation"] is False
-        assert workload["spec"]["template"]["spec"]["securityContext"]["runAsNonRoot"] is True
+        pod_security = workload["spec"]["template"]["spec"]["securityContext"]
+        assert pod_security["runAsNonRoot"] is True
+        # The image's own user, which owns what the image installed.
+        assert pod_security["runAsUser"] == image_uid
     # The Secret is made by the operator, once: no apply of the base overwrites it.
     assert not [o for o in base if o["kind"] == "Secret"]
 
