@@ -9,8 +9,9 @@ and what was acknowledged without being stored. A channel never stores anything 
 builds its own web app.
 
     ChannelError
-    ├── SignatureInvalid    the caller is not who it claims (→ 401/403, nothing stored)
-    ├── PayloadInvalid      malformed body (→ 400 with the reason)
+    ├── SignatureInvalid    the caller is not who it claims (→ 401/403, nothing stored), with
+    │                       a stable `reason` the gateway logs
+    ├── PayloadInvalid      malformed body (→ 400 with the reason; logged as `malformed`)
     └── SendFailed          the provider refused or could not be reached (retried by the caller)
 """
 
@@ -46,14 +47,35 @@ class ChannelError(Exception):
     pass
 
 
+# Why a request was refused as not the provider's, by a stable name the gateway logs.
+SignatureReason = Literal[
+    "signature_mismatch",  # a signature (Twilio, X-Hub-Signature-256) missing or not matching
+    "bad_secret",  # Telegram's secret token missing or not matching
+    "bad_verify_token",  # Meta's subscription check with another verify token
+    "channel_not_configured",  # the secret to check it with is not set here
+]
+
+
 class SignatureInvalid(ChannelError):
-    def __init__(self, reason: str, *, status: int = 403) -> None:
-        super().__init__(reason)
+    """`reason` names why (`SignatureReason`); `signed_url` is the URL a signature was
+    computed over, where the provider signs one (Twilio): a wrong public URL shows in it."""
+
+    def __init__(
+        self,
+        detail: str,
+        *,
+        status: int = 403,
+        reason: SignatureReason = "signature_mismatch",
+        signed_url: str | None = None,
+    ) -> None:
+        super().__init__(detail)
         self.status = status
+        self.reason: SignatureReason = reason
+        self.signed_url = signed_url
 
 
 class PayloadInvalid(ChannelError):
-    pass
+    reason = "malformed"
 
 
 class SendFailed(ChannelError):

@@ -32,12 +32,14 @@ def subscription_challenge(query: Mapping[str, str], verify_token: str | None) -
     """The `hub.challenge` to answer Meta's subscription check with; `SignatureInvalid` unless
     `hub.mode` is subscribe and `hub.verify_token` is `verify_token`."""
     if not verify_token:
-        raise SignatureInvalid("the webhook verify token is not configured")
+        raise SignatureInvalid(
+            "the webhook verify token is not configured", reason="channel_not_configured"
+        )
     if query.get("hub.mode") != "subscribe":
-        raise SignatureInvalid("hub.mode must be subscribe")
+        raise SignatureInvalid("hub.mode must be subscribe", reason="bad_verify_token")
     given = query.get("hub.verify_token", "")
     if not hmac.compare_digest(given.encode(), verify_token.encode()):
-        raise SignatureInvalid("hub.verify_token does not match")
+        raise SignatureInvalid("hub.verify_token does not match", reason="bad_verify_token")
     return query.get("hub.challenge", "")
 
 
@@ -50,7 +52,7 @@ def verify_signature(signature: str | None, body: bytes, app_secret: str | None)
     """`SignatureInvalid` unless `signature` (the header's value) signs `body` with
     `app_secret`."""
     if not app_secret:
-        raise SignatureInvalid("the app secret is not configured")
+        raise SignatureInvalid("the app secret is not configured", reason="channel_not_configured")
     if not signature:
         raise SignatureInvalid(f"missing {SIGNATURE_HEADER}")
     expected = body_signature(app_secret, body)

@@ -135,14 +135,16 @@ class TelegramChannel:
 
     def verify(self, request: RawRequest) -> None:
         if not self._secret:
-            raise SignatureInvalid("TELEGRAM_WEBHOOK_SECRET is not configured", status=403)
+            raise SignatureInvalid(
+                "TELEGRAM_WEBHOOK_SECRET is not configured", reason="channel_not_configured"
+            )
         given = request.header(SECRET_HEADER)
         if given is None:
-            raise SignatureInvalid(f"missing {SECRET_HEADER}")
+            raise SignatureInvalid(f"missing {SECRET_HEADER}", reason="bad_secret")
         if not hmac.compare_digest(
             given.encode("utf-8", "replace"), self._secret.encode("utf-8", "replace")
         ):
-            raise SignatureInvalid(f"{SECRET_HEADER} does not match")
+            raise SignatureInvalid(f"{SECRET_HEADER} does not match", reason="bad_secret")
 
     def parse(self, request: RawRequest) -> Parsed:
         result = read_update(request.body, self._clock())

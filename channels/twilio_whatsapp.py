@@ -152,10 +152,13 @@ class TwilioWhatsAppChannel:
 
     def verify(self, request: RawRequest) -> None:
         if not self._auth_token:
-            raise SignatureInvalid("TWILIO_AUTH_TOKEN is not configured", status=403)
+            raise SignatureInvalid(
+                "TWILIO_AUTH_TOKEN is not configured", reason="channel_not_configured"
+            )
+        signed_url = self.signed_url(request)
         signature = request.header(SIGNATURE_HEADER)
         if not signature:
-            raise SignatureInvalid(f"missing {SIGNATURE_HEADER}")
+            raise SignatureInvalid(f"missing {SIGNATURE_HEADER}", signed_url=signed_url)
         algorithm = get_signature_algorithm(request.header(SIGNATURE_SETTINGS_HEADER))
         content_type = (request.header("Content-Type") or "").split(";")[0].strip().lower()
         params: object
@@ -163,13 +166,15 @@ class TwilioWhatsAppChannel:
             # Twilio signs a JSON body through the URL's bodySHA256 only; without one the
             # validator would try to sign the body as form fields (a TypeError).
             if "bodySHA256" not in parse_qs(urlsplit(request.url).query):
-                raise SignatureInvalid("a JSON webhook must carry bodySHA256 in its URL")
+                raise SignatureInvalid(
+                    "a JSON webhook must carry bodySHA256 in its URL", signed_url=signed_url
+                )
             params = request.body.decode("utf-8", errors="replace")
         else:
             params = form_params(request.body)
         validator = RequestValidator(self._auth_token)
-        if not validator.validate(self.signed_url(request), params, signature, algorithm):
-            raise SignatureInvalid("X-Twilio-Signature does not match")
+        if not validator.validate(signed_url, params, signature, algorithm):
+            raise SignatureInvalid("X-Twilio-Signature does not match", signed_url=signed_url)
 
     def parse_status(self, request: RawRequest) -> DeliveryStatus:
         """A status callback, with the reply and part its URL names (`_callback`)."""

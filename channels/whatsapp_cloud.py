@@ -128,12 +128,16 @@ class WhatsAppCloudChannel:
         """The `hub.challenge` to answer Meta's subscription check with; `SignatureInvalid`
         (403) unless `hub.mode` is subscribe and `hub.verify_token` is ours."""
         if not self._verify_token:
-            raise SignatureInvalid("WHATSAPP_CLOUD_VERIFY_TOKEN is not configured")
+            raise SignatureInvalid(
+                "WHATSAPP_CLOUD_VERIFY_TOKEN is not configured", reason="channel_not_configured"
+            )
         return meta_webhooks.subscription_challenge(query, self._verify_token)
 
     def verify(self, request: RawRequest) -> None:
         if not self._app_secret:
-            raise SignatureInvalid("WHATSAPP_CLOUD_APP_SECRET is not configured")
+            raise SignatureInvalid(
+                "WHATSAPP_CLOUD_APP_SECRET is not configured", reason="channel_not_configured"
+            )
         meta_webhooks.verify_signature(
             request.header(SIGNATURE_HEADER), request.body, self._app_secret
         )

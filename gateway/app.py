@@ -18,9 +18,11 @@ from gateway.coordination.redis_client import make_redis
 from gateway.events.sender import EVENT_SENDER
 from gateway.flow import Flow, Resources, build_flow
 from gateway.http import health, jwks, openapi
+from gateway.http.access_log import access_log_middleware
 from gateway.http.deadlines import body_deadline_middleware
 from gateway.http.idempotency import idempotency_middleware
 from gateway.http.middleware import body_limit_middleware, error_middleware, metrics_middleware
+from gateway.http.refusals import refusal_log_middleware
 from gateway.keys import (
     ACCEPT,
     ADAPTERS,
@@ -164,9 +166,11 @@ async def _close_webchat_sockets(app: web.Application) -> None:
 def create_app(settings: Settings) -> web.Application:
     app = web.Application(
         middlewares=[
+            access_log_middleware,
             body_deadline_middleware,
             metrics_middleware,
             error_middleware,
+            refusal_log_middleware,
             body_limit_middleware,
             idempotency_middleware,
         ],

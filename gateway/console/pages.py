@@ -20,6 +20,7 @@ from multidict import MultiDictProxy
 from gateway.console import cookies, views
 from gateway.console.html import Html
 from gateway.http.errors import GatewayError
+from gateway.http.refusals import Refusal, log_refusal, refusal_of
 from gateway.operators import logins
 from gateway.storage.errors import RecordNotFound
 from identity import OwnershipConflict
@@ -68,6 +69,7 @@ def console(handler: ConsoleHandler) -> Callable[[web.Request], Awaitable[web.St
         if request.method == "POST":
             form = await request.post()
             if not logins.csrf_matches(login, form_text(form, cookies.CSRF_FIELD)):
+                log_refusal(request, Refusal("csrf_failed", "the form's CSRF token is wrong"))
                 return html_response(
                     views.error_page(login, 403, "The form's CSRF token is missing or wrong."),
                     403,
@@ -75,6 +77,9 @@ def console(handler: ConsoleHandler) -> Callable[[web.Request], Awaitable[web.St
         try:
             return await handler(request, login)
         except GatewayError as exc:
+            refusal = refusal_of(exc)
+            if refusal is not None:
+                log_refusal(request, refusal)
             return html_response(views.error_page(login, exc.status, exc.detail), exc.status)
         except RecordNotFound as exc:
             return html_response(views.error_page(login, 404, str(exc)), 404)

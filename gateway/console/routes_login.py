@@ -11,6 +11,7 @@ from gateway.console import cookies, views
 from gateway.console.pages import console, form_text, html_response, redirect
 from gateway.http.client_address import client_of
 from gateway.http.errors import GatewayError, TooManyRequests
+from gateway.http.refusals import Refusal, log_refusal
 from gateway.keys import SESSIONS
 from gateway.operators import logins
 from gateway.rate_limits.doors import Door, enforce
@@ -30,6 +31,7 @@ async def login_submit(request: web.Request) -> web.StreamResponse:
     expected = request.cookies.get(cookies.LOGIN_CSRF_COOKIE, "")
     presented = form_text(form, cookies.CSRF_FIELD)
     if not expected or not secrets.compare_digest(expected.encode(), presented.encode()):
+        log_refusal(request, Refusal("csrf_failed", "the login form's CSRF token is wrong"))
         return html_response(views.error_page(None, 403, "The login form expired; reload it."), 403)
     try:
         await enforce(request, Door.CONSOLE_LOGINS, client_of(request).address)
@@ -41,11 +43,13 @@ async def login_submit(request: web.Request) -> web.StreamResponse:
             client=client_of(request).address,
         )
     except TooManyRequests as exc:
+        log_refusal(request, Refusal("rate_limited", exc.detail))
         notice = f"Too many failed logins. Try again in {exc.retry_after_s} seconds."
         response = _login_again(request, notice, 429)
         response.headers["Retry-After"] = str(exc.retry_after_s)
         return response
-    except GatewayError:
+    except GatewayError as exc:
+        log_refusal(request, Refusal("bad_login", exc.detail))
         return _login_again(request, "Unknown operator or wrong password.", 401)
     response = redirect("/console")
     cookies.set_cookie(response, request, logins.COOKIE, token)

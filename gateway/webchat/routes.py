@@ -52,6 +52,7 @@ from channels.webchat import (
 from gateway.http.client_address import client_of
 from gateway.http.errors import BadRequest, GatewayError
 from gateway.http.openapi import document
+from gateway.http.refusals import Refusal, log_refusal, reason_of_code
 from gateway.http.tenant import tenant_of
 from gateway.keys import ACCEPT, ADAPTERS, HUB, SCHEDULER, SESSIONS
 from gateway.rate_limits.doors import Door, check, enforce
@@ -135,11 +136,12 @@ async def websocket(request: web.Request) -> web.WebSocketResponse:
     try:
         async for frame in socket:
             if frame.type != WSMsgType.TEXT:
+                _log_unread(request, frame.type, socket.exception())
                 continue
             if visitor is not None:
                 verdict = await check(request, Door.WEBCHAT_FRAMES, visitor, channel="webchat")
                 if not verdict.allowed:
-                    await _too_many(socket, verdict)
+                    await _too_many(request, socket, verdict)
                     continue
             try:
                 data = read_frame(frame.data)
@@ -148,7 +150,7 @@ async def websocket(request: web.Request) -> web.WebSocketResponse:
                     try:
                         await require_reader(request.app, hello.visitor_id, hello.identity_token)
                     except GatewayError as refused:
-                        await _refuse(socket, refused)
+                        await _refuse(request, socket, refused)
                         break
                     visitor, token, cursor = await _hello(socket, hello)
                     # Join the hub before reading the backlog, so a reply stored meanwhile
@@ -160,6 +162,7 @@ async def websocket(request: web.Request) -> web.WebSocketResponse:
                 else:
                     raise PayloadInvalid(f"unknown frame type {data.get('type')!r}")
             except (PayloadInvalid, json.JSONDecodeError, BadRequest) as exc:
+                log_refusal(request, Refusal("bad_frame", str(exc)), frame="text")
                 await socket.send_json({"type": "error", "error": "bad_frame", "detail": str(exc)})
             except MessageErased as exc:  # a resent message whose first copy was erased
                 await socket.send_json({"type": "error", "error": exc.code, "detail": exc.detail})
@@ -169,19 +172,31 @@ async def websocket(request: web.Request) -> web.WebSocketResponse:
     return socket
 
 
-async def _refuse(socket: web.WebSocketResponse, refused: GatewayError) -> None:
+def _log_unread(request: web.Request, kind: WSMsgType, error: BaseException | None) -> None:
+    """A frame the protocol does not read: binary, or one aiohttp refused (too big, bad
+    UTF-8); the socket's close frames end the loop before they get here."""
+    detail = str(error) if kind == WSMsgType.ERROR and error is not None else "not a text frame"
+    log_refusal(request, Refusal("bad_frame", detail), frame=kind.name.lower())
+
+
+async def _refuse(
+    request: web.Request, socket: web.WebSocketResponse, refused: GatewayError
+) -> None:
+    log_refusal(request, Refusal(reason_of_code(refused.code), refused.detail), frame="hello")
     await socket.send_json({"type": "error", "error": refused.code, "detail": refused.detail})
     await socket.close(code=WSCloseCode.POLICY_VIOLATION, message=refused.code.encode())
 
 
-async def _too_many(socket: web.WebSocketResponse, verdict: Verdict) -> None:
+async def _too_many(request: web.Request, socket: web.WebSocketResponse, verdict: Verdict) -> None:
     """The answer to a frame past the limit, in its place (the widget matches answers to its
     message frames in order)."""
+    detail = f"too many frames from this visitor; retry in {verdict.retry_after_s} s"
+    log_refusal(request, Refusal("rate_limited", detail), frame="text")
     await socket.send_json(
         {
             "type": "error",
             "error": "rate_limited",
-            "detail": f"too many frames from this visitor; retry in {verdict.retry_after_s} s",
+            "detail": detail,
             "retry_after_s": verdict.retry_after_s,
         }
     )
