@@ -12,6 +12,7 @@ from aiohttp import web
 
 from context import TiktokenCounter, load_encoding
 from gateway.api import campaigns, context, conversation_templates, conversations, operator
+from gateway.api import settings as settings_api
 from gateway.config import Settings
 from gateway.console import routes as console_routes
 from gateway.coordination.redis_client import make_redis
@@ -189,6 +190,7 @@ def create_app(settings: Settings) -> web.Application:
     operator.add_routes(app)
     conversations.add_routes(app)
     conversation_templates.add_routes(app)
+    settings_api.add_routes(app)
     console_routes.add_routes(app)
     context.add_routes(app)
     add_channel_routes(app)

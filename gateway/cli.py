@@ -644,6 +644,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     operator_add.set_defaults(run=_operator_add)
 
+    from gateway.settings_admin.cli import add_settings_commands
+
+    add_settings_commands(commands)
+
     demo = commands.add_parser(
         "demo", help="run a short multichannel story offline and print the profile and window"
     )

@@ -48,6 +48,7 @@ from gateway.rate_limits.limiter import RateLimiter
 from gateway.registry import AdapterDeps, build_adapters, close_adapters
 from gateway.runtime.metrics import Metrics
 from gateway.runtime.tasks import TaskOwner
+from gateway.settings_admin.announcements import SettingsListener
 from gateway.storage.repositories.tenants import SettingsCache
 from gateway.tenant_ref import TenantRef
 from gateway.tools.assertion import AssertionSigner
@@ -170,6 +171,11 @@ def build_flow(resources: Resources, stack: AsyncExitStack) -> Flow:
     forgetting = Forgetting(recall, redis, owner=tasks)
     forgetting.listen()
     stack.push_async_callback(forgetting.close)
+    # A settings change made by any process: this one's cached settings forgotten at once.
+    if redis is not None:
+        settings_changes = SettingsListener(redis, owner=tasks)
+        settings_changes.listen()
+        stack.push_async_callback(settings_changes.close)
     queue: CompactionQueue = (
         compaction_queue(redis, settings) if redis is not None else InProcessQueue()
     )

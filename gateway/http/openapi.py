@@ -59,10 +59,10 @@ def document(
     statuses = operation["responses"]
     if secured:
         # Operator routes also take the console login (cookie, plus X-CSRF-Token on writes).
-        operator = path.startswith("/v1/operator") or path.startswith("/console/api")
+        operator = path.startswith(("/v1/operator", "/v1/settings", "/console/api"))
         operation["security"] = [{"bearer": []}, {"console": []}] if operator else [{"bearer": []}]
         statuses.setdefault("401", _response(401, "missing or wrong API key"))
-        if operator and method == "POST":
+        if operator and method in ("POST", "PUT", "PATCH"):
             statuses.setdefault("403", _response(403, "a console login without its X-CSRF-Token"))
     if method == "POST":
         statuses.setdefault("413", _response(413, "body larger than RELAYDESK_MAX_BODY_BYTES"))

@@ -20,6 +20,7 @@ __all__ = [
     "save_tenant_settings",
     "settings_for",
     "settings_layers",
+    "stored_level",
     "tenant_settings",
 ]
 
@@ -49,6 +50,28 @@ async def save_tenant_settings(
         row.settings = settings
     await session.flush()
     SettingsCache.writes += 1
+
+
+async def stored_level(
+    session: AsyncSession,
+    *,
+    domain: str,
+    host: str | None = None,
+    assistant_id: str | None = None,
+) -> dict[str, Any] | None:
+    """The settings stored at exactly this level (None: no row), read for update."""
+    row = await session.scalar(
+        select(TenantConfig)
+        .where(
+            TenantConfig.domain == domain,
+            TenantConfig.host.is_(None) if host is None else TenantConfig.host == host,
+            TenantConfig.assistant_id.is_(None)
+            if assistant_id is None
+            else TenantConfig.assistant_id == assistant_id,
+        )
+        .with_for_update()
+    )
+    return None if row is None else dict(row.settings or {})
 
 
 async def settings_layers(
