@@ -451,6 +451,13 @@ def _health(settings: Settings, args: argparse.Namespace) -> int:
     return 0 if pulse.fresh else 1
 
 
+def _env_example(settings: Settings, args: argparse.Namespace) -> int:
+    from gateway.env_example import render_env_example
+
+    sys.stdout.write(render_env_example())
+    return 0
+
+
 def _rebuild(settings: Settings, args: argparse.Namespace) -> int:
     from gateway.memory.cli import rebuild
 
@@ -606,6 +613,14 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"seconds after which the heartbeat is stale (default {STALE_AFTER_S:.0f})",
     )
     health.set_defaults(run=_health)
+
+    config = commands.add_parser("config", help="process settings")
+    config_commands = config.add_subparsers(dest="config_command", required=True)
+    env_example = config_commands.add_parser(
+        "env-example",
+        help="print docker/.env.example: every RELAYDESK_* variable with its default",
+    )
+    env_example.set_defaults(run=_env_example)
 
     compaction = commands.add_parser("compaction", help="memory maintenance")
     compaction_commands = compaction.add_subparsers(dest="compaction_command", required=True)

@@ -55,12 +55,18 @@ class Settings(BaseSettings):
 
     model_config = SettingsConfigDict(extra="ignore", frozen=True, populate_by_name=True)
 
+    # postgresql+asyncpg://user:password@host:5432/db, or the embedded SQLite file (one process).
     database_url: str = Field(DEFAULT_DATABASE_URL, alias="RELAYDESK_DATABASE_URL")
+    # redis://[:password@]host:6379/0: shared locks, wake-ups and jobs between processes.
     redis_url: str | None = Field(None, alias="RELAYDESK_REDIS_URL")
+    # The address and port `relaydesk serve` listens on.
     host: str = Field("127.0.0.1", alias="RELAYDESK_HOST")
     port: int = Field(8080, alias="RELAYDESK_PORT", ge=1, le=65535)
+    # The https URL customers and providers reach this deployment at (Twilio signs it).
     public_url: str | None = Field(None, alias="RELAYDESK_PUBLIC_URL")
+    # Bearer key of /v1/* and the operator API (unset: every call refused).
     api_key: SecretStr | None = Field(None, alias="RELAYDESK_API_KEY")
+    # Verifies web chat identity tokens from the business site (and derives the visitor key).
     webchat_secret: SecretStr | None = Field(None, alias="RELAYDESK_WEBCHAT_SECRET")
     # Signs web chat visitor ids (gateway/webchat/visitors.py); unset: derived from the web chat
     # secret, else kept in a file beside a SQLite database, else made at start.
@@ -76,6 +82,7 @@ class Settings(BaseSettings):
     tool_identity_private_key: SecretStr | None = Field(
         None, alias="RELAYDESK_TOOL_IDENTITY_PRIVATE_KEY"
     )
+    # The model answering: offline, openai:<model> or anthropic:<model>, its base URL and key.
     model: str = Field("offline", alias="RELAYDESK_MODEL")
     model_base_url: str | None = Field(None, alias="RELAYDESK_MODEL_BASE_URL")
     model_api_key: SecretStr | None = Field(None, alias="RELAYDESK_MODEL_API_KEY")
@@ -86,14 +93,18 @@ class Settings(BaseSettings):
     model_requests_per_minute: int | None = Field(
         None, alias="RELAYDESK_MODEL_REQUESTS_PER_MINUTE", ge=1
     )
+    # Voice notes: the transcription model (OpenAI-compatible), its base URL and key.
     transcriber_model: str | None = Field(None, alias="RELAYDESK_TRANSCRIBER_MODEL")
     transcriber_base_url: str | None = Field(None, alias="RELAYDESK_TRANSCRIBER_BASE_URL")
     transcriber_api_key: SecretStr | None = Field(None, alias="RELAYDESK_TRANSCRIBER_API_KEY")
+    # The largest request body accepted (413 beyond); keep in step with the proxy's limit.
     max_body_bytes: int = Field(1_048_576, alias="RELAYDESK_MAX_BODY_BYTES", ge=1024)
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
         "INFO", alias="RELAYDESK_LOG_LEVEL"
     )
+    # The country of phone numbers written without one (ISO 3166 alpha-2).
     default_region: str = Field("BR", alias="RELAYDESK_DEFAULT_REGION", min_length=2, max_length=2)
+    # Migrate the schema at start (unset: only the embedded SQLite does; run `relaydesk migrate`).
     auto_migrate: bool | None = Field(None, alias="RELAYDESK_AUTO_MIGRATE")
     # Store acknowledged webhooks' messages and answer turns in this process. `relaydesk serve
     # --workers N` sets it false in its N gateway processes (they only acknowledge, and wake
@@ -119,10 +130,12 @@ class Settings(BaseSettings):
     # `relaydesk health background|worker` (gateway/runtime/heartbeat.py).
     heartbeat_dir: Path = Field(Path("/tmp/relaydesk"), alias="RELAYDESK_HEARTBEAT_DIR")
 
+    # WhatsApp through Twilio: the account, its auth token (signs webhooks) and the sender.
     twilio_account_sid: str | None = Field(None, alias="TWILIO_ACCOUNT_SID")
     twilio_auth_token: SecretStr | None = Field(None, alias="TWILIO_AUTH_TOKEN")
     twilio_whatsapp_from: str | None = Field(None, alias="TWILIO_WHATSAPP_FROM")
     twilio_api_base: str | None = Field(None, alias="TWILIO_API_BASE")
+    # Telegram: the bot's token from BotFather and the secret its webhook is registered with.
     telegram_bot_token: SecretStr | None = Field(None, alias="TELEGRAM_BOT_TOKEN")
     telegram_webhook_secret: SecretStr | None = Field(None, alias="TELEGRAM_WEBHOOK_SECRET")
     telegram_api_base: str | None = Field(None, alias="TELEGRAM_API_BASE")
