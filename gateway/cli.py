@@ -846,7 +846,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"relaydesk: {exc}", file=sys.stderr)
         return 2
-    configure_logging(settings.log_level)
+    configure_logging(settings.log_level, levels=settings.logger_levels)
     result: int = args.run(settings, args)
     return result
 

@@ -26,6 +26,7 @@ from gateway.webchat.origins import web_origin
 from outbound.policy import FetchPolicy, parse_allow
 
 CONFIG_FILE_ENV = "RELAYDESK_CONFIG"
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./relaydesk.db"
 
 
@@ -102,6 +103,9 @@ class Settings(BaseSettings):
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
         "INFO", alias="RELAYDESK_LOG_LEVEL"
     )
+    # Loggers at a level of their own, as name=LEVEL ("httpx=DEBUG, relaydesk.access=WARNING"):
+    # third-party loggers log only WARNING and above unless named here.
+    log_levels: CommaList = Field((), alias="RELAYDESK_LOG_LEVELS")
     # The country of phone numbers written without one (ISO 3166 alpha-2).
     default_region: str = Field("BR", alias="RELAYDESK_DEFAULT_REGION", min_length=2, max_length=2)
     # Migrate the schema at start (unset: only the embedded SQLite does; run `relaydesk migrate`).
@@ -194,6 +198,26 @@ class Settings(BaseSettings):
     @classmethod
     def _origins(cls, value: tuple[str, ...]) -> tuple[str, ...]:
         return tuple(dict.fromkeys(web_origin(item) for item in value))
+
+    @field_validator("log_levels", mode="before")
+    @classmethod
+    def _log_levels_list(cls, value: object) -> object:
+        return split_commas(value)
+
+    @field_validator("log_levels")
+    @classmethod
+    def _log_levels(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for item in value:
+            name, _, level = item.partition("=")
+            if not name.strip() or level.strip().upper() not in LOG_LEVELS:
+                raise ValueError(f"{item!r} is not logger=LEVEL ({', '.join(LOG_LEVELS)})")
+        return value
+
+    @property
+    def logger_levels(self) -> tuple[tuple[str, str], ...]:
+        """`RELAYDESK_LOG_LEVELS` as (logger name, level) pairs."""
+        pairs = (item.partition("=") for item in self.log_levels)
+        return tuple((name.strip(), level.strip().upper()) for name, _, level in pairs)
 
     @property
     def trusted_proxy_networks(self) -> tuple[Network, ...]:

@@ -46,7 +46,7 @@ def run_gateway_child(settings: Settings, host: str, port: int, restarts: Restar
     from gateway.runtime.logs import configure_logging
 
     _child_signals()
-    configure_logging(settings.log_level)
+    configure_logging(settings.log_level, levels=settings.logger_levels)
     _exit_with_parent()
     log.info("gateway process started", extra={"fields": {"pid": os.getpid()}})
     app = create_app(settings)
@@ -69,7 +69,7 @@ def run_background_child(settings: Settings) -> None:
     from gateway.runtime.logs import configure_logging
 
     _child_signals()
-    configure_logging(settings.log_level)
+    configure_logging(settings.log_level, levels=settings.logger_levels)
     _exit_with_parent()
     run_background(settings, BACKGROUND_NICE)
 

@@ -45,6 +45,9 @@ def test_defaults_are_the_embedded_ones(monkeypatch: pytest.MonkeyPatch) -> None
         ("RELAYDESK_BODY_TIMEOUT_S", "-1"),
         ("RELAYDESK_ERASURE_TOMBSTONE_DAYS", "0"),
         ("RELAYDESK_FETCH_ALLOW", "10.0.0.0/8, http://desk.internal"),
+        ("RELAYDESK_LOG_LEVELS", "httpx=LOUD"),
+        ("RELAYDESK_LOG_LEVELS", "httpx"),
+        ("RELAYDESK_LOG_LEVELS", "=DEBUG"),
     ],
 )
 def test_a_wrong_value_names_the_variable(
@@ -54,6 +57,14 @@ def test_a_wrong_value_names_the_variable(
     with pytest.raises(ConfigError) as raised:
         load_settings()
     assert variable in str(raised.value)
+
+
+def test_loggers_named_with_their_levels(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RELAYDESK_LOG_LEVELS", "httpx=debug, relaydesk.access = WARNING")
+    settings = load_settings()
+    assert settings.logger_levels == (("httpx", "DEBUG"), ("relaydesk.access", "WARNING"))
+    monkeypatch.delenv("RELAYDESK_LOG_LEVELS")
+    assert load_settings().logger_levels == ()
 
 
 def test_toml_file_sets_the_same_keys_and_env_wins(
