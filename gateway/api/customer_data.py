@@ -3,7 +3,7 @@ erase a customer, one episode or one message.
 
 Same authentication as the rest of `/v1/operator`: the Bearer API key (the body's `actor`, or
 `?actor=` on the export, acts) or a console login (cookie, `X-CSRF-Token` on DELETEs; the
-operator's username acts).
+operator's username acts). Only an admin erases: an agent's login is refused (403 `admin_only`).
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ async def export(request: web.Request) -> web.Response:
 
 
 async def erase_customer(request: web.Request) -> web.Response:
-    who = await operator_actor(request)
+    who = await operator_actor(request, admin_only=True)
     body = await read_json(request, Decision)
     done = await erasure.erase_customer(
         request.app[SESSIONS],
@@ -63,7 +63,7 @@ async def erase_customer(request: web.Request) -> web.Response:
 
 
 async def erase_message(request: web.Request) -> web.Response:
-    who = await operator_actor(request)
+    who = await operator_actor(request, admin_only=True)
     message_id = storage_id(request.match_info["message_id"])
     if message_id is None:
         raise RecordNotFound("no such message")
@@ -80,7 +80,7 @@ async def erase_message(request: web.Request) -> web.Response:
 
 
 async def erase_episode(request: web.Request) -> web.Response:
-    who = await operator_actor(request)
+    who = await operator_actor(request, admin_only=True)
     body = await read_json(request, Decision)
     done = await erasure.erase_episode(
         request.app[SESSIONS],
@@ -94,6 +94,16 @@ async def erase_episode(request: web.Request) -> web.Response:
 
 
 _AUTH_NOTE = " (Bearer API key, or a console login with X-CSRF-Token on DELETEs)"
+_ADMIN_NOTE = "; an agent's login is refused (403 admin_only)"
+
+
+_ERASE_RESPONSES = {
+    200: "rows removed",
+    400: "malformed",
+    401: "no credentials",
+    403: "an agent's login, or no CSRF header",
+    404: "unknown",
+}
 
 
 def _path(name: str, schema: dict[str, Any] | None = None) -> list[dict[str, Any]]:
@@ -116,28 +126,28 @@ document(
     "DELETE",
     "/v1/operator/customers/{customer_id}",
     "Erase the customer (and everyone merged into it) everywhere; a tombstone audit row"
-    " without personal data remains" + _AUTH_NOTE,
+    " without personal data remains" + _AUTH_NOTE + _ADMIN_NOTE,
     body=Decision,
     parameters=_path("customer_id"),
-    responses={200: "rows removed", 400: "malformed", 401: "no credentials", 404: "unknown"},
+    responses=_ERASE_RESPONSES,
 )
 document(
     "DELETE",
     "/v1/operator/messages/{message_id}",
     "Erase one message (every version), the facts and summary sentences derived from it;"
-    " its episode's summary is rebuilt" + _AUTH_NOTE,
+    " its episode's summary is rebuilt" + _AUTH_NOTE + _ADMIN_NOTE,
     body=Decision,
     parameters=_path("message_id", {"type": "integer", "minimum": 1, "maximum": MAX_STORAGE_ID}),
-    responses={200: "rows removed", 400: "malformed", 401: "no credentials", 404: "unknown"},
+    responses=_ERASE_RESPONSES,
 )
 document(
     "DELETE",
     "/v1/operator/episodes/{episode_id}",
     "Erase one episode (a chat session, a call with every transcript version) and what was"
-    " derived from it" + _AUTH_NOTE,
+    " derived from it" + _AUTH_NOTE + _ADMIN_NOTE,
     body=Decision,
     parameters=_path("episode_id"),
-    responses={200: "rows removed", 400: "malformed", 401: "no credentials", 404: "unknown"},
+    responses=_ERASE_RESPONSES,
 )
 
 

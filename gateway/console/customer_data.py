@@ -12,6 +12,7 @@ from gateway.customers.erasure import Erased
 from gateway.customers.export import export_customer
 from gateway.http.errors import BadRequest
 from gateway.keys import MEMORY, SESSIONS
+from gateway.operators.actor import require_admin
 from gateway.operators.customer_data import DEFAULT_EXPORT_REASON, after_commit
 from gateway.operators.logins import OperatorLogin
 
@@ -35,7 +36,9 @@ async def console_export(request: web.Request, login: OperatorLogin) -> web.Resp
 async def console_erase(
     request: web.Request, login: OperatorLogin, *, reason: str, confirm: str
 ) -> Erased:
-    """Erase the customer once the operator typed its id again; refused (400) otherwise."""
+    """Erase the customer once an admin typed its id again; refused (400) otherwise, and
+    (403) for an agent."""
+    require_admin(login)
     customer_id = request.match_info["customer_id"]
     if confirm.strip() != customer_id:
         raise BadRequest("type the customer id to confirm the erasure", code="not_confirmed")
@@ -51,7 +54,8 @@ async def console_erase(
 async def console_erase_message(
     request: web.Request, login: OperatorLogin, message_id: int, *, reason: str
 ) -> Erased:
-    """Erase one message (every version) and what was derived from it."""
+    """Erase one message (every version) and what was derived from it; only an admin."""
+    require_admin(login)
     return await erasure.erase_message(
         request.app[SESSIONS],
         request.app[MEMORY],

@@ -15,6 +15,7 @@ from aiohttp import web
 from gateway.console import (
     conversations_stream,
     customer_data,
+    routes_accounts,
     routes_approvals,
     routes_login,
     views,
@@ -327,6 +328,7 @@ def add_routes(app: web.Application) -> None:
     router.add_get("/console/conversations/{conversation_id}", conversation)
     conversations_stream.add_routes(app)
     routes_approvals.add_routes(app)
+    routes_accounts.add_routes(app)
     router.add_post("/console/inbox/{item_id}/retry", retry_inbox)
     router.add_get("/console/static/{name}", asset)
     base = "/console/customers/{customer_id}"

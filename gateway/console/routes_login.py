@@ -15,15 +15,22 @@ from gateway.http.refusals import Refusal, log_refusal
 from gateway.keys import SESSIONS
 from gateway.operators import logins
 from gateway.rate_limits.doors import Door, enforce
+from gateway.storage.repositories import operators
 
 
 async def login_form(request: web.Request) -> web.StreamResponse:
     if await logins.current_login(request) is not None:
         return redirect("/console")
     token = secrets.token_urlsafe(32)
-    response = html_response(views.login_page(token))
+    no_account = await _no_account_yet(request)
+    response = html_response(views.login_page(token, no_account=no_account))
     cookies.set_cookie(response, request, cookies.LOGIN_CSRF_COOKIE, token)
     return response
+
+
+async def _no_account_yet(request: web.Request) -> bool:
+    async with request.app[SESSIONS]() as session:
+        return await operators.count_operators(session) == 0
 
 
 async def login_submit(request: web.Request) -> web.StreamResponse:

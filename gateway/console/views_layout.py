@@ -25,6 +25,7 @@ def page(
             el("a", {"href": "/console"}, "Conversations"),
             el("a", {"href": "/console/inbox"}, "Inbox"),
             el("a", {"href": "/console/audit"}, "Audit log"),
+            el("a", {"href": "/console/accounts"}, "Accounts") if login.is_admin else None,
             el("span", {"class_": "who"}, f"signed in as {login.username}"),
             el(
                 "form",
@@ -72,12 +73,22 @@ def action_form(login: OperatorLogin, action: str, button: str, *fields: Child) 
     )
 
 
-def login_page(login_csrf: str, error: str | None = None) -> Html:
+def login_page(login_csrf: str, error: str | None = None, *, no_account: bool = False) -> Html:
+    """`no_account`: no operator account exists yet, so the page says how to make the first."""
     return page(
         "Log in",
         None,
         el("h1", None, "Operator login"),
         el("p", {"class_": "error", "role": "alert"}, error) if error else None,
+        el(
+            "p",
+            {"class_": "notice", "role": "status", "id": "first-account"},
+            "No operator account exists yet. Create the first one on the server with ",
+            el("code", None, "relaydesk operator add NAME --admin"),
+            " and log in with it here.",
+        )
+        if no_account
+        else None,
         el(
             "form",
             {"method": "post", "action": "/console/login", "class_": "login"},

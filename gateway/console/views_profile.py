@@ -321,6 +321,9 @@ def _summaries_section(profile: Profile) -> Html:
     )
 
 
+ADMINS_ERASE = "Only an admin can erase; ask one of your admins."
+
+
 def _data_section(login: OperatorLogin, cid: str) -> Html:
     """The customer's data rights: an export download, and an erasure that asks for the
     customer id typed again (nothing of it can be undone)."""
@@ -335,7 +338,9 @@ def _data_section(login: OperatorLogin, cid: str) -> Html:
         None,
         el("h2", None, "Customer data"),
         el("p", None, el("a", {"href": f"/console/customers/{cid}/export"}, "Export (JSON)")),
-        action_form(login, f"/console/customers/{cid}/erase", "Erase this customer", confirm),
+        action_form(login, f"/console/customers/{cid}/erase", "Erase this customer", confirm)
+        if login.is_admin
+        else el("p", {"class_": "muted"}, ADMINS_ERASE),
     )
 
 
@@ -452,6 +457,8 @@ def message_page(
                 login,
                 f"/console/customers/{message.customer_id}/messages/{message.id}/erase",
                 "Erase this message",
-            ),
+            )
+            if login.is_admin
+            else el("p", {"class_": "muted"}, ADMINS_ERASE),
         ),
     )

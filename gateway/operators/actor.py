@@ -15,14 +15,24 @@ API_KEY_ACTOR = "api-key"
 _SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
 
 
-async def operator_actor(request: web.Request) -> str | None:
+async def operator_actor(request: web.Request, *, admin_only: bool = False) -> str | None:
     """Authenticate a call of the operator JSON API: with the Bearer API key (returns None: the
     body's `actor` names who acts) or with a login (returns its username; a POST must
-    carry `X-CSRF-Token`). Raises `Unauthorized` / `Forbidden`."""
+    carry `X-CSRF-Token`). With `admin_only`, an agent's login is refused (`Forbidden`, code
+    `admin_only`); the API key acts as an admin. Raises `Unauthorized` / `Forbidden`."""
     if request.headers.get("Authorization"):
         require_api_key(request)
         return None
-    return (await _checked_login(request)).username
+    login = await current_login(request)
+    if login is None:
+        raise Unauthorized("a valid Bearer API key or a console login is required")
+    if request.method not in _SAFE_METHODS and not csrf_matches(
+        login, request.headers.get(CSRF_HEADER)
+    ):
+        raise Forbidden("the X-CSRF-Token header is missing or wrong", code="csrf_failed")
+    if admin_only:
+        require_admin(login)
+    return login.username
 
 
 async def admin_actor(request: web.Request) -> str:
@@ -30,12 +40,7 @@ async def admin_actor(request: web.Request) -> str:
     manage accounts): the API key acts as an admin (returns `API_KEY_ACTOR`, the name its
     actions are audited under); a login must be an admin's (returns its username), an
     agent's is refused with `Forbidden` (code `admin_only`)."""
-    if request.headers.get("Authorization"):
-        require_api_key(request)
-        return API_KEY_ACTOR
-    login = await _checked_login(request)
-    require_admin(login)
-    return login.username
+    return await operator_actor(request, admin_only=True) or API_KEY_ACTOR
 
 
 def require_admin(login: OperatorLogin) -> None:
@@ -45,14 +50,3 @@ def require_admin(login: OperatorLogin) -> None:
             f"operator {login.username!r} is an agent: only an admin may do this",
             code="admin_only",
         )
-
-
-async def _checked_login(request: web.Request) -> OperatorLogin:
-    login = await current_login(request)
-    if login is None:
-        raise Unauthorized("a valid Bearer API key or a console login is required")
-    if request.method not in _SAFE_METHODS and not csrf_matches(
-        login, request.headers.get(CSRF_HEADER)
-    ):
-        raise Forbidden("the X-CSRF-Token header is missing or wrong", code="csrf_failed")
-    return login
