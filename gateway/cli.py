@@ -479,39 +479,10 @@ def _customer_erase(settings: Settings, args: argparse.Namespace) -> int:
     return asyncio.run(erase(settings, args.customer_id, reason=args.reason, actor=args.actor))
 
 
-def _operator_add(settings: Settings, args: argparse.Namespace) -> int:
-    import getpass
+def _operator(settings: Settings, args: argparse.Namespace) -> int:
+    from gateway.operators.cli import run
 
-    from gateway.http.errors import Conflict
-    from gateway.operators.accounts import OperatorAccountError, create_operator
-    from gateway.storage.engine import make_engine, make_sessionmaker
-    from gateway.storage.migrate import upgrade
-
-    if args.password_stdin:
-        password = sys.stdin.readline().rstrip("\r\n")
-    else:
-        password = getpass.getpass(f"password for {args.username}: ")
-        if getpass.getpass("again: ") != password:
-            print("relaydesk: the passwords differ", file=sys.stderr)
-            return 2
-
-    async def add() -> str:
-        engine = make_engine(settings.database_url)
-        try:
-            if settings.should_auto_migrate:
-                await upgrade(engine)
-            async with make_sessionmaker(engine).begin() as session:
-                return await create_operator(session, args.username, password)
-        finally:
-            await engine.dispose()
-
-    try:
-        operator_id = asyncio.run(add())
-    except (OperatorAccountError, Conflict) as exc:
-        print(f"relaydesk: {exc}", file=sys.stderr)
-        return 2
-    print(f"operator {args.username} added ({operator_id})")
-    return 0
+    return run(settings, args)
 
 
 def _eval_locomo(settings: Settings, args: argparse.Namespace) -> int:
@@ -648,16 +619,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     operator = commands.add_parser("operator", help="operator console accounts")
     operator_commands = operator.add_subparsers(dest="operator_command", required=True)
-    operator_add = operator_commands.add_parser(
-        "add", help="create a console account (password hashed with scrypt)"
-    )
-    operator_add.add_argument("username")
-    operator_add.add_argument(
-        "--password-stdin",
-        action="store_true",
-        help="read the password from the first line of standard input instead of prompting",
-    )
-    operator_add.set_defaults(run=_operator_add)
+    from gateway.operators.cli import add_arguments as add_operator_commands
+
+    add_operator_commands(operator_commands)
+    operator.set_defaults(run=_operator)
 
     from gateway.settings_admin.cli import add_settings_commands
 
