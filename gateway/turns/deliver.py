@@ -51,6 +51,7 @@ from gateway.storage.repositories.service_window import HELD, SENT_AS_TEMPLATE
 from gateway.storage.updates import DeliveryClaim, DeliveryOutcome
 from gateway.turns.delivery_order import DeliveryOrder
 from gateway.turns.delivery_records import DeliveryRecords, SendOutcome
+from gateway.turns.log_fields import turn_fields
 from gateway.turns.service_window import Held, ServiceWindows
 from identity.service_window import closes_window
 
@@ -148,10 +149,7 @@ class Deliverer:
             return await self.send(turn, inbound, reply, claimed=True, window=window)
         except Exception:
             # The reply keeps its lease; `retry_deliveries` settles it once the lease runs out.
-            log.exception(
-                "reply send failed",
-                extra={"fields": {"turn": turn.id, "conversation": turn.conversation_key}},
-            )
+            log.exception("reply send failed", extra={"fields": turn_fields(turn, inbound.channel)})
             return False
 
     async def flush(self, key: str) -> None:
@@ -194,7 +192,7 @@ class Deliverer:
             if reported:
                 log.info(
                     "reply found sent from its status reports; not sent again",
-                    extra={"fields": {"turn": turn.id, "conversation": turn.conversation_key}},
+                    extra={"fields": turn_fields(turn, inbound.channel)},
                 )
                 # Recorded as if just sent: a refusal reported meanwhile applies as usual.
                 parts = tuple(
@@ -211,7 +209,7 @@ class Deliverer:
             # tell (see the module docstring).
             log.warning(
                 "reply send unanswered; settled once its lease runs out",
-                extra={"fields": {"turn": turn.id, "conversation": turn.conversation_key}},
+                extra={"fields": turn_fields(turn, inbound.channel)},
             )
             return False
         attempts = turn.delivery_attempts + 1
@@ -222,8 +220,7 @@ class Deliverer:
                 "reply not delivered",
                 extra={
                     "fields": {
-                        "turn": turn.id,
-                        "conversation": turn.conversation_key,
+                        **turn_fields(turn, inbound.channel),
                         "status": status,
                         "error": error,
                     }

@@ -31,6 +31,7 @@ from gateway.turns.answer.actions import TurnActions
 from gateway.turns.answer.deps import AnswerDeps
 from gateway.turns.answer.reply_steps import Draft, ReplyTurn
 from gateway.turns.answer.routing import MODEL_FAILED
+from gateway.turns.log_fields import turn_fields
 from gateway.turns.preview import Preview
 from gateway.turns.typing import Typing
 from gateway.turns.window import budget_for
@@ -122,7 +123,7 @@ class ModelCall:
         except ProviderError as exc:
             log.warning(
                 "model call failed",
-                extra={"fields": {"turn": pending.turn.id, "error": str(exc)}},
+                extra={"fields": {**turn_fields(pending.turn, inbound.channel), "error": str(exc)}},
             )
             failed = TurnOutcome(
                 status="failed",

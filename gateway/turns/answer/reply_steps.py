@@ -15,6 +15,7 @@ from gateway.storage.records import PendingTurn
 from gateway.storage.updates import TurnOutcome
 from gateway.tenants import TenantSettings
 from gateway.turns.answer.routing import MODEL_MARKER
+from gateway.turns.log_fields import turn_fields
 from gateway.turns.window import AssembledContext
 from identity.conversation_owner import strip_marker
 
@@ -84,7 +85,7 @@ class MediaAttachments:
                 "media marker dropped: its host is not in the tenant's media_hosts",
                 extra={
                     "fields": {
-                        "turn": turn.pending.turn.id,
+                        **turn_fields(turn.pending.turn, turn.pending.inbound.channel),
                         "host": attachment_host(attachment.url) or "(unreadable)",
                     }
                 },
