@@ -18,7 +18,7 @@ from gateway.console import routes as console_routes
 from gateway.coordination.redis_client import make_redis
 from gateway.events.sender import EVENT_SENDER
 from gateway.flow import Flow, Resources, build_flow
-from gateway.http import health, jwks, openapi
+from gateway.http import health, jwks, landing, openapi
 from gateway.http.access_log import access_log_middleware
 from gateway.http.deadlines import body_deadline_middleware
 from gateway.http.idempotency import idempotency_middleware
@@ -185,6 +185,7 @@ def create_app(settings: Settings) -> web.Application:
     app.on_shutdown.append(_close_webchat_sockets)
     health.add_routes(app)
     openapi.add_routes(app)
+    landing.add_routes(app)
     jwks.add_routes(app, signer_for(settings))
     campaigns.add_routes(app)
     operator.add_routes(app)

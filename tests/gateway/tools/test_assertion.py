@@ -116,13 +116,13 @@ def test_a_short_shared_key_or_a_long_lifetime_is_refused() -> None:
         AssertionSigner(shared_key=SHARED_KEY, lifetime_s=3600)
 
 
-def test_the_readmes_check_in_a_business_api_accepts_an_assertion_and_names_the_customer() -> None:
-    readme = (Path(__file__).parents[3] / "README.md").read_text()
-    after = readme.index("A\nbusiness API checks it in a few lines:")
-    start = readme.index("```python\n", after) + len("```python\n")
-    snippet = readme[start : readme.index("```", start)]
+def test_the_docs_check_in_a_business_api_accepts_an_assertion_and_names_the_customer() -> None:
+    guide = (Path(__file__).parents[3] / "docs" / "actions.md").read_text()
+    after = guide.index("A\nbusiness API checks it in a few lines:")
+    start = guide.index("```python\n", after) + len("```python\n")
+    snippet = guide[start : guide.index("```", start)]
     namespace: dict[str, Any] = {}
-    exec(compile(snippet, "README.md", "exec"), namespace)
+    exec(compile(snippet, "docs/actions.md", "exec"), namespace)
     token = AssertionSigner(shared_key=SHARED_KEY).sign("order_status", CLAIMS)
 
     customer = namespace["customer_of"]({"X-Relaydesk-Identity": token}, "order_status", SHARED_KEY)
