@@ -135,6 +135,8 @@ class TenantSettings(BaseModel):
     summary_model: str | None = None
     summary_provider: str | None = None
     model_tiers: list[ModelTierSettings] | None = None
+    # What the customer is told when the model failed for good (None: the built-in text in
+    # the customer's language).
     fallback_message: str | None = None
     # This tenant's model calls waiting at once and started per minute, in each process
     # (None: only the process's and the provider's limits apply).
@@ -163,13 +165,15 @@ class TenantSettings(BaseModel):
         "talk to a person",
         "speak to a person",
         "real person",
+        "hablar con una persona",
+        "hablar con un agente",
+        "hablar con alguien",
+        "persona real",
     ]
     handoff_marker: str = "[[handoff]]"
     handoff_after_failures: int = Field(2, ge=0)
-    handoff_message: str = (
-        "Vou chamar uma pessoa da nossa equipe para continuar o atendimento. "
-        "I am getting a member of our team to help you."
-    )
+    # None: the built-in text in the customer's language (`turns/answer/canned_texts.py`).
+    handoff_message: str | None = None
     handoff_waiting_alert_s: int = Field(300, ge=1)
     # WhatsApp: the tenant's approved templates by name ("reengage", "follow_up", …), and the
     # one sent instead of a reply due outside the 24-hour window (None: such a reply is held

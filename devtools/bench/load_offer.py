@@ -27,7 +27,7 @@ import httpx
 from devtools.bench.reply_talk import ACCOUNT_SID, LINES
 from devtools.local_twilio import LocalTwilio
 from devtools.twilio_webhook import inbound_text, signed_form
-from gateway.providers.base import FALLBACK_MESSAGE
+from gateway.turns.answer.canned_texts import FALLBACK_MESSAGES
 
 LEAD_S = 0.05  # between building the requests and the first due time
 REQUEST_TIMEOUT_S = 30.0
@@ -78,7 +78,7 @@ class ReplyLog:
 
     def _arrived(self, at: float, form: Mapping[str, str]) -> None:
         phone = form.get("To", "").removeprefix("whatsapp:")
-        if form.get("Body", "").strip() == FALLBACK_MESSAGE:
+        if form.get("Body", "").strip() in FALLBACK_MESSAGES.values():  # in any language
             self._fallbacks[phone].add(len(self._arrivals[phone]))
         self._arrivals[phone].append(at)
         self._changed.set()

@@ -8,10 +8,11 @@ from gateway.coordination.locks import ConversationLocks, Held
 from gateway.memory.message_facts import store_message_facts
 from gateway.rate_limits.limiter import ALLOWED
 from gateway.storage.message_meta import CANNED_HANDOFF
-from gateway.storage.records import PendingTurn
-from gateway.storage.repositories import turns
+from gateway.storage.records import MessageRecord, PendingTurn
+from gateway.storage.repositories import messages, turns
 from gateway.storage.updates import TurnOutcome
 from gateway.tenants import TenantSettings
+from gateway.turns.answer.canned_texts import handoff_text
 from gateway.turns.answer.deps import AnswerDeps
 from gateway.turns.answer.pacing import BATCH_LIMIT, ModelPacing, answered_together
 from gateway.turns.answer.preparation import Prepared
@@ -160,8 +161,9 @@ class Answerer:
         """Move the conversation to waiting and tell the customer (the tenant's text), in the
         transaction that stores the reply; whether another turn was pending then."""
         turn, inbound = pending.turn, pending.inbound
+        texts = () if tenant.handoff_message is not None else await self._customer_texts(inbound)
         notice = Draft(
-            tenant.handoff_message, TurnOutcome(status="done"), CANNED_HANDOFF, handoff=reason
+            handoff_text(tenant, texts), TurnOutcome(status="done"), CANNED_HANDOFF, handoff=reason
         )
         stored = await self.store.store(turn, held, inbound, notice, self.deliverer.claim())
         self.deliverer.send_in_order(
@@ -169,6 +171,15 @@ class Answerer:
         )
         await self.compaction.after_turn(turn, tenant)
         return stored.more_pending
+
+    async def _customer_texts(self, inbound: MessageRecord) -> tuple[str, ...]:
+        """The customer's latest messages of the episode, this one last: the language the
+        built-in handoff text is chosen in (a handoff is rare; one short read)."""
+        async with self.deps.sessions() as session:
+            earlier = await messages.recent_messages(
+                session, inbound.customer_id, inbound.episode_id, limit=6, before_id=inbound.id
+            )
+        return (*(m.text for m in earlier if m.role == "user"), inbound.text)
 
     async def _answer(self, pending: PendingTurn, ready: Prepared, held: Held) -> bool:
         """The model's draft through the reply steps, stored and handed to the deliver step;

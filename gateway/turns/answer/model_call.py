@@ -9,7 +9,7 @@ import logging
 from collections.abc import Sequence
 
 from context import ChatMessage
-from gateway.providers import FALLBACK_MESSAGE, ProviderError
+from gateway.providers import ProviderError
 from gateway.providers.base import Completion, ModelProvider
 from gateway.providers.limits import CallLimits
 from gateway.providers.pool import ProviderPool
@@ -28,6 +28,7 @@ from gateway.tenant_ref import TenantRef
 from gateway.tenants import TenantSettings
 from gateway.tools.verification_settings import VerificationSettings
 from gateway.turns.answer.actions import TurnActions
+from gateway.turns.answer.canned_texts import customer_texts, fallback_text, handoff_text
 from gateway.turns.answer.deps import AnswerDeps
 from gateway.turns.answer.reply_steps import Draft, ReplyTurn
 from gateway.turns.answer.routing import MODEL_FAILED
@@ -155,9 +156,11 @@ class ModelCall:
         finally:
             if preview is not None:
                 await preview.close()
+        texts = customer_texts(window.messages, inbound.text)
         if await self._failed_repeatedly(pending, tenant):
-            return Draft(tenant.handoff_message, failed, CANNED_HANDOFF, handoff=MODEL_FAILED)
-        return Draft(tenant.fallback_message or FALLBACK_MESSAGE, failed, CANNED_FALLBACK)
+            told = handoff_text(tenant, texts)
+            return Draft(told, failed, CANNED_HANDOFF, handoff=MODEL_FAILED)
+        return Draft(fallback_text(tenant, texts), failed, CANNED_FALLBACK)
 
     async def _complete(
         self,

@@ -14,6 +14,7 @@ from gateway.storage.message_meta import CANNED_HANDOFF
 from gateway.storage.records import PendingTurn
 from gateway.storage.updates import TurnOutcome
 from gateway.tenants import TenantSettings
+from gateway.turns.answer.canned_texts import customer_texts, handoff_text
 from gateway.turns.answer.routing import MODEL_MARKER
 from gateway.turns.log_fields import turn_fields
 from gateway.turns.window import AssembledContext
@@ -64,7 +65,8 @@ class HandoffMarker:
         if not marked:
             return draft
         if not text:
-            text = turn.tenant.handoff_message
+            texts = customer_texts(turn.assembled.window.messages, turn.pending.inbound.text)
+            text = handoff_text(turn.tenant, texts)
             return replace(draft, text=text, canned=CANNED_HANDOFF, handoff=MODEL_MARKER)
         return replace(draft, text=text, handoff=MODEL_MARKER)
 

@@ -13,8 +13,8 @@ from typing import Any
 
 from sqlalchemy import select
 
-from gateway.providers import FALLBACK_MESSAGE
 from gateway.storage.models import Message, TurnRow
+from gateway.turns.answer.canned_texts import FALLBACK_MESSAGES
 from tests.support.openai_server import FakeOpenAI, model_settings
 from tests.support.shared_gateways import next_frame
 from tests.support.stack import Stack, running_stack
@@ -103,10 +103,10 @@ async def test_a_stream_broken_on_every_attempt_ends_with_the_fallback_not_half_
     async with _exchange(model, tmp_path, "Qual o prazo de entrega do pedido?") as exchange:
         pass  # nothing to ask the gateway while it runs: all is in the frames and the rows
     *shown, final = exchange.frames
-    assert final["text"] == FALLBACK_MESSAGE
+    assert final["text"] == FALLBACK_MESSAGES["pt"]  # the customer's language
     # What was shown while it streamed was a beginning of the model's text, never stored.
     assert any(f["type"] == "partial" and f["text"].startswith("re:") for f in shown)
-    assert [m.text for m in exchange.messages if m.role == "assistant"] == [FALLBACK_MESSAGE]
+    assert [m.text for m in exchange.messages if m.role == "assistant"] == [FALLBACK_MESSAGES["pt"]]
     [turn] = exchange.turns
     assert turn.status == "failed" and "stream_broken" in (turn.error or "")
     assert len(model.calls) > 1  # retried before giving up

@@ -10,6 +10,7 @@ from gateway.storage.message_meta import CANNED_FALLBACK, CANNED_HANDOFF, CANNED
 from gateway.storage.repositories import turns
 from gateway.storage.updates import TurnOutcome, TurnUsage
 from gateway.turns.answer import MODEL_FAILED
+from gateway.turns.answer.canned_texts import FALLBACK_MESSAGES, HANDOFF_MESSAGES
 from gateway.turns.answer.model_call import ModelCall
 from gateway.turns.typing import Typing
 from tests.gateway.turns.answer.models import ScriptedModel, pool_of
@@ -69,7 +70,12 @@ async def test_a_failed_call_drafts_the_tenants_fallback(
     call = ModelCall(answer_deps(sessions), providers=pool_of(ScriptedModel(None)))
     turn = await prepared_reply_turn(sessions, key, handoff_after_failures=0)
     draft = await call.draft(turn, NO_TYPING)
-    assert (draft.text, draft.canned, draft.handoff) == (FALLBACK_MESSAGE, CANNED_FALLBACK, None)
+    # The customer wrote Portuguese: the built-in fallback in Portuguese.
+    assert (draft.text, draft.canned, draft.handoff) == (
+        FALLBACK_MESSAGES["pt"],
+        CANNED_FALLBACK,
+        None,
+    )
     assert (draft.outcome.status, draft.outcome.model, draft.outcome.attempts) == (
         "failed",
         "scripted-1",
@@ -82,6 +88,15 @@ async def test_a_failed_call_drafts_the_tenants_fallback(
         sessions, key, handoff_after_failures=0, fallback_message="Já volto."
     )
     assert (await call.draft(own, NO_TYPING)).text == "Já volto."
+
+
+async def test_an_english_customer_gets_the_english_fallback(
+    sessions: async_sessionmaker[AsyncSession],
+) -> None:
+    key = await store_pending_turn(sessions, "Where is my order? It has not arrived")
+    call = ModelCall(answer_deps(sessions), providers=pool_of(ScriptedModel(None)))
+    turn = await prepared_reply_turn(sessions, key, handoff_after_failures=0)
+    assert (await call.draft(turn, NO_TYPING)).text == FALLBACK_MESSAGE
 
 
 async def test_the_tenants_count_of_failures_in_a_row_hands_over(
@@ -98,7 +113,7 @@ async def test_the_tenants_count_of_failures_in_a_row_hands_over(
     second = await prepared_reply_turn(sessions, key, handoff_after_failures=2)
     draft = await call.draft(second, NO_TYPING)
     assert (draft.text, draft.canned, draft.handoff) == (
-        second.tenant.handoff_message,
+        HANDOFF_MESSAGES["pt"],
         CANNED_HANDOFF,
         MODEL_FAILED,
     )

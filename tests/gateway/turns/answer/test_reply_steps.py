@@ -12,6 +12,7 @@ from channels.base import Media
 from gateway.storage.message_meta import CANNED_FALLBACK, CANNED_HANDOFF, CANNED_OFFLINE
 from gateway.storage.updates import TurnOutcome
 from gateway.turns.answer import MODEL_MARKER, REPLY_STEPS, Draft, ReplyStep, ReplyTurn
+from gateway.turns.answer.canned_texts import HANDOFF_MESSAGES
 from gateway.turns.answer.reply_steps import HandoffMarker, MediaAttachments, run_reply_steps
 from tests.gateway.turns.answer.stored_turns import (
     prepared_reply_turn,
@@ -36,7 +37,10 @@ async def test_the_handoff_marker_is_taken_out_and_hands_over(
     assert (draft.text, draft.handoff, draft.canned) == ("Vou chamar alguém.", MODEL_MARKER, None)
 
     alone = await HandoffMarker().apply(Draft("[[handoff]]", DONE), turn)
-    assert (alone.text, alone.canned) == (turn.tenant.handoff_message, CANNED_HANDOFF)
+    assert (alone.text, alone.canned) == (HANDOFF_MESSAGES["pt"], CANNED_HANDOFF)
+    own = await _reply_turn(sessions, handoff_message="Um momento!")
+    told = await HandoffMarker().apply(Draft("[[handoff]]", DONE), own)
+    assert told.text == "Um momento!"
 
     # The offline model's text stays canned, marker or not.
     offline = await HandoffMarker().apply(Draft("ok [[handoff]]", DONE, CANNED_OFFLINE), turn)
