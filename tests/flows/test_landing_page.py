@@ -101,4 +101,9 @@ async def test_the_landing_page_renders_in_chromium(browser: Any, tmp_path: Path
         await page.click('a[href="/chat"]')
         await page.wait_for_url("**/chat")
         assert await page.title() != "Relaydesk"  # the widget's own page
+        await page.go_back()
+        await page.click('a[href="/docs/index.md"]')
+        await page.wait_for_url("**/docs/index.md")
+        guide = await page.locator("body").inner_text()
+        assert guide.startswith("# Relaydesk documentation")
         await context.close()
