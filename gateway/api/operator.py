@@ -13,7 +13,7 @@ from typing import Any
 from aiohttp import web
 from pydantic import Field
 
-from gateway.api import customer_data, operator_profile
+from gateway.api import customer_data, operator_accounts, operator_profile
 from gateway.api.operator_bodies import Decision, audit_json
 from gateway.customers import operator_actions as operator_store
 from gateway.http.bodies import path_id, query_text, read_json
@@ -224,8 +224,8 @@ document(
 
 def add_routes(app: web.Application) -> None:
     """Register every `/v1/operator` route: these identity actions, then the console's profile
-    actions (`gateway.api.operator_profile`) and customer data export and erasure
-    (`gateway.api.customer_data`)."""
+    actions (`gateway.api.operator_profile`), customer data export and erasure
+    (`gateway.api.customer_data`) and console accounts (`gateway.api.operator_accounts`)."""
     app.router.add_get("/v1/operator/pending-links", list_pending)
     app.router.add_post("/v1/operator/pending-links/{link_id}/confirm", confirm_pending)
     app.router.add_post("/v1/operator/pending-links/{link_id}/reject", reject_pending)
@@ -235,3 +235,4 @@ def add_routes(app: web.Application) -> None:
     app.router.add_get("/v1/operator/audit", read_audit)
     operator_profile.add_routes(app)
     customer_data.add_routes(app)
+    operator_accounts.add_routes(app)

@@ -20,6 +20,12 @@ async def operator_actor(request: web.Request, *, admin_only: bool = False) -> s
     body's `actor` names who acts) or with a login (returns its username; a POST must
     carry `X-CSRF-Token`). With `admin_only`, an agent's login is refused (`Forbidden`, code
     `admin_only`); the API key acts as an admin. Raises `Unauthorized` / `Forbidden`."""
+    login = await acting_login(request, admin_only=admin_only)
+    return None if login is None else login.username
+
+
+async def acting_login(request: web.Request, *, admin_only: bool = False) -> OperatorLogin | None:
+    """`operator_actor`, answering the login itself (None for the API key)."""
     if request.headers.get("Authorization"):
         require_api_key(request)
         return None
@@ -32,7 +38,7 @@ async def operator_actor(request: web.Request, *, admin_only: bool = False) -> s
         raise Forbidden("the X-CSRF-Token header is missing or wrong", code="csrf_failed")
     if admin_only:
         require_admin(login)
-    return login.username
+    return login
 
 
 async def admin_actor(request: web.Request) -> str:

@@ -6,17 +6,15 @@ API); the login page says how to create the first account."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
-from aiohttp import ClientResponse, ClientSession, DummyCookieJar
+from aiohttp import ClientResponse
 from sqlalchemy import select
 
 from gateway.operators.accounts import create_operator
-from gateway.operators.actor import CSRF_HEADER
-from gateway.operators.logins import COOKIE
 from gateway.storage.models import AuditEntry
-from tests.support.console import AUTH, USERNAME, csrf_of, log_in, post_login, seed
+from tests.support.console import AUTH, USERNAME, log_in, seed
+from tests.support.operator_logins import OperatorBrowser, operator_logs_in
 from tests.support.stack import Stack, running_stack
 
 AGENT = "ben.agent"
@@ -24,61 +22,10 @@ AGENT_PASSWORD = "agent horse battery"
 _NEW_PASSWORD = re.compile(r'<code data-new-password="ben.agent">([^<]+)</code>')
 
 
-@dataclass
-class Operator:
-    """Another operator's browser: its own login cookie on its own connection."""
-
-    stack: Stack
-    token: str
-    csrf: str
-
-    async def get(self, path: str) -> tuple[int, str, str | None]:
-        async with ClientSession(cookie_jar=DummyCookieJar()) as http:
-            async with http.get(
-                self.stack.client.make_url(path),
-                headers={"Cookie": f"{COOKIE}={self.token}"},
-                allow_redirects=False,
-            ) as response:
-                return response.status, await response.text(), response.headers.get("Location")
-
-    async def post(self, path: str, **form: str) -> tuple[int, str]:
-        async with ClientSession(cookie_jar=DummyCookieJar()) as http:
-            async with http.post(
-                self.stack.client.make_url(path),
-                data={"csrf_token": self.csrf, **form},
-                headers={"Cookie": f"{COOKIE}={self.token}"},
-                allow_redirects=False,
-            ) as response:
-                return response.status, await response.text()
-
-    async def delete_api(self, path: str) -> tuple[int, object]:
-        async with ClientSession(cookie_jar=DummyCookieJar()) as http:
-            async with http.delete(
-                self.stack.client.make_url(path),
-                json={"reason": "asked by the customer"},
-                headers={"Cookie": f"{COOKIE}={self.token}", CSRF_HEADER: self.csrf},
-            ) as response:
-                return response.status, await response.json()
-
-
-async def _operator_logs_in(stack: Stack, username: str, password: str) -> Operator | None:
-    answer = await post_login(stack.client, username, password)
-    if answer.status != 303:
-        return None
-    cookie = answer.set_cookie(COOKIE)
-    assert cookie is not None
-    token = cookie.split(";")[0].split("=", 1)[1]
-    operator = Operator(stack, token, "")
-    status, page, _ = await operator.get("/console")
-    assert status == 200
-    operator.csrf = csrf_of(page)
-    return operator
-
-
-async def _agent(stack: Stack) -> Operator:
+async def _agent(stack: Stack) -> OperatorBrowser:
     async with stack.sessions().begin() as session:
         await create_operator(session, AGENT, AGENT_PASSWORD)
-    agent = await _operator_logs_in(stack, AGENT, AGENT_PASSWORD)
+    agent = await operator_logs_in(stack, AGENT, AGENT_PASSWORD)
     assert agent is not None
     return agent
 
@@ -115,10 +62,10 @@ async def test_an_admin_manages_an_agents_account_from_the_accounts_page(stack: 
     # The agent's open login ends at its next request, and it cannot log in again.
     assert await agent.get("/console") == (303, "", "/console/login")
     assert (await agent.get("/v1/operator/audit"))[0] == 401
-    assert await _operator_logs_in(stack, AGENT, AGENT_PASSWORD) is None
+    assert await operator_logs_in(stack, AGENT, AGENT_PASSWORD) is None
 
     assert (await _act(stack, csrf, "enable")).status == 303
-    agent = await _operator_logs_in(stack, AGENT, AGENT_PASSWORD)  # type: ignore[assignment]
+    agent = await operator_logs_in(stack, AGENT, AGENT_PASSWORD)  # type: ignore[assignment]
     assert agent is not None
 
     reset = await _act(stack, csrf, "reset-password")
@@ -126,8 +73,8 @@ async def test_an_admin_manages_an_agents_account_from_the_accounts_page(stack: 
     shown = _NEW_PASSWORD.search(await reset.text())
     assert shown is not None
     assert await agent.get("/console") == (303, "", "/console/login")
-    assert await _operator_logs_in(stack, AGENT, AGENT_PASSWORD) is None
-    agent = await _operator_logs_in(stack, AGENT, shown.group(1))  # type: ignore[assignment]
+    assert await operator_logs_in(stack, AGENT, AGENT_PASSWORD) is None
+    agent = await operator_logs_in(stack, AGENT, shown.group(1))  # type: ignore[assignment]
     assert agent is not None
 
     unconfirmed = await _act(stack, csrf, "remove", confirm="yes")
@@ -138,7 +85,7 @@ async def test_an_admin_manages_an_agents_account_from_the_accounts_page(stack: 
     page = await (await stack.client.get("/console/accounts")).text()
     assert 'data-account="ben.agent"' not in page
     assert await agent.get("/console") == (303, "", "/console/login")
-    assert await _operator_logs_in(stack, AGENT, shown.group(1)) is None
+    assert await operator_logs_in(stack, AGENT, shown.group(1)) is None
 
     async with stack.sessions()() as session:
         audited = list(
@@ -192,7 +139,9 @@ async def test_an_agent_is_refused_accounts_and_erasures(stack: Stack) -> None:
         f"/console/customers/{cid}/erase", reason="asked by the customer", confirm=cid
     )
     assert status == 403 and refusal in page
-    status, body = await agent.delete_api(f"/v1/operator/customers/{cid}")
+    status, body = await agent.api(
+        "DELETE", f"/v1/operator/customers/{cid}", {"reason": "asked by the customer"}
+    )
     assert (status, body) == (
         403,
         {
@@ -202,7 +151,7 @@ async def test_an_agent_is_refused_accounts_and_erasures(stack: Stack) -> None:
     )
     # Nothing was erased, nor the admin's account touched.
     assert (await stack.client.get(f"/v1/operator/customers/{cid}", headers=AUTH)).status == 200
-    assert await _operator_logs_in(stack, USERNAME, "correct horse battery") is not None
+    assert await operator_logs_in(stack, USERNAME, "correct horse battery") is not None
     # The API key acts as an admin.
     erased = await stack.client.delete(
         f"/v1/operator/customers/{cid}",
