@@ -21,6 +21,7 @@ from gateway.console import (
     views,
 )
 from gateway.console.pages import Form, console, form_text, html_response, redirect
+from gateway.console.views_settings import effective_settings_section
 from gateway.customers import operator_actions as operator_store
 from gateway.http.bodies import path_id
 from gateway.http.errors import BadRequest, NotFound
@@ -33,8 +34,11 @@ from gateway.operators.reasons import check_reason
 from gateway.operators.rebuild import rebuild_memory
 from gateway.operators.set_aside import retry_set_aside
 from gateway.runtime.clock import utcnow
+from gateway.settings_admin.levels import SettingsLevel
 from gateway.storage.errors import RecordNotFound
 from gateway.storage.repositories import audit, conversations, inbox, messages
+from gateway.storage.repositories.tenants import settings_for
+from gateway.tenants import TenantConfigError, TenantSettings
 
 STATIC_DIR: Final = Path(__file__).parent / "static"
 ASSETS: Final = {
@@ -284,8 +288,18 @@ async def conversation(request: web.Request, login: logins.OperatorLogin) -> web
         if found is None:
             raise NotFound("no such conversation")
         held = await held_actions.held_actions(session, found.conversation_key, utcnow())
+        tenant = found.tenant
+        level = SettingsLevel(tenant.domain, tenant.host, tenant.assistant_id, found.channel)
+        effective: TenantSettings | None
+        try:
+            effective = await settings_for(session, tenant, channel=found.channel)
+        except TenantConfigError:
+            effective = None
+    settings = effective_settings_section(level, effective)
     return html_response(
-        views.conversation_page(login, conversation_id, held, request.query.get("done"))
+        views.conversation_page(
+            login, conversation_id, held, request.query.get("done"), settings=settings
+        )
     )
 
 

@@ -59,7 +59,9 @@ def conversation_page(
     conversation_id: str,
     held: Sequence[HeldAction] = (),
     notice: str | None = None,
+    settings: Html | None = None,
 ) -> Html:
+    """`settings`: the read-only section of the settings the conversation follows."""
     return page(
         "Conversation",
         login,
@@ -67,6 +69,7 @@ def conversation_page(
         el("h1", {"id": "title"}, "Conversation"),
         _live(login, "conversation", conversation=conversation_id),
         held_section(login, conversation_id, held),
+        settings,
         el(
             "div",
             {"class_": "conversation"},
