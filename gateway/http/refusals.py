@@ -58,6 +58,7 @@ _REASON_OF_CODE: Final = {
     "invalid_query": "malformed",
     "invalid_cursor": "malformed",
     "invalid_payload": "malformed",
+    "invalid_transcript": "malformed",
 }
 _REASON_OF_STATUS: Final = {
     400: "malformed",

@@ -43,19 +43,25 @@ def make_engine(
     idle_in_transaction_timeout_ms: int = 0,
 ) -> AsyncEngine:
     """Build an engine; SQLite gets WAL, foreign keys and a busy timeout for concurrent writers.
+    Errors and the statements' echo never show their parameters (customer text).
 
     On PostgreSQL every connection is opened with `statement_timeout` and
     `idle_in_transaction_session_timeout` set (0: no limit, PostgreSQL's default), so one stuck
     query or a transaction left open never holds a pooled connection and its locks for long.
     SQLite has neither setting; its writers wait under the busy timeout instead."""
     if url.startswith("sqlite"):
-        engine = create_async_engine(url, echo=echo, connect_args={"timeout": 30})
+        engine = create_async_engine(
+            url, echo=echo, hide_parameters=True, connect_args={"timeout": 30}
+        )
         event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
         event.listen(engine.sync_engine, "begin", _sqlite_begin)
         return engine
     engine = create_async_engine(
         url,
         echo=echo,
+        # A failed statement's error (logged with its traceback) and the echo of statements
+        # never print their parameters: they carry customers' messages and identifiers.
+        hide_parameters=True,
         pool_size=10,
         max_overflow=10,
         pool_timeout=POOL_TIMEOUT_S,

@@ -37,7 +37,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from aiohttp import WSCloseCode, WSMsgType, web
+from aiohttp import WSCloseCode, WSMessage, WSMsgType, web
 from pydantic import BaseModel, ConfigDict, Field
 
 from channels.base import PayloadInvalid, RawRequest
@@ -136,7 +136,7 @@ async def websocket(request: web.Request) -> web.WebSocketResponse:
     try:
         async for frame in socket:
             if frame.type != WSMsgType.TEXT:
-                _log_unread(request, frame.type, socket.exception())
+                _log_unread(request, frame)
                 continue
             if visitor is not None:
                 verdict = await check(request, Door.WEBCHAT_FRAMES, visitor, channel="webchat")
@@ -172,11 +172,11 @@ async def websocket(request: web.Request) -> web.WebSocketResponse:
     return socket
 
 
-def _log_unread(request: web.Request, kind: WSMsgType, error: BaseException | None) -> None:
+def _log_unread(request: web.Request, frame: WSMessage) -> None:
     """A frame the protocol does not read: binary, or one aiohttp refused (too big, bad
-    UTF-8); the socket's close frames end the loop before they get here."""
-    detail = str(error) if kind == WSMsgType.ERROR and error is not None else "not a text frame"
-    log_refusal(request, Refusal("bad_frame", detail), frame=kind.name.lower())
+    UTF-8: then the socket closes); close frames end the loop before they get here."""
+    detail = str(frame.data) if frame.type == WSMsgType.ERROR else "not a text frame"
+    log_refusal(request, Refusal("bad_frame", detail), frame=frame.type.name.lower())
 
 
 async def _refuse(

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from aiohttp import WSMsgType
 
 from channels.telegram import SECRET_HEADER
 from devtools.twilio_webhook import signed_form
@@ -242,6 +243,20 @@ async def test_bad_websocket_frames_are_bad_frame_and_the_socket_stays_open(
     assert "unknown frame type" in lines[1]["detail"]
 
 
+async def test_a_frame_past_64_kib_is_bad_frame_and_closes_the_socket(
+    stack: Stack, caplog: pytest.LogCaptureFixture
+) -> None:
+    visitor = await signed_visitor(stack.client)
+    async with stack.client.ws_connect("/webchat/ws") as socket:
+        await socket.send_json({"type": "hello", "visitor_id": visitor})
+        assert (await socket.receive_json())["type"] == "ready"
+        await socket.send_str("x" * 70_000)
+        assert (await socket.receive()).type in (WSMsgType.CLOSE, WSMsgType.CLOSED)
+    [line] = refusals(caplog)
+    assert (line["reason"], line["frame"]) == ("bad_frame", "error")
+    assert "xxxx" not in printed(caplog)
+
+
 async def test_an_api_call_without_its_key_is_unauthorized(
     stack: Stack, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -283,3 +298,32 @@ async def test_a_request_past_a_rate_limit_is_rate_limited_with_its_client(
     line = the_refusal(caplog)
     assert line["reason"] == "rate_limited"
     assert line["client"] == "203.0.113.7" and line["route"] == "/webchat/visitors"
+
+
+async def test_a_webhook_of_a_channel_not_configured_here_says_so(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    async with running_stack("embedded", tmp_path) as bare:  # no Telegram settings at all
+        response = await bare.client.post(
+            TELEGRAM_PATH, json={"update_id": 1}, headers={SECRET_HEADER: TELEGRAM_SECRET}
+        )
+        assert response.status == 403
+    line = the_refusal(caplog)
+    assert line["reason"] == "channel_not_configured" and line["route"] == TELEGRAM_PATH
+    assert "TELEGRAM_WEBHOOK_SECRET" in line["detail"]
+
+
+async def test_a_websocket_frame_past_the_visitors_rate_is_rate_limited(
+    stack: Stack, caplog: pytest.LogCaptureFixture
+) -> None:
+    visitor = await signed_visitor(stack.client)
+    async with stack.client.ws_connect("/webchat/ws") as socket:
+        await socket.send_json({"type": "hello", "visitor_id": visitor})
+        assert (await socket.receive_json())["type"] == "ready"
+        errors: list[str] = []
+        for _ in range(61):  # the default: 60 frames a minute per visitor
+            await socket.send_json({"type": "ping"})
+            errors.append((await socket.receive_json())["error"])
+    assert errors[-1] == "rate_limited" and errors.count("bad_frame") == 60
+    assert [line["reason"] for line in refusals(caplog)] == ["bad_frame"] * 60 + ["rate_limited"]
+    assert refusals(caplog)[-1]["frame"] == "text"

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 from sqlalchemy import text
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.pool import NullPool
 
@@ -73,3 +75,25 @@ async def test_each_connection_keeps_every_hot_statement_prepared(admin: AsyncEn
             assert cache.capacity == PREPARED_STATEMENTS >= 500
     finally:
         await engine.dispose()
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+async def test_a_failed_statement_never_shows_its_parameters(backend: str, tmp_path: Path) -> None:
+    # A statement's error is logged with its traceback: a customer's message must not be in it.
+    if backend == "postgresql":
+        why = await postgres_reachable()
+        if why is not None:
+            unavailable("PostgreSQL", why)
+    url = POSTGRES_URL if backend == "postgresql" else f"sqlite+aiosqlite:///{tmp_path / 'e.db'}"
+    engine = make_engine(url)
+    try:
+        async with engine.connect() as connection:
+            with pytest.raises(DBAPIError) as raised:
+                await connection.execute(
+                    text("SELECT no_such_column WHERE :said = ''"),
+                    {"said": "meu cpf é 123.456.789-09"},
+                )
+    finally:
+        await engine.dispose()
+    assert "no_such_column" in str(raised.value)
+    assert "123.456" not in str(raised.value) and "hidden" in str(raised.value)
