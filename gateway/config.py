@@ -1,6 +1,6 @@
 """Process configuration: environment variables, optionally a TOML file with the same keys.
 
-Every configuration key (the `RELAYDESK_*` variables of README.md) is a field here.
+Every configuration key (the variables of docs/environment.md) is a field here.
 Environment variables win over the TOML file, and an invalid value stops the process at start
 with a message that names the variable.
 """
