@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from urllib.parse import quote, unquote
 
 from gateway.tenant_ref import DEFAULT_DOMAIN, TenantRef
+from identity.channels import CHANNEL_NAMES
 
 PARTS = ("domain", "host", "assistant", "channel")
 
@@ -41,6 +42,11 @@ class SettingsLevel:
         ):
             if value is not None and (not value.strip() or len(value) > 200):
                 raise LevelInvalid(f"{name}: give a value of 1 to 200 characters")
+        if self.channel is not None and self.channel not in CHANNEL_NAMES:
+            # A block under a name no message carries would be stored and never applied.
+            raise LevelInvalid(
+                f"channel: {self.channel!r} is not one of {', '.join(CHANNEL_NAMES)}"
+            )
 
     @property
     def tenant(self) -> TenantRef:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from gateway.settings_admin.descriptions import DESCRIPTIONS
 from gateway.tenants import TenantSettings
 
 SCHEMA_ID = "urn:relaydesk:tenant-settings"
@@ -23,7 +24,9 @@ def settings_schema() -> dict[str, Any]:
     )
     schema["properties"]["channels"] = {
         "type": "object",
-        "description": "per-channel overrides: channel name → keys of these settings",
         "additionalProperties": {"type": "object"},
     }
+    for key, prop in schema["properties"].items():
+        if key in DESCRIPTIONS:
+            prop["description"] = DESCRIPTIONS[key]
     return schema

@@ -28,3 +28,8 @@ def test_the_domain_may_be_left_out_and_values_are_unquoted() -> None:
 def test_paths_that_name_no_level_are_refused(path: str) -> None:
     with pytest.raises(LevelInvalid):
         SettingsLevel.from_path(path)
+
+
+def test_a_channel_no_message_carries_is_refused() -> None:
+    with pytest.raises(LevelInvalid, match="whatsap"):
+        SettingsLevel(channel="whatsap")
