@@ -7,7 +7,8 @@ keys. The level is a path (`gateway.settings_admin.levels`): `domain/default`,
 `domain/default/host/shop.example.com/channel/whatsapp`, … Every change is audited
 (`settings_changed`, subject the level's path) and takes effect for the next message in every
 process. Callers authenticate like the operator API: the Bearer API key (the body's `actor`
-says who acts) or a console login (plus `X-CSRF-Token` on writes).
+says who acts) or a console login (plus `X-CSRF-Token` on writes); any operator may read, only
+an admin's login may change them (an agent's is refused with 403 `admin_only`).
 """
 
 from __future__ import annotations
@@ -87,7 +88,7 @@ async def merge_settings(request: web.Request) -> web.Response:
 
 
 async def _change(request: web.Request, *, replace: bool) -> web.Response:
-    who = await operator_actor(request)
+    who = await operator_actor(request, admin_only=True)
     level = _level(request)
     body = await read_json(request, SettingsChangeIn)
     reason = check_reason(body.reason)
@@ -145,7 +146,7 @@ _EFFECTIVE = [
 ]
 _REFUSALS = {
     400: "malformed body or blank reason",
-    403: "a console login without its X-CSRF-Token",
+    403: "an agent's login (code admin_only), or a login without its X-CSRF-Token",
     404: "the path names no settings level",
     422: "the settings would not be usable; the detail names the keys",
 }

@@ -9,8 +9,12 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient
 
+from gateway.operators.accounts import create_operator
 from gateway.storage.repositories import audit, tenants
+from gateway.storage.repositories.operators import OperatorRole
 from tests.support.app_settings import AUTH
+from tests.support.console import PASSWORD
+from tests.support.operator_logins import operator_logs_in
 from tests.support.stack import running_stack
 
 HOST_LEVEL = "/v1/settings/domain/default/host/shop.example.com"
@@ -156,3 +160,27 @@ async def test_the_schema_and_the_callers_it_refuses(tmp_path: Path) -> None:
         paths = (await (await client.get("/openapi.json")).json())["paths"]
         assert set(paths["/v1/settings/{level}"]) == {"get", "put", "patch"}
         assert "422" in paths["/v1/settings/{level}"]["patch"]["responses"]
+
+
+async def test_an_admin_login_changes_settings_and_an_agents_is_refused(tmp_path: Path) -> None:
+    async with running_stack("embedded", tmp_path) as stack:
+        async with stack.sessions().begin() as session:
+            await create_operator(session, "ana.admin", PASSWORD, role=OperatorRole.ADMIN)
+            await create_operator(session, "ben.agent", PASSWORD, role=OperatorRole.AGENT)
+        admin = await operator_logs_in(stack, "ana.admin", PASSWORD)
+        agent = await operator_logs_in(stack, "ben.agent", PASSWORD)
+        assert admin is not None and agent is not None
+        body = {"settings": {"handoff_message": "Um momento!"}, "reason": "tone"}
+
+        status, refused = await agent.api("PATCH", HOST_LEVEL, body)
+        assert status == 403 and isinstance(refused, dict)
+        assert refused["error"] == "admin_only"
+        status, read = await agent.api("GET", HOST_LEVEL)  # reading is any operator's
+        assert status == 200 and isinstance(read, dict) and read["settings"] == {}
+
+        status, changed = await admin.api("PATCH", HOST_LEVEL, body)
+        assert status == 200 and isinstance(changed, dict)
+        assert changed["audit"]["actor"] == "ana.admin"  # the login, not the body, names who
+        async with stack.sessions()() as session:
+            [entry] = await audit.list_audit(session, action="settings_changed")
+        assert entry.actor == "ana.admin"
