@@ -2,7 +2,8 @@
 
 Both come from one schema, `gateway.config.Settings`: a `SecretStr` field (and a URL that
 carries a password) goes to the Secret, every other field to the ConfigMap, so a variable added
-to the settings reaches the manifests the next time this runs (a test fails until then):
+to the settings reaches the manifests, with the comment written above its field, the next time
+this runs (a test fails until then):
 
     python -m devtools.deploy_manifests
 
@@ -12,8 +13,10 @@ running process imports it.
 
 from __future__ import annotations
 
+import inspect
 import json
 import sys
+import textwrap
 import types
 import typing
 from collections.abc import Iterable, Mapping
@@ -23,6 +26,7 @@ from pathlib import Path
 from pydantic import BaseModel, SecretStr
 
 from gateway.config import Settings
+from gateway.env_example import field_comments
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 KUBERNETES = Path("deploy") / "kubernetes"
@@ -65,6 +69,7 @@ class Variable:
     name: str
     value: str | None  # None: unset, so the built-in default (or no value) applies
     secret: bool
+    about: str = ""  # the comment above the field in the settings' source
 
 
 def _holds_secret(annotation: object) -> bool:
@@ -88,7 +93,8 @@ def env_value(value: object) -> str | None:
 
 
 def settings_variables(model: type[BaseModel] = Settings) -> tuple[Variable, ...]:
-    """Every variable of `model`, in the order of its fields."""
+    """Every variable of `model`, in the order of its fields, with the comment above each."""
+    comments = field_comments(inspect.getsource(model))
     found = []
     for name, field in model.model_fields.items():
         variable = field.alias or name
@@ -99,7 +105,7 @@ def settings_variables(model: type[BaseModel] = Settings) -> tuple[Variable, ...
             value = CLUSTER_VALUES[variable]
         else:
             value = env_value(field.default)
-        found.append(Variable(variable, value, secret))
+        found.append(Variable(variable, value, secret, comments.get(name, "")))
     return tuple(found)
 
 
@@ -118,6 +124,10 @@ def _document(kind: str, name: str, data_key: str, variables: Iterable[Variable]
         lines.append("type: Opaque")
     lines.append(f"{data_key}:")
     for variable in variables:
+        if variable.about:
+            lines += textwrap.wrap(
+                variable.about, width=96, initial_indent="  # ", subsequent_indent="  # "
+            )
         if variable.value is None:
             lines.append(f'  # {variable.name}: ""')
         else:

@@ -17,6 +17,7 @@ def test_the_committed_manifests_are_current() -> None:
 
 
 class _Sample(BaseSettings):
+    # The key of the sample API.
     token: SecretStr | None = Field(None, alias="SAMPLE_TOKEN")
     database_url: str = Field("sqlite+aiosqlite:///x", alias="RELAYDESK_DATABASE_URL")
     webchat_secret: SecretStr | None = Field(None, alias="RELAYDESK_WEBCHAT_SECRET")
@@ -28,7 +29,7 @@ class _Sample(BaseSettings):
 
 def test_secrets_and_credential_urls_go_to_the_secret_the_rest_to_the_config_map() -> None:
     assert settings_variables(_Sample) == (
-        Variable("SAMPLE_TOKEN", None, secret=True),
+        Variable("SAMPLE_TOKEN", None, secret=True, about="The key of the sample API."),
         # A required secret is written empty (the process refuses to start until it is set),
         # never with the schema's default.
         Variable("RELAYDESK_DATABASE_URL", "", secret=True),
@@ -54,4 +55,5 @@ def test_values_are_written_as_the_environment_carries_them() -> None:
     secret = deploy_manifests.secret_yaml(variables)
     assert '  SAMPLE_FLAG: "true"\n' in config and '  # SAMPLE_LIMIT: ""\n' in config
     assert "SAMPLE_TOKEN" not in config and "DATABASE_URL:" not in config
-    assert '  # SAMPLE_TOKEN: ""\n' in secret and '  RELAYDESK_DATABASE_URL: ""\n' in secret
+    assert '  # The key of the sample API.\n  # SAMPLE_TOKEN: ""\n' in secret
+    assert '  RELAYDESK_DATABASE_URL: ""\n' in secret
