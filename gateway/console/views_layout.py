@@ -26,6 +26,7 @@ def page(
             el("a", {"href": "/console/inbox"}, "Inbox"),
             el("a", {"href": "/console/audit"}, "Audit log"),
             el("a", {"href": "/console/accounts"}, "Accounts") if login.is_admin else None,
+            el("a", {"href": "/console/settings"}, "Settings") if login.is_admin else None,
             el("span", {"class_": "who"}, f"signed in as {login.username}"),
             el(
                 "form",
