@@ -619,7 +619,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     operator = commands.add_parser("operator", help="operator console accounts")
     operator_commands = operator.add_subparsers(dest="operator_command", required=True)
-    from gateway.operators.cli import add_arguments as add_operator_commands
+    from gateway.operators.cli_arguments import add_arguments as add_operator_commands
 
     add_operator_commands(operator_commands)
     operator.set_defaults(run=_operator)
