@@ -52,21 +52,22 @@ async def login_submit(request: web.Request) -> web.StreamResponse:
     except TooManyRequests as exc:
         log_refusal(request, Refusal("rate_limited", exc.detail))
         notice = f"Too many failed logins. Try again in {exc.retry_after_s} seconds."
-        response = _login_again(request, notice, 429)
+        response = await _login_again(request, notice, 429)
         response.headers["Retry-After"] = str(exc.retry_after_s)
         return response
     except GatewayError as exc:
         log_refusal(request, Refusal("bad_login", exc.detail))
-        return _login_again(request, "Unknown operator or wrong password.", 401)
+        return await _login_again(request, "Unknown operator or wrong password.", 401)
     response = redirect("/console")
     cookies.set_cookie(response, request, logins.COOKIE, token)
     response.del_cookie(cookies.LOGIN_CSRF_COOKIE, path="/")
     return response
 
 
-def _login_again(request: web.Request, notice: str, status: int) -> web.Response:
+async def _login_again(request: web.Request, notice: str, status: int) -> web.Response:
     fresh = secrets.token_urlsafe(32)
-    response = html_response(views.login_page(fresh, notice), status)
+    no_account = await _no_account_yet(request)
+    response = html_response(views.login_page(fresh, notice, no_account=no_account), status)
     cookies.set_cookie(response, request, cookies.LOGIN_CSRF_COOKIE, fresh)
     return response
 

@@ -13,7 +13,7 @@ from sqlalchemy import select
 
 from gateway.operators.accounts import create_operator
 from gateway.storage.models import AuditEntry
-from tests.support.console import AUTH, USERNAME, log_in, seed
+from tests.support.console import AUTH, USERNAME, log_in, post_login, seed
 from tests.support.operator_logins import OperatorBrowser, operator_logs_in
 from tests.support.stack import Stack, running_stack
 
@@ -166,6 +166,8 @@ async def test_the_login_page_says_how_to_create_the_first_account(tmp_path: Pat
     async with running_stack("embedded", tmp_path) as stack:
         first = await (await stack.client.get("/console/login")).text()
         assert "No operator account exists yet" in first and hint in first
+        tried = await post_login(stack.client, "zoe", "correct horse battery")
+        assert tried.status == 401 and hint in tried.page
         async with stack.sessions().begin() as session:
             await create_operator(session, "zoe", "correct horse battery")
         later = await (await stack.client.get("/console/login")).text()
