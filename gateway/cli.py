@@ -16,6 +16,7 @@ from aiohttp import web
 from gateway.config import ConfigError, Settings, load_settings
 from gateway.runtime.heartbeat import STALE_AFTER_S
 from gateway.runtime.logs import configure_logging
+from gateway.runtime.tracing import configure_tracing
 
 
 def _serve(settings: Settings, args: argparse.Namespace) -> int:
@@ -40,6 +41,7 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
     logging.getLogger("relaydesk").info(
         "relaydesk listening", extra={"fields": {"url": f"http://{host}:{port}"}}
     )
+    configure_tracing()  # in the process that serves (a forked child starts its own)
     web.run_app(
         create_app(settings),
         host=host,
@@ -423,6 +425,7 @@ def _worker(settings: Settings, args: argparse.Namespace) -> int:
         # favour the processes answering customers.
         os.nice(args.nice)
 
+    configure_tracing()
     return asyncio.run(run_worker(settings, args.count))
 
 

@@ -8,12 +8,8 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DisconnectionError
-from sqlalchemy.ext.asyncio import (
-    AsyncEngine,
-    AsyncSession,
-    async_sessionmaker,
-    create_async_engine,
-)
+from sqlalchemy.ext import asyncio as sqlalchemy_asyncio
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 if TYPE_CHECKING:
     from gateway.config import Settings
@@ -49,14 +45,15 @@ def make_engine(
     `idle_in_transaction_session_timeout` set (0: no limit, PostgreSQL's default), so one stuck
     query or a transaction left open never holds a pooled connection and its locks for long.
     SQLite has neither setting; its writers wait under the busy timeout instead."""
+    # The factory is looked up when called: tracing (`gateway.runtime.tracing`) wraps it.
     if url.startswith("sqlite"):
-        engine = create_async_engine(
+        engine = sqlalchemy_asyncio.create_async_engine(
             url, echo=echo, hide_parameters=True, connect_args={"timeout": 30}
         )
         event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
         event.listen(engine.sync_engine, "begin", _sqlite_begin)
         return engine
-    engine = create_async_engine(
+    engine = sqlalchemy_asyncio.create_async_engine(
         url,
         echo=echo,
         # A failed statement's error (logged with its traceback) and the echo of statements

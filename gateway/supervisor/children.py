@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gateway.config import Settings
+from gateway.runtime.tracing import configure_tracing
 from gateway.supervisor.restart_counts import RestartCounts
 
 if TYPE_CHECKING:
@@ -49,6 +50,7 @@ def run_gateway_child(settings: Settings, host: str, port: int, restarts: Restar
     configure_logging(settings.log_level, levels=settings.logger_levels)
     _exit_with_parent()
     log.info("gateway process started", extra={"fields": {"pid": os.getpid()}})
+    configure_tracing()
     app = create_app(settings)
     restarts.register(app[METRICS].registry)
     app.on_startup.append(_freeze_after_startup)
@@ -84,6 +86,7 @@ def run_background(settings: Settings, nice: int, *, heartbeat: Path | None = No
     if nice:
         os.nice(nice)
     log.info("background process started", extra={"fields": {"pid": os.getpid()}})
+    configure_tracing()
     loop = new_event_loop()
     try:
         app = create_app(settings.model_copy(update={"run_background": True}))
