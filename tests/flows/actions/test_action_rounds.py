@@ -164,7 +164,7 @@ async def test_a_model_that_calls_where_words_are_due_gets_the_fallback(tmp_path
         message_id = await _ask(stack, "oi")
 
         reply, _, _ = await _reply_and_customer(stack, message_id)
-        assert "technical problem" in reply  # the fallback, not an empty reply
+        assert "problema técnico" in reply  # the fallback (in Portuguese), not an empty reply
         assert model.calls[0].tools is None
 
 

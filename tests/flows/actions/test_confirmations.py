@@ -189,7 +189,7 @@ async def test_a_sent_write_stays_on_record_when_the_model_then_fails(tmp_path: 
 
         reply = await conversation.say("sim")
 
-        assert len(api.seen) == 1 and "technical problem" in reply  # sent; the fallback told
+        assert len(api.seen) == 1 and "problema técnico" in reply  # sent; the fallback told
         async with conversation.stack.sessions()() as session:
             trail = await list_audit(session, action="action.ok", limit=5)
         [sent] = trail
