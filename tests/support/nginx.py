@@ -18,6 +18,7 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
+from typing import IO
 
 DOCKER = Path(__file__).resolve().parents[2] / "docker"
 SHIPPED = DOCKER / "nginx.conf"
@@ -84,6 +85,7 @@ class LocalNginx:
             "RELAYDESK_GATEWAYS": upstream_servers(gateways),
         }
         self._process: subprocess.Popen[bytes] | None = None
+        self._stderr: IO[bytes] | None = None
 
     @property
     def url(self) -> str:
@@ -103,9 +105,8 @@ class LocalNginx:
         checked = subprocess.run([*command, "-t"], capture_output=True, text=True, timeout=30)
         if checked.returncode != 0:
             raise RuntimeError(f"nginx refused the configuration: {checked.stderr}")
-        self._process = subprocess.Popen(
-            command, stdout=subprocess.DEVNULL, stderr=(self.directory / "stderr.log").open("wb")
-        )
+        self._stderr = (self.directory / "stderr.log").open("wb")
+        self._process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=self._stderr)
         await self._until_listening()
         return self
 
@@ -130,11 +131,14 @@ class LocalNginx:
         error: BaseException | None,
         traceback: TracebackType | None,
     ) -> None:
-        if self._process is None or self._process.poll() is not None:
-            return
-        self._process.send_signal(signal.SIGQUIT)  # graceful: finish open requests
         try:
-            await asyncio.to_thread(self._process.wait, 10)
-        except subprocess.TimeoutExpired:
-            os.kill(self._process.pid, signal.SIGKILL)
-            self._process.wait()
+            if self._process is not None and self._process.poll() is None:
+                self._process.send_signal(signal.SIGQUIT)  # graceful: finish open requests
+                try:
+                    await asyncio.to_thread(self._process.wait, 10)
+                except subprocess.TimeoutExpired:
+                    os.kill(self._process.pid, signal.SIGKILL)
+                    self._process.wait()
+        finally:
+            if self._stderr is not None:
+                self._stderr.close()
