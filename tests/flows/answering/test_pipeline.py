@@ -15,6 +15,7 @@ from sqlalchemy import func, select
 
 from gateway.storage.models import Message, TurnRow
 from gateway.storage.repositories import tenants
+from gateway.turns.answer.canned_texts import FALLBACK_MESSAGES
 from tests.support.openai_server import FakeOpenAI
 from tests.support.stack import Stack, database_url, running_stack
 from tests.support.webchat import signed_visitor
@@ -177,7 +178,8 @@ async def test_model_failure_sends_the_fallback_and_keeps_the_message(
             await stack.client.get("/webchat/messages", params={"visitor_id": visitor})
         ).json()
         assert [m["role"] for m in listed["messages"]] == ["user", "assistant"]
-        assert "oi" not in listed["messages"][1]["text"]
+        # Not an echo of the message: the fallback, in the customer's language.
+        assert listed["messages"][1]["text"] == FALLBACK_MESSAGES["pt"]
         async with stack.sessions()() as session:
             turn = await session.scalar(select(TurnRow))
         assert turn is not None and turn.status == "failed" and turn.error
