@@ -2,12 +2,15 @@
 
 A database outage in the background process fails the same way every few seconds; one line a
 minute says as much, and the count of the ones in between keeps the rate visible. Records are
-the same failure when they share the logger, the message template and the exception's class.
-Only WARNING and above are held back: INFO lines (an access line, a refusal) always pass.
+the same failure when they share the logger, the message template and the exception's class;
+a record without an exception also shares its fields (two children dying are two events, one
+child's database error every few seconds is one). Only WARNING and above are held back: INFO
+lines (an access line, a refusal) always pass.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
@@ -33,7 +36,10 @@ class _Seen:
 
 def failure_key(record: logging.LogRecord) -> FailureKey:
     error = record.exc_info[0] if record.exc_info else None
-    return record.name, str(record.msg), error.__name__ if error is not None else ""
+    if error is not None:
+        return record.name, str(record.msg), error.__name__
+    fields = getattr(record, "fields", None)
+    return record.name, str(record.msg), json.dumps(fields, sort_keys=True, default=str)
 
 
 class RepeatLimiter(logging.Filter):

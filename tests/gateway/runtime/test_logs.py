@@ -163,3 +163,18 @@ def test_a_repeated_failure_is_logged_once_a_minute_with_the_count_held_back() -
         ("sweep failed", None, None),
         ("sweep failed", "ConnectionRefusedError: connection refused", 3),
     ]
+
+
+@pytest.mark.usefixtures("restore_logging")
+def test_the_same_message_about_different_things_is_not_a_repeat() -> None:
+    out, clock = io.StringIO(), FakeClock()
+    configure_logging("INFO", stream=out, clock=clock)
+    supervisor = logging.getLogger("relaydesk.supervisor")
+    died = "child process died; another takes its place"
+    for child in ("background 1", "gateway 2", "background 1"):
+        supervisor.error(died, extra={"fields": {"child": child, "pid": 7}})
+    supervisor.error(died, extra={"fields": {"child": "gateway 2", "pid": 8}})
+    children = [
+        (line["child"], line["pid"]) for line in map(json.loads, out.getvalue().splitlines())
+    ]
+    assert children == [("background 1", 7), ("gateway 2", 7), ("gateway 2", 8)]
