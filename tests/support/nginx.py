@@ -15,7 +15,7 @@ import re
 import shutil
 import signal
 import subprocess
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import IO
@@ -77,13 +77,24 @@ http {{
 class LocalNginx:
     """docker/nginx.conf served on 127.0.0.1:`port` in front of `gateways`."""
 
-    def __init__(self, directory: Path, port: int, gateways: Sequence[str]) -> None:
+    def __init__(
+        self,
+        directory: Path,
+        port: int,
+        gateways: Sequence[str],
+        *,
+        listen_options: str = "",
+        edit: Callable[[str], str] | None = None,
+    ) -> None:
+        """`listen_options` follow the address on the listen line (`ssl`); `edit` changes the
+        rendered file as an operator would (the TLS variant's lines uncommented)."""
         self.directory = directory
         self.port = port
         self.values = {
-            "RELAYDESK_PROXY_LISTEN": f"127.0.0.1:{port}",
+            "RELAYDESK_PROXY_LISTEN": f"127.0.0.1:{port} {listen_options}".strip(),
             "RELAYDESK_GATEWAYS": upstream_servers(gateways),
         }
+        self._edit = edit
         self._process: subprocess.Popen[bytes] | None = None
         self._stderr: IO[bytes] | None = None
 
@@ -98,7 +109,8 @@ class LocalNginx:
     async def __aenter__(self) -> LocalNginx:
         self.directory.mkdir(parents=True, exist_ok=True)
         site = self.directory / "default.conf"
-        site.write_text(render_template(SHIPPED.read_text(), self.values))
+        rendered = render_template(SHIPPED.read_text(), self.values)
+        site.write_text(rendered if self._edit is None else self._edit(rendered))
         main = self.directory / "nginx.conf"
         main.write_text(_main_config(self.directory, site))
         command = [_binary(), "-p", f"{self.directory}/", "-c", str(main), "-e", "stderr"]
