@@ -8,10 +8,12 @@ from __future__ import annotations
 import hashlib
 import hmac
 import logging
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import jwt
 import pytest
 from aiohttp import WSMsgType
 
@@ -20,7 +22,7 @@ from devtools.twilio_webhook import signed_form
 from gateway.runtime.logs import JsonFormatter
 from tests.support.console import post_login
 from tests.support.signed_twilio import inbound_params
-from tests.support.stack import Stack, running_stack
+from tests.support.stack import WEBCHAT_SECRET, Stack, running_stack
 from tests.support.webchat import signed_visitor
 
 PUBLIC_URL = "https://relay.example.org"
@@ -327,3 +329,30 @@ async def test_a_websocket_frame_past_the_visitors_rate_is_rate_limited(
     assert errors[-1] == "rate_limited" and errors.count("bad_frame") == 60
     assert [line["reason"] for line in refusals(caplog)] == ["bad_frame"] * 60 + ["rate_limited"]
     assert refusals(caplog)[-1]["frame"] == "text"
+
+
+def _identity_token(account: str) -> str:
+    claims = {"sub": account, "exp": int(time.time()) + 600}
+    return jwt.encode(claims, WEBCHAT_SECRET, algorithm="HS256")
+
+
+async def test_a_signed_in_thread_read_without_its_token_says_whose_token_is_missing(
+    stack: Stack, caplog: pytest.LogCaptureFixture
+) -> None:
+    visitor = await signed_visitor(stack.client)
+    owner = {"Authorization": f"Bearer {_identity_token('acct-owner')}"}
+    body = {"visitor_id": visitor, "text": "Meu pedido", "client_message_id": "c-1"}
+    assert (await stack.client.post("/webchat/messages", json=body, headers=owner)).status == 202
+    await stack.idle()
+    other_token = _identity_token("acct-other")
+    other = {"Authorization": f"Bearer {other_token}"}
+    for headers, status in (({}, 401), (other, 403)):
+        read = await stack.client.get(
+            "/webchat/messages", params={"visitor_id": visitor}, headers=headers
+        )
+        assert read.status == status
+    assert [(line["reason"], line["route"]) for line in refusals(caplog)] == [
+        ("identity_required", "/webchat/messages"),
+        ("identity_mismatch", "/webchat/messages"),
+    ]
+    assert other_token not in printed(caplog)
