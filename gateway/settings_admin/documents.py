@@ -190,6 +190,54 @@ def check_row(
     return settings
 
 
+RowKey = tuple[str | None, str | None]  # (host, assistant) of a stored level of one domain
+
+
+def lookup_layers(
+    rows: Mapping[RowKey, Mapping[str, Any]], host: str | None, assistant: str | None
+) -> list[Mapping[str, Any]]:
+    """The stored levels a tenant's lookup reads, most specific first (as
+    `gateway.storage.repositories.tenants.settings_layers` reads them from storage)."""
+    candidates: list[Mapping[str, Any] | None] = []
+    if assistant is not None:
+        candidates.append(rows.get((host, assistant)) or rows.get((None, assistant)))
+    if host is not None:
+        candidates.append(rows.get((host, None)))
+    candidates.append(rows.get((None, None)))
+    return [layer for layer in candidates if layer is not None]
+
+
+def check_descendants(level: SettingsLevel, rows: Mapping[RowKey, Mapping[str, Any]]) -> None:
+    """Refuse a change of `level` (already in `rows`, every stored level of its domain) that
+    leaves a more specific stored level with unusable settings: a domain's change checked
+    under each host and assistant level, a host's under each of its assistants."""
+    problems: list[SettingsProblem] = []
+    for host, assistant in rows:
+        if (host, assistant) == (level.host, level.assistant_id):
+            continue
+        if level.assistant_id is not None or (level.host is not None and host != level.host):
+            continue
+        below = SettingsLevel(level.domain, host, assistant)
+        layers = lookup_layers(rows, host, assistant)
+        names: list[str | None] = [None]
+        for layer in layers:  # every level's channel blocks apply to this tenant
+            channels = layer.get("channels")
+            if isinstance(channels, Mapping):
+                names += [str(name) for name in channels if name not in names]
+        for channel in names:
+            try:
+                _validated(layers, channel, "")
+            except SettingsInvalid as exc:
+                where = below.path() + (f"/channel/{channel}" if channel else "")
+                problems += [
+                    SettingsProblem(p.key, f"{p.message} (at {where}, which this level is under)")
+                    for p in exc.problems
+                ]
+                break
+    if problems:
+        raise SettingsInvalid(problems)
+
+
 def _validated(
     layers: Sequence[Mapping[str, Any]], channel: str | None, prefix: str
 ) -> TenantSettings:

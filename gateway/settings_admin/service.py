@@ -16,6 +16,7 @@ from gateway.settings_admin.documents import (
     Document,
     KeyChange,
     changes,
+    check_descendants,
     check_row,
     level_document,
     row_document,
@@ -28,6 +29,7 @@ from gateway.storage.repositories.tenants import (
     settings_for,
     settings_layers,
     stored_level,
+    stored_levels,
 )
 from gateway.tenants import TenantSettings
 
@@ -83,7 +85,17 @@ async def check_level(
     when they would not be usable. Nothing is written."""
     stored = await _stored_row(session, level)
     row = row_document(level, document, stored)
-    return check_row(level, row, await _ancestors(session, level))
+    settings = check_row(level, row, await _ancestors(session, level))
+    await _check_descendants(session, level, row)
+    return settings
+
+
+async def _check_descendants(session: AsyncSession, level: SettingsLevel, row: Document) -> None:
+    if level.assistant_id is not None:
+        return  # nothing is stored below an assistant's level
+    rows = await stored_levels(session, domain=level.domain)
+    rows[(level.host, level.assistant_id)] = row
+    check_descendants(level, rows)
 
 
 async def change_level(
@@ -104,6 +116,7 @@ async def change_level(
         after = edit(before)
         row = row_document(level, after, stored)
         check_row(level, row, await _ancestors(session, level))
+        await _check_descendants(session, level, row)
         changed = changes(before, after)
         if not changed:
             return SettingsChange(level, before, after, (), None)

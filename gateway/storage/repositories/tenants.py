@@ -21,6 +21,7 @@ __all__ = [
     "settings_for",
     "settings_layers",
     "stored_level",
+    "stored_levels",
     "tenant_settings",
 ]
 
@@ -72,6 +73,14 @@ async def stored_level(
         .with_for_update()
     )
     return None if row is None else dict(row.settings or {})
+
+
+async def stored_levels(
+    session: AsyncSession, *, domain: str
+) -> dict[tuple[str | None, str | None], dict[str, Any]]:
+    """Every level stored under the domain, by (host, assistant)."""
+    rows = await session.scalars(select(TenantConfig).where(TenantConfig.domain == domain))
+    return {(row.host, row.assistant_id): dict(row.settings or {}) for row in rows}
 
 
 async def settings_layers(

@@ -184,3 +184,20 @@ async def test_an_admin_login_changes_settings_and_an_agents_is_refused(tmp_path
         async with stack.sessions()() as session:
             [entry] = await audit.list_audit(session, action="settings_changed")
         assert entry.actor == "ana.admin"
+
+
+async def test_a_domain_change_that_breaks_a_hosts_level_is_refused(tmp_path: Path) -> None:
+    async with running_stack("embedded", tmp_path) as stack:
+        client = stack.client
+        body = {"settings": {"threshold_tokens": 2000}, "reason": "small windows"}
+        assert (await _send(client, "PUT", HOST_LEVEL, body))[0] == 200
+        status, refused = await _send(
+            client,
+            "PATCH",
+            "/v1/settings/domain/default",
+            {"settings": {"low_water_tokens": 2500}, "reason": "fewer summaries"},
+        )
+        assert status == 422, refused
+        assert "domain/default/host/shop.example.com" in refused["detail"]
+        status, read = await _send(client, "GET", "/v1/settings/domain/default")
+        assert status == 200 and read["settings"] == {}

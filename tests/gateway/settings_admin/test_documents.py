@@ -5,6 +5,7 @@ import pytest
 from gateway.settings_admin.documents import (
     SettingsInvalid,
     changes,
+    check_descendants,
     check_row,
     level_document,
     parse_value,
@@ -92,3 +93,27 @@ def test_a_level_is_checked_on_the_levels_it_sits_on() -> None:
     assert "low_water_tokens must be below threshold_tokens" in str(refused.value)
     settings = check_row(host, {"threshold_tokens": 5000}, [{"low_water_tokens": 1200}])
     assert (settings.threshold_tokens, settings.low_water_tokens) == (5000, 1200)
+
+
+def test_a_change_that_breaks_a_more_specific_level_is_refused() -> None:
+    host = {"threshold_tokens": 2000}
+    rows = {(None, None): {"low_water_tokens": 2500}, ("shop.example.com", None): host}
+    with pytest.raises(SettingsInvalid) as refused:
+        check_descendants(DOMAIN, rows)
+    assert "domain/default/host/shop.example.com" in str(refused.value)
+    # A channel block of the domain applies under the host too.
+    rows = {
+        (None, None): {"channels": {"phone": {"low_water_tokens": 2500}}},
+        ("shop.example.com", None): host,
+    }
+    with pytest.raises(SettingsInvalid) as refused:
+        check_descendants(DOMAIN, rows)
+    assert "shop.example.com/channel/phone" in str(refused.value)
+    # Another host's assistant is not under this host.
+    check_descendants(
+        SettingsLevel(host="a.example"),
+        {
+            ("a.example", None): {"threshold_tokens": 2000},
+            ("b.example", "x"): {"low_water_tokens": 2500},
+        },
+    )
