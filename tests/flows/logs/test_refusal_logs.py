@@ -5,6 +5,7 @@ its stable name and never carries the secret, the token or the body it refused."
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import hmac
 import logging
@@ -356,3 +357,21 @@ async def test_a_signed_in_thread_read_without_its_token_says_whose_token_is_mis
         ("identity_mismatch", "/webchat/messages"),
     ]
     assert other_token not in printed(caplog)
+
+
+async def test_a_body_that_stops_arriving_is_body_timeout(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    async with running_stack("embedded", tmp_path, RELAYDESK_BODY_TIMEOUT_S=0.3) as slow:
+        server = slow.client.server
+        reader, writer = await asyncio.open_connection(server.host, server.port)
+        head = (
+            "POST /webchat/messages HTTP/1.1\r\nHost: relay\r\n"
+            "Content-Type: application/json\r\nContent-Length: 200\r\n\r\n"
+        )
+        writer.write(head.encode() + b'{"visitor_id": ')  # and then nothing more
+        await writer.drain()
+        await asyncio.wait_for(reader.read(), timeout=5)  # the server closes the connection
+        writer.close()
+    line = the_refusal(caplog)
+    assert line["reason"] == "body_timeout" and line["route"] == "/webchat/messages"
