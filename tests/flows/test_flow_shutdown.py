@@ -109,6 +109,7 @@ async def test_with_redis_and_events_the_listeners_and_the_sender_stop_too(
                 "inbox wake-up listener",
                 "event wake-up listener",
                 "recall forgetting listener",
+                "settings changes listener",
             }
         finally:
             await client.close()
