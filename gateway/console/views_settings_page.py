@@ -82,12 +82,22 @@ def _input(field: FormField, value: str) -> Html:
     return el("textarea", {**attrs, "rows": rows, "placeholder": placeholder}, value)
 
 
+def _description(text: str) -> list[Child]:
+    """The schema's descriptions mark names with backticks: those parts become `<code>`."""
+    parts = text.split("`")
+    if len(parts) % 2 == 0:  # an unpaired backtick: the text as written
+        return [text]
+    return [el("code", None, part) if i % 2 else part for i, part in enumerate(parts) if part]
+
+
 def _field(field: FormField, value: str, problem: str | None) -> Html:
     return el(
         "div",
         {"class_": "setting", "data_key": field.key},
         el("label", {"for": f"setting-{field.key}"}, el("code", None, field.key)),
-        el("p", {"class_": "muted"}, field.description) if field.description else None,
+        el("p", {"class_": "muted"}, _description(field.description))
+        if field.description
+        else None,
         _input(field, value),
         el("p", {"class_": "error", "role": "alert"}, problem) if problem else None,
     )

@@ -33,6 +33,8 @@ async def test_an_admin_reviews_and_saves_a_change(stack: Stack) -> None:
     assert 'name="window"' in form and 'value="16384"' in form  # the level's stored value
     assert 'name="handoff_message"' in form and 'name="rate_limits"' in form
     assert 'min="1024.0"' in form  # the schema's bound, checked by the browser too
+    # names the schema's descriptions quote between backticks read as code, not as backticks
+    assert "<code>content_sid</code> (Twilio)" in form and "`content_sid`" not in form
 
     refused = await client.post(
         "/console/settings/review",
