@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
 import uuid
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ from devtools.bench.harness import free_port
 from devtools.twilio_webhook import WHATSAPP_PATH, inbound_text, signed_form
 from gateway.app import create_app
 from gateway.config import Settings
+from gateway.http.access_log import ACCESS_LOGGER
 from gateway.keys import MEMORY, SCHEDULER, SESSIONS
 from gateway.memory.queue import CompactionJob
 from gateway.storage.repositories import episodes
@@ -277,5 +279,7 @@ def _printer(out: TextIO) -> Any:
 
 
 def main(workdir: Path, out: TextIO) -> int:
+    # The story's own lines say what each request did; an access line per request would bury them.
+    logging.getLogger(ACCESS_LOGGER).setLevel(logging.WARNING)
     asyncio.run(run_demo(workdir, out))
     return 0

@@ -25,7 +25,8 @@ from aiohttp.typedefs import Handler
 from gateway.http.client_address import client_of
 from gateway.http.refusals import REQUEST_ID, route_of
 
-log = logging.getLogger("relaydesk.access")
+ACCESS_LOGGER = "relaydesk.access"
+log = logging.getLogger(ACCESS_LOGGER)
 
 HEADER: Final = "X-Request-Id"
 _PLAIN_ID: Final = re.compile(r"[A-Za-z0-9._:-]{1,64}")

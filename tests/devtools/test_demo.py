@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import io
+import logging
 from pathlib import Path
 
-from devtools.demo import PHONE, run_demo, window_against_history
+import pytest
+
+from devtools.demo import PHONE, main, run_demo, window_against_history
+from gateway.http.access_log import ACCESS_LOGGER
 
 
 async def test_demo_tells_the_multichannel_story(tmp_path: Path) -> None:
@@ -69,3 +73,18 @@ def test_a_window_dearer_than_a_short_history_says_nothing_was_saved() -> None:
     assert lines[0] == "window 276 tokens, whole history 217 tokens (same instruction and state)"
     assert lines[1].startswith("nothing saved: a history this short fits whole")
     assert "(7200 tokens)" in lines[3]
+
+
+def test_the_demo_command_keeps_access_lines_out_of_its_story(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO)
+    access = logging.getLogger(ACCESS_LOGGER)
+    out = io.StringIO()
+    try:
+        assert main(tmp_path, out) == 0
+    finally:
+        access.setLevel(logging.NOTSET)  # other tests here read access lines
+    assert "5. The window Relaydesk would send" in out.getvalue()
+    assert not [r for r in caplog.records if r.name == ACCESS_LOGGER]
+    assert any(r.name.startswith("relaydesk.") for r in caplog.records)  # the rest still logs
