@@ -19,10 +19,11 @@ from datetime import timedelta
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from channels.base import InboundMessage
-from gateway.inbox.codec import from_payload
+from gateway.inbox.codec import from_payload, trace_of
 from gateway.runtime.clock import utcnow
 from gateway.runtime.outages import is_storage_down
 from gateway.runtime.tasks import TaskOwner, cancel_and_wait
+from gateway.runtime.trace_context import INBOX_STORE_SPAN, continued_span
 from gateway.storage.engine import read_sessions
 from gateway.storage.records import InboxItem
 from gateway.storage.repositories import inbox
@@ -156,7 +157,7 @@ class InboxProcessor:
                     await self._failed(item, exc)
                     blocked.add(item.thread_key)
             outcomes = await asyncio.gather(
-                *(self._accept(message, item.tenant) for item, message in readable),
+                *(self._store(item, message) for item, message in readable),
                 return_exceptions=True,
             )
             for (item, _), outcome in zip(readable, outcomes, strict=True):
@@ -187,6 +188,16 @@ class InboxProcessor:
             left = [i.id for i in items if i.id not in done]
             await self._settle(done, left)
         return len(items), bool(left)
+
+    async def _store(self, item: InboxItem, message: InboundMessage) -> Accepted:
+        """`accept` under a span continuing the webhook's trace, when it was traced: the
+        stored message keeps that span's context for its turn."""
+        with continued_span(
+            INBOX_STORE_SPAN,
+            trace_of(item.payload),
+            attributes={"relaydesk.inbox_id": item.id, "relaydesk.channel": message.channel},
+        ):
+            return await self._accept(message, item.tenant)
 
     async def _settle(self, done: list[int], left: list[int]) -> None:
         try:

@@ -13,6 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from channels.base import InboundMessage
 from gateway.inbox.codec import to_payload
 from gateway.runtime.tasks import TaskOwner, cancel_and_wait
+from gateway.runtime.trace_context import current_carrier
 from gateway.storage.repositories import inbox
 from gateway.tenant_ref import TenantRef
 from gateway.turns.accept import thread_key
@@ -44,13 +45,14 @@ class InboxWriter:
     async def put(self, messages: Sequence[InboundMessage], *, tenant: TenantRef) -> None:
         if not messages:
             return
+        trace = current_carrier()  # the webhook's server span (None when tracing is off)
         rows = [
             inbox.inbox_row(
                 channel=m.channel,
                 provider_message_id=m.provider_message_id,
                 thread_key=thread_key(m.channel, m.sender),
                 tenant=tenant,
-                payload=to_payload(m),
+                payload=to_payload(m, trace),
                 received_at=m.received_at,
             )
             for m in messages

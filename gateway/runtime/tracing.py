@@ -19,6 +19,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from gateway.runtime.trace_context import TRACER_NAME, use_tracer
+
 log = logging.getLogger("relaydesk.tracing")
 
 ENDPOINT_ENV = "OTEL_EXPORTER_OTLP_ENDPOINT"
@@ -93,5 +95,8 @@ def _start(environ: Mapping[str, str]) -> Tracing:
             warnings.simplefilter("ignore", DeprecationWarning)
             instrumentor.instrument(tracer_provider=provider, skip_dep_check=True)
         tracing.undo.append(instrumentor.uninstrument)
+    # A message's own spans past the webhook (the inbox row, its turn): `trace_context.py`.
+    use_tracer(provider.get_tracer(TRACER_NAME))
+    tracing.undo.append(lambda: use_tracer(None))
     log.info("sending traces over OTLP", extra={"fields": {"service": service}})
     return tracing

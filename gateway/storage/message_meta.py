@@ -20,6 +20,8 @@ from typing import Any
 
 from sqlalchemy import ColumnElement
 
+from gateway.runtime.trace_context import TRACEPARENT, TRACESTATE, TraceCarrier
+
 # A reply the gateway wrote itself rather than a model (`MessageMeta.canned` names which):
 # shown in its conversation, but never summarized, mined for facts or recalled in other
 # episodes.
@@ -85,6 +87,9 @@ class MessageMeta:
     # the web chat client gave the message (echoed in its frames).
     message_key: str | None = None
     client_message_id: str | None = None
+    # The span the message was stored under, when tracing is on (`runtime/trace_context.py`):
+    # its turn continues the trace. Kept as the `traceparent` and `tracestate` keys.
+    trace: TraceCarrier | None = None
     # The channel's other fields (`InboundMessage.extra`), as given.
     fields: tuple[tuple[str, str], ...] = ()
 
@@ -122,7 +127,9 @@ _TEXT = (
 )
 _INT = ("in_reply_to", "redactions", "transcript_version")
 _FLOAT = ("start", "end")
-_KNOWN = frozenset((*_TEXT, *_INT, *_FLOAT, "flags", "template", *SENDER_KEYS))
+_KNOWN = frozenset(
+    (*_TEXT, *_INT, *_FLOAT, "flags", "template", TRACEPARENT, TRACESTATE, *SENDER_KEYS)
+)
 
 
 def encode_meta(
@@ -143,6 +150,8 @@ def encode_meta(
             "name": meta.template.name,
             "variables": dict(meta.template.variables),
         }
+    if meta.trace is not None:
+        stored.update(meta.trace.headers())
     if sender:
         stored.update(sender)
     return stored or None
@@ -168,6 +177,7 @@ def decode_meta(stored: Mapping[str, Any] | None) -> MessageMeta:
     if isinstance(flags, list | tuple):
         values["flags"] = tuple(str(flag) for flag in flags)
     values["template"] = _template(stored.get("template"))
+    values["trace"] = TraceCarrier.from_headers(stored)
     if "sender" in stored:
         values.pop("link_level", None)  # the sender snapshot's, read with it
     values["fields"] = tuple(

@@ -7,6 +7,7 @@ from dataclasses import dataclass, replace
 
 from channels.base import InboundMessage
 from gateway.coordination.dedupe import Sighting
+from gateway.runtime.trace_context import TraceCarrier, current_carrier
 from gateway.tenant_ref import TenantRef
 from gateway.turns.accept.accepted import Accepted, thread_key
 
@@ -17,10 +18,14 @@ class Arrival:
     tenant: TenantRef  # resolved at the edge; every row of the message carries it
     done: asyncio.Future[Accepted]  # settled once with the outcome
     sighting: Sighting = Sighting.UNKNOWN  # what Redis said of its key, once asked
+    # The span it arrived under (a request's, the inbox row's): kept with the message, so its
+    # turn continues the trace. None when tracing is off.
+    trace: TraceCarrier | None = None
 
     @classmethod
     def of(cls, inbound: InboundMessage, tenant: TenantRef) -> Arrival:
-        return cls(inbound, tenant, asyncio.get_running_loop().create_future())
+        future = asyncio.get_running_loop().create_future()
+        return cls(inbound, tenant, future, trace=current_carrier())
 
     @property
     def key(self) -> tuple[str, str]:

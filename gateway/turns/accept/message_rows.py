@@ -11,6 +11,7 @@ from channels.base import InboundMessage
 from channels.redaction import redact
 from context import TokenCounter
 from gateway.customers.resolve import ResolvedIdentity
+from gateway.runtime.trace_context import TraceCarrier
 from gateway.storage.message_meta import decode_meta
 from gateway.storage.records import MessageRecord, NewMessage, SenderSnapshot
 from gateway.storage.repositories import messages
@@ -31,6 +32,7 @@ def new_message(
     counter: TokenCounter,
     tenant: TenantRef,
     verification: str | None = None,
+    trace: TraceCarrier | None = None,
 ) -> NewMessage:
     # Card numbers and security codes never reach storage, windows or logs.
     cleaned = redact(inbound.text)
@@ -52,6 +54,7 @@ def new_message(
             client_message_id=inbound.client_message_id,
             redactions=cleaned.redacted_count or None,
             verification=verification,
+            trace=trace,
         ),
         created_at=inbound.received_at,
         thread_key=thread,

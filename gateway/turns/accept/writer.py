@@ -169,6 +169,7 @@ class LotWriter:
                 counter=self._counter,
                 tenant=arrival.tenant,
                 verification=code.attempt.value if code.attempt is not None else None,
+                trace=arrival.trace,
             )
             # Later messages of the conversation see this one's time, as after its commit.
             opened[conversation] = replace(

@@ -7,6 +7,7 @@ from __future__ import annotations
 from gateway.coordination.locks import ConversationLocks, Held
 from gateway.memory.message_facts import store_message_facts
 from gateway.rate_limits.limiter import ALLOWED
+from gateway.runtime.trace_context import TURN_ANSWER_SPAN, TraceCarrier, continued_span
 from gateway.storage.message_meta import CANNED_HANDOFF
 from gateway.storage.records import MessageRecord, PendingTurn
 from gateway.storage.repositories import messages, turns
@@ -85,6 +86,7 @@ class Answerer:
     async def _drain_held(self, key: str, held: Held) -> int:
         answered = 0
         admitted = False  # the pacing let a model call through after a wait; not yet made
+        batched: tuple[TraceCarrier, ...] = ()  # the messages the next reply answers too
         try:
             while True:
                 await self.backpressure.yield_to_ingest()
@@ -112,18 +114,30 @@ class Answerer:
                     # Past the customer's model-call limit: once the window lets one more
                     # through, the turns waiting by then are answered by one reply.
                     await self.pacing.wait_for_call(pending, tenant, paced)
-                    answered += await self._batch(key, held, tenant)
+                    marked, batched = await self._batch(key, held, tenant)
+                    answered += marked
                     admitted = True
                     continue
                 more_pending = True  # unless the stored reply tells otherwise
-                if routing.route is Route.LEAVE_TO_HUMAN:
-                    await self._leave_to_human(pending, tenant)
-                elif routing.route is Route.HAND_OVER:
-                    more_pending = await self._hand_over(pending, tenant, held, routing.reason)
-                else:
-                    if ready is None:
-                        ready = await self.preparation.prepare_after_waiting(pending, tenant)
-                    more_pending = await self._answer(pending, ready, held)
+                # The model's call and the channel's send join the message's trace.
+                with continued_span(
+                    TURN_ANSWER_SPAN,
+                    inbound.meta.trace,
+                    links=batched,
+                    attributes={
+                        "relaydesk.turn": pending.turn.id,
+                        "relaydesk.route": routing.route.value,
+                    },
+                ):
+                    if routing.route is Route.LEAVE_TO_HUMAN:
+                        await self._leave_to_human(pending, tenant)
+                    elif routing.route is Route.HAND_OVER:
+                        more_pending = await self._hand_over(pending, tenant, held, routing.reason)
+                    else:
+                        if ready is None:
+                            ready = await self.preparation.prepare_after_waiting(pending, tenant)
+                        more_pending = await self._answer(pending, ready, held)
+                batched = ()
                 answered += 1
                 if not more_pending:
                     # Nothing else was pending when the reply was written: no read for it; a
@@ -136,19 +150,24 @@ class Answerer:
             # The replies leave before the lock does: a next holder never overtakes them.
             await self.deliverer.flush(key)
 
-    async def _batch(self, key: str, held: Held, tenant: TenantSettings) -> int:
+    async def _batch(
+        self, key: str, held: Held, tenant: TenantSettings
+    ) -> tuple[int, tuple[TraceCarrier, ...]]:
         """Mark the waiting turns that the next reply answers together (`pacing.py`), their
-        offline facts stored; the summary model reads them with the episode, not one by one."""
+        offline facts stored; the summary model reads them with the episode, not one by one.
+        How many were marked, and their messages' trace contexts (the reply links them)."""
         async with self.deps.work, self.deps.sessions.begin() as session:
             waiting = await turns.pending_turns(session, key, limit=BATCH_LIMIT)
             together = answered_together(waiting, tenant.handoff_phrases)
             if not together:
-                return 0
+                return 0, ()
             if held.fence is not None and not await turns.claim_fence(session, key, held.fence):
                 raise StaleWriter(f"{key}: a newer lock holder wrote first")
             for pending in together:
                 await store_message_facts(session, pending.inbound, pending.inbound.text)
-            return await turns.mark_batched(session, [pending.turn.id for pending in together])
+            marked = await turns.mark_batched(session, [pending.turn.id for pending in together])
+        traces = (pending.inbound.meta.trace for pending in together)
+        return marked, tuple(trace for trace in traces if trace is not None)
 
     async def _leave_to_human(self, pending: PendingTurn, tenant: TenantSettings) -> None:
         """A turn of a conversation a person answers: marked so, nothing sent."""
