@@ -182,8 +182,13 @@ document(
 )
 
 
+# Any characters, line breaks too (`.` stops at one), so a malformed level still reaches the
+# handler and is refused there after the credentials, never answered 404 unauthenticated.
+_LEVEL_ROUTE = r"/v1/settings/{level:[\s\S]+}"
+
+
 def add_routes(app: web.Application) -> None:
     app.router.add_get("/v1/settings/schema", read_schema)
-    app.router.add_get("/v1/settings/{level:.+}", read_settings)
-    app.router.add_put("/v1/settings/{level:.+}", replace_settings)
-    app.router.add_patch("/v1/settings/{level:.+}", merge_settings)
+    app.router.add_get(_LEVEL_ROUTE, read_settings)
+    app.router.add_put(_LEVEL_ROUTE, replace_settings)
+    app.router.add_patch(_LEVEL_ROUTE, merge_settings)

@@ -157,6 +157,8 @@ async def test_the_schema_and_the_callers_it_refuses(tmp_path: Path) -> None:
                 method, HOST_LEVEL, json={"settings": {"window": 9000}, "reason": "x"}
             )
             assert response.status == 401
+        # a level with a line break in it is refused for the credentials first, not 404
+        assert (await client.get("/v1/settings/domain/a%0Ab")).status == 401
         paths = (await (await client.get("/openapi.json")).json())["paths"]
         assert set(paths["/v1/settings/{level}"]) == {"get", "put", "patch"}
         assert "422" in paths["/v1/settings/{level}"]["patch"]["responses"]
