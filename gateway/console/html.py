@@ -62,6 +62,9 @@ def el(tag: str, attrs: Mapping[str, AttrValue] | None = None, *children: Child)
     return Html(f"{opening}{join(*children)}</{tag}>")
 
 
+FAVICON = "/console/static/favicon.svg"
+
+
 def document(title: str, body: Child) -> Html:
     head = el(
         "head",
@@ -70,7 +73,6 @@ def document(title: str, body: Child) -> Html:
         el("meta", {"name": "viewport", "content": "width=device-width, initial-scale=1"}),
         el("title", None, title),
         el("link", {"rel": "stylesheet", "href": "/console/static/console.css"}),
-        # No favicon request (it would be a 404 on every page).
-        el("link", {"rel": "icon", "href": "data:,"}),
+        el("link", {"rel": "icon", "type": "image/svg+xml", "href": FAVICON}),
     )
     return Html(f"<!doctype html>{el('html', {'lang': 'en'}, head, el('body', None, body))}")

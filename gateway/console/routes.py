@@ -45,6 +45,7 @@ STATIC_DIR: Final = Path(__file__).parent / "static"
 ASSETS: Final = {
     "console.css": "text/css; charset=utf-8",
     "conversations.js": "text/javascript; charset=utf-8",
+    "favicon.svg": "image/svg+xml",
 }
 
 

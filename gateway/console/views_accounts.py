@@ -77,18 +77,28 @@ def _actions(login: OperatorLogin, account: OperatorAccount) -> Child:
     return [
         _form(login, account, toggle, toggle.capitalize()),
         _form(login, account, "reset-password", "Reset password"),
-        _form(login, account, "remove", "Remove", remove_confirm),
+        _form(login, account, "remove", "Remove", remove_confirm, danger=True),
     ]
 
 
 def _form(
-    login: OperatorLogin, account: OperatorAccount, action: str, button: str, *fields: Child
+    login: OperatorLogin,
+    account: OperatorAccount,
+    action: str,
+    button: str,
+    *fields: Child,
+    danger: bool = False,
 ) -> Html:
+    """`danger`: the action cannot be undone; its form is set apart and its button drawn red."""
     return el(
         "form",
-        {"method": "post", "action": f"/console/accounts/{action}", "class_": "action"},
+        {
+            "method": "post",
+            "action": f"/console/accounts/{action}",
+            "class_": "action danger-zone" if danger else "action",
+        },
         csrf(login),
         el("input", {"type": "hidden", "name": "username", "value": account.username}),
         *fields,
-        el("button", {"type": "submit"}, button),
+        el("button", {"type": "submit", "class_": "danger" if danger else None}, button),
     )

@@ -105,7 +105,6 @@ def conversation_page(
                         el("button", {"type": "submit", "id": "reply"}, "Send"),
                     ),
                     el("button", {"type": "button", "id": "handback"}, "Hand back to the bot"),
-                    el("p", {"id": "control-error", "class_": "error", "role": "alert"}),
                 ),
             ),
             el(

@@ -56,9 +56,9 @@ def inbox_page(
             [_row(login, item) for item in items],
         )
     return page(
-        "Inbox",
+        "Failed messages",
         login,
-        el("h1", None, "Inbox"),
+        el("h1", None, "Failed messages"),
         el("p", {"class_": "muted"}, waiting + "."),
         el(
             "p",

@@ -23,7 +23,8 @@ def page(
             {"class_": "top"},
             el("a", {"href": "/console", "class_": "brand"}, "Relaydesk console"),
             el("a", {"href": "/console"}, "Conversations"),
-            el("a", {"href": "/console/inbox"}, "Inbox"),
+            # The queue of provider messages that failed to store (not the conversations).
+            el("a", {"href": "/console/inbox"}, "Failed messages"),
             el("a", {"href": "/console/audit"}, "Audit log"),
             el("a", {"href": "/console/accounts"}, "Accounts") if login.is_admin else None,
             el("a", {"href": "/console/settings"}, "Settings") if login.is_admin else None,
@@ -63,15 +64,23 @@ def reason_field(label: str = "Reason") -> Html:
     )
 
 
-def action_form(login: OperatorLogin, action: str, button: str, *fields: Child) -> Html:
+def action_form(
+    login: OperatorLogin, action: str, button: str, *fields: Child, danger: bool = False
+) -> Html:
+    """`danger`: the action cannot be undone, so its button is drawn red."""
     return el(
         "form",
         {"method": "post", "action": action, "class_": "action"},
         csrf(login),
         *fields,
         reason_field(),
-        el("button", {"type": "submit"}, button),
+        el("button", {"type": "submit", "class_": "danger" if danger else None}, button),
     )
+
+
+def danger_zone(title: str, *content: Child) -> Html:
+    """A red-bordered section that sets actions that cannot be undone apart from harmless ones."""
+    return el("section", {"class_": "danger-zone"}, el("h2", None, title), *content)
 
 
 def login_page(login_csrf: str, error: str | None = None, *, no_account: bool = False) -> Html:

@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 from channels.transcripts import DEFAULT_THRESHOLD
 from context.render import summary_tag
 from gateway.console.html import Child, Html, el
-from gateway.console.views_layout import action_form, page, table
+from gateway.console.views_layout import action_form, danger_zone, page, table
 from gateway.console.views_traces import action_calls_section, traces_section, turn_section
 from gateway.memory.summaries import summary_item
 from gateway.operators.action_history import AuditedCall, TurnTrace
@@ -324,21 +324,40 @@ def _summaries_section(profile: Profile) -> Html:
 ADMINS_ERASE = "Only an admin can erase; ask one of your admins."
 
 
-def _data_section(login: OperatorLogin, cid: str) -> Html:
-    """The customer's data rights: an export download, and an erasure that asks for the
-    customer id typed again (nothing of it can be undone)."""
+def _data_section(cid: str) -> Html:
+    """The customer's data export (its erasure is in the danger zone)."""
+    return el(
+        "section",
+        None,
+        el("h2", None, "Customer data"),
+        el("p", None, el("a", {"href": f"/console/customers/{cid}/export"}, "Export (JSON)")),
+    )
+
+
+def _danger_zone(login: OperatorLogin, cid: str) -> Html:
+    """The erasure, last on the page and drawn red: it asks for the customer id typed again
+    (nothing of it can be undone)."""
     confirm = el(
         "label",
         None,
         "Type the customer id to confirm",
         el("input", {"name": "confirm", "required": True, "autocomplete": "off"}),
     )
-    return el(
-        "section",
-        None,
-        el("h2", None, "Customer data"),
-        el("p", None, el("a", {"href": f"/console/customers/{cid}/export"}, "Export (JSON)")),
-        action_form(login, f"/console/customers/{cid}/erase", "Erase this customer", confirm)
+    return danger_zone(
+        "Danger zone",
+        el(
+            "p",
+            {"class_": "muted"},
+            "Erasing removes this customer and everything stored about them, customers"
+            " merged into it included; it cannot be undone.",
+        ),
+        action_form(
+            login,
+            f"/console/customers/{cid}/erase",
+            "Erase this customer",
+            confirm,
+            danger=True,
+        )
         if login.is_admin
         else el("p", {"class_": "muted"}, ADMINS_ERASE),
     )
@@ -387,7 +406,7 @@ def profile_page(
             {"class_": "tools"},
             el("section", None, el("h2", None, "Context preview"), preview),
             el("section", None, el("h2", None, "Memory"), rebuild),
-            _data_section(login, cid),
+            _data_section(cid),
             el(
                 "p",
                 None,
@@ -400,6 +419,7 @@ def profile_page(
         _summaries_section(profile),
         _episodes_section(profile),
         traces_section(profile),
+        _danger_zone(login, cid),
         notice=notice,
     )
 
@@ -443,20 +463,19 @@ def message_page(
             message_text(message),
         ),
         turn_section(turn),
-        el(
-            "section",
-            None,
-            el("h2", None, "Erase"),
+        danger_zone(
+            "Danger zone",
             el(
                 "p",
                 {"class_": "muted"},
-                "Removes this message with every version of it and what was learned from it;"
-                " the episode's summary is rebuilt.",
+                "Erasing removes this message with every version of it and what was learned"
+                " from it; the episode's summary is rebuilt. It cannot be undone.",
             ),
             action_form(
                 login,
                 f"/console/customers/{message.customer_id}/messages/{message.id}/erase",
                 "Erase this message",
+                danger=True,
             )
             if login.is_admin
             else el("p", {"class_": "muted"}, ADMINS_ERASE),

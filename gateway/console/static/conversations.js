@@ -169,14 +169,27 @@
     if (first) await showProfile(c.customer_id);
   }
 
+  // The error box exists only while there is an error: no empty pink box under the buttons.
+  function showControlError(message) {
+    let box = document.getElementById("control-error");
+    if (!message) {
+      if (box) box.remove();
+      return;
+    }
+    if (!box) {
+      box = make("p", { id: "control-error", class: "error", role: "alert" });
+      document.getElementById("controls").append(box);
+    }
+    box.textContent = message;
+  }
+
   async function act(action) {
-    const error = document.getElementById("control-error");
-    error.textContent = "";
+    showControlError("");
     try {
       await action();
       await refresh();
     } catch (exc) {
-      error.textContent = exc.message;
+      showControlError(exc.message);
     }
   }
 
