@@ -18,6 +18,7 @@ from gateway.console import (
     routes_accounts,
     routes_approvals,
     routes_login,
+    routes_reports,
     routes_settings,
     views,
 )
@@ -346,6 +347,7 @@ def add_routes(app: web.Application) -> None:
     routes_approvals.add_routes(app)
     routes_accounts.add_routes(app)
     routes_settings.add_routes(app)
+    routes_reports.add_routes(app)
     router.add_post("/console/inbox/{item_id}/retry", retry_inbox)
     router.add_get("/console/static/{name}", asset)
     base = "/console/customers/{customer_id}"
