@@ -270,6 +270,8 @@ class OutboundMessage:
     media: tuple[Media, ...] = ()
     template: Template | None = None
     reference: SendReference | None = None
+    # The operator who wrote it (None: the bot), for channels that show who answers.
+    operator: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -108,6 +108,11 @@ class MessageMeta:
         return NOT_SPEECH.isdisjoint(self.flags)
 
 
+def operator_of(meta: MessageMeta) -> str | None:
+    """The operator who wrote a stored message (None for the bot's and the customer's)."""
+    return meta.actor if meta.author == OPERATOR_AUTHOR else None
+
+
 _TEXT = (
     "kind",
     "canned",

@@ -44,6 +44,7 @@ from channels.base import Channel, OutboundMessage, SendFailed, SendReference
 from gateway.coordination.locks import ConversationLocks, InProcessLocks
 from gateway.runtime.clock import utcnow
 from gateway.runtime.tasks import TaskOwner, cancel_and_wait
+from gateway.storage.message_meta import operator_of
 from gateway.storage.records import MessageRecord, TurnRecord, WindowState
 from gateway.storage.repositories import deliveries, outbound
 from gateway.storage.repositories.outbound import SentPart
@@ -255,6 +256,7 @@ class Deliverer:
             message_id=str(reply.id),
             media=reply.media,
             reference=SendReference(turn.id, reply.id),
+            operator=operator_of(reply.meta),
         )
         for _ in range(2):  # free text the provider refuses as outside the window: once more
             if self.windows is not None:

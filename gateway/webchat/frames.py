@@ -18,6 +18,26 @@ from channels.webchat import visitor_id_of
 from gateway.http.errors import BadRequest
 from identity import decimal_id
 
+# Who wrote a message, as its frame's `author` says.
+CUSTOMER = "customer"
+BOT = "bot"
+OPERATOR = "operator"
+
+
+@dataclass(frozen=True, slots=True)
+class Author:
+    """A message's writer: the visitor, the bot, or an operator (`name`: their account's
+    name, the one the widget shows on the reply)."""
+
+    kind: str
+    name: str | None = None
+
+    @classmethod
+    def of(cls, role: str, operator: str | None) -> Author:
+        if role == "user":
+            return cls(CUSTOMER)
+        return cls(OPERATOR, operator) if operator else cls(BOT)
+
 
 @dataclass(frozen=True, slots=True)
 class Hello:

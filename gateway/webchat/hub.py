@@ -21,7 +21,7 @@ from aiohttp import web
 
 from channels.base import Media, OutboundMessage
 from channels.webchat import client_message_id_of
-from gateway.webchat.frames import media_items
+from gateway.webchat.frames import Author, media_items
 
 log = logging.getLogger("relaydesk.webchat")
 
@@ -35,8 +35,12 @@ def message_frame(
     created_at: str,
     client_message_id: str | None,
     media: Sequence[Media] = (),
+    *,
+    author: Author,
 ) -> dict[str, Any]:
-    """A stored message as a `message` frame; `media` only when it carries attachments."""
+    """A stored message as a `message` frame; `media` only when it carries attachments;
+    `author` ("customer", "bot" or "operator") and `author_name` (the operator's, else null)
+    say who wrote it."""
     frame: dict[str, Any] = {
         "type": "message",
         "message_id": str(message_id),
@@ -44,6 +48,8 @@ def message_frame(
         "text": text,
         "created_at": created_at,
         "client_message_id": client_message_id,
+        "author": author.kind,
+        "author_name": author.name,
     }
     if media:
         frame["media"] = media_items(media)
@@ -55,7 +61,13 @@ def reply_frame(message: OutboundMessage, created_at: str) -> dict[str, Any]:
     frames carried (the visitor's `client_message_id` answered), so the widget replaces the
     growing bubble with it, and its attachments (`media`, when it has any)."""
     frame = message_frame(
-        message.message_id or "", "assistant", message.text, created_at, None, message.media
+        message.message_id or "",
+        "assistant",
+        message.text,
+        created_at,
+        None,
+        message.media,
+        author=Author.of("assistant", message.operator),
     )
     frame["reply_to"] = client_message_id_of(message.reply_to)
     return frame

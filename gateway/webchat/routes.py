@@ -10,7 +10,10 @@ Websocket protocol (JSON text frames):
     ← or {"type": "error", "error": "invalid_visitor_id" | "identity_required" |
       "identity_mismatch", "detail": str}, then the socket is closed (code 1008): the visitor id
       was not issued here, or the thread needs its account's identity token
-    ← {"type": "message", ...} for every stored message of the thread after `after`
+    ← {"type": "message", "message_id": str, "role": "user" | "assistant", "text": str,
+      "created_at": str, "client_message_id": str | null, "author": "customer" | "bot" |
+      "operator", "author_name": str | null, "media"?: [...]} for every stored message of the
+      thread after `after` (`author_name`: the operator's, on an operator's message)
     → {"type": "message", "text": str, "client_message_id": str}
     ← {"type": "ack", "client_message_id": str, "message_id": str, "duplicate": bool}
     ← {"type": "typing", "reply_to": str} while a reply to that client_message_id is being
@@ -58,11 +61,13 @@ from gateway.keys import ACCEPT, ADAPTERS, HUB, SCHEDULER, SESSIONS
 from gateway.rate_limits.doors import Door, check, enforce
 from gateway.rate_limits.limiter import Verdict
 from gateway.runtime.clock import utcnow
+from gateway.storage.message_meta import operator_of
 from gateway.storage.records import MessageRecord
 from gateway.storage.repositories import messages
 from gateway.turns.accept import MessageErased
 from gateway.webchat.access import require_reader, require_signed, thread_key
 from gateway.webchat.frames import (
+    Author,
     Hello,
     check_storable,
     check_token,
@@ -84,6 +89,7 @@ def frame_of(record: MessageRecord) -> dict[str, Any]:
         record.created_at.isoformat(),
         record.meta.client_message_id if record.role == "user" else None,
         record.media,
+        author=Author.of(record.role, operator_of(record.meta)),
     )
 
 
@@ -288,7 +294,8 @@ document(
         },
     ],
     responses={
-        200: "messages",
+        200: "messages, each with `author` (customer, bot or operator) and `author_name` "
+        "(the operator's name on an operator's message, else null)",
         400: "malformed query",
         401: "the thread was written by a signed-in account: its identity token is needed",
         403: "visitor_id not issued by this server, or another account's identity token",

@@ -7,7 +7,8 @@
  * only what this page has not seen. (Ids from acks do not move it: a reply to an earlier message
  * may have a lower id and still be on its way.) Every message is rendered once, in id order:
  * stored messages are keyed by `message_id`, the visitor's own not-yet-stored messages by
- * `client_message_id`.
+ * `client_message_id`. Each shows its local time, and a reply its writer's name: "Bot", or the
+ * operator's (`author: "operator"`, `author_name`).
  *
  * While a reply is being written the server may send `typing` frames (a typing indicator, shown
  * until the reply arrives or TYPING_SHOWN_MS after the last one) and `partial` frames (the reply
@@ -201,27 +202,53 @@
     return a.length !== b.length ? a.length < b.length : a < b;
   }
 
-  function bubble(role, text, createdAt) {
+  // Who wrote a message, from its frame's `author` and `author_name`: the visitor, the bot,
+  // or an operator by name. A reply shows its writer's name; the visitor's own messages are
+  // named for screen readers only.
+  function authorOf(frame) {
+    if (frame.role === "user") return { kind: "customer", name: "You" };
+    if (frame.author === "operator" && typeof frame.author_name === "string" && frame.author_name.trim()) {
+      return { kind: "operator", name: frame.author_name.trim() };
+    }
+    return { kind: "bot", name: "Bot" };
+  }
+
+  function bubble(role, text, createdAt, author) {
     const item = document.createElement("li");
     const mine = role === "user";
-    item.className = mine ? "msg msg--user" : "msg msg--assistant";
-    const who = document.createElement("span");
-    who.className = "visually-hidden";
-    who.textContent = mine ? "You: " : "Assistant: ";
+    const writer = author || authorOf({ role });
+    item.className = mine ? "msg msg--user" : `msg msg--assistant msg--${writer.kind}`;
+    item.dataset.author = writer.kind;
+    const who = document.createElement("p");
+    who.className = mine ? "visually-hidden" : "msg__author";
+    who.textContent = writer.name; // text only, never markup: an operator's name is typed in
     const body = document.createElement("p");
     body.className = "msg__text";
     body.textContent = text; // text only, never markup: message text is untrusted
-    item.append(who, body);
-    if (createdAt) {
-      const when = new Date(createdAt);
-      if (!Number.isNaN(when.getTime())) item.title = when.toLocaleString();
-    }
+    const footer = document.createElement("p");
+    footer.className = "msg__meta";
+    const when = document.createElement("time");
+    when.className = "msg__time";
+    footer.append(when);
     if (mine) {
       const meta = document.createElement("span");
       meta.className = "msg__status";
-      item.append(meta);
+      footer.append(meta);
     }
+    item.append(who, body, footer);
+    setBubbleTime(item, createdAt);
     return item;
+  }
+
+  // The time a message was written, in the visitor's local time (hours and minutes; the
+  // date too, in the tooltip).
+  function setBubbleTime(item, createdAt) {
+    const time = item.querySelector(".msg__time");
+    const when = createdAt === null || createdAt === undefined ? null : new Date(createdAt);
+    if (!time || !when || Number.isNaN(when.getTime())) return;
+    time.dateTime = when.toISOString();
+    time.textContent = when.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+    item.title = when.toLocaleString();
   }
 
   // A reply's attachments (frame.media: [{url, content_type, caption, filename}]) as links
@@ -287,7 +314,7 @@
   function pendingBubble(entry) {
     let item = byClientId.get(entry.client_message_id);
     if (item) return item;
-    item = bubble("user", entry.text, null);
+    item = bubble("user", entry.text, entry.created_at);
     item.dataset.clientMessageId = entry.client_message_id;
     setBubbleStatus(item, "sending");
     byClientId.set(entry.client_message_id, item);
@@ -359,7 +386,7 @@
     if (growing) {
       // The stored message takes the growing bubble's place, not a second one. A new node, so
       // that screen readers announce the finished reply (the growing one is hidden from them).
-      const item = bubble("assistant", frame.text, frame.created_at);
+      const item = bubble("assistant", frame.text, frame.created_at, authorOf(frame));
       addAttachments(item, frame.media);
       const stick = nearBottom();
       growing.replaceWith(item);
@@ -372,8 +399,9 @@
     let item = typeof clientId === "string" ? byClientId.get(clientId) : undefined;
     if (item) {
       if (item.dataset.messageId) return; // the same message under an ack we already applied
+      setBubbleTime(item, frame.created_at); // the server's time, not the browser's
     } else {
-      item = bubble(frame.role, frame.text, frame.created_at);
+      item = bubble(frame.role, frame.text, frame.created_at, authorOf(frame));
       addAttachments(item, frame.media);
       if (typeof clientId === "string" && clientId) {
         item.dataset.clientMessageId = clientId;
@@ -403,7 +431,7 @@
     if (replyTo === null || answered.has(replyTo) || typeof frame.text !== "string") return;
     let item = partials.get(replyTo);
     if (!item) {
-      item = bubble("assistant", "", null);
+      item = bubble("assistant", "", Date.now());
       item.classList.add("msg--partial");
       item.dataset.replyTo = replyTo;
       item.setAttribute("aria-hidden", "true"); // announced once finished, not word by word
@@ -643,8 +671,8 @@
   function send(text) {
     const entry = { client_message_id: randomId("c"), text, created_at: Date.now() };
     outbox.add(entry);
-    const item = pendingBubble(entry);
-    item.scrollIntoView({ block: "end" });
+    pendingBubble(entry);
+    scrollToBottom(); // the list only: scrollIntoView would scroll the page around it too
     if (state.ready) transmit(entry);
     else renderStatus();
   }

@@ -70,6 +70,7 @@ async def test_an_operator_message_reaches_the_visitor_socket(tmp_path: Path, ba
         assert (live["role"], live["text"]) == ("assistant", "Oi! Aqui é a Alice.")
         assert live["message_id"] == str(written["message_id"])
         assert live["reply_to"] is None
+        assert (live["author"], live["author_name"]) == ("operator", "alice")
         await socket.close()
 
 

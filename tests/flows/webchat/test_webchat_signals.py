@@ -17,7 +17,16 @@ from tests.support.stack import running_stack
 from tests.support.webchat import signed_visitor
 
 NOW = datetime(2026, 11, 29, tzinfo=UTC)
-MESSAGE_FIELDS = {"type", "message_id", "role", "text", "created_at", "client_message_id"}
+MESSAGE_FIELDS = {
+    "type",
+    "message_id",
+    "role",
+    "text",
+    "created_at",
+    "client_message_id",
+    "author",
+    "author_name",
+}
 
 
 async def _joined(client: TestClient, visitor: str) -> Any:  # type: ignore[type-arg]
@@ -68,6 +77,7 @@ async def test_typing_partials_and_the_reply_reach_the_visitors_socket(tmp_path:
         assert reply["type"] == "message" and reply["role"] == "assistant"
         assert set(reply) == MESSAGE_FIELDS | {"reply_to"}
         assert reply["reply_to"] == "c:1" and reply["client_message_id"] is None
+        assert (reply["author"], reply["author_name"]) == ("bot", None)
 
         # The next reply being written, as the answer step shows it.
         reply_to = f"{visitor}:c:2"
