@@ -9,11 +9,13 @@ reason and announced as an event in the same transaction.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from gateway import channel_catalog
 from gateway.api.context import ChannelIdentityIn, claim_for_identity
@@ -26,9 +28,10 @@ from gateway.http.openapi import document
 from gateway.http.tenant import tenant_of
 from gateway.keys import COUNTER, DELIVER, EVENTS, FETCHER, SESSIONS, SETTINGS
 from gateway.operators.actor import operator_actor
+from gateway.operators.names import NAME_FACT_KEYS, NameEvidence, best_name, masked_identifier
 from gateway.runtime.clock import utcnow
 from gateway.storage.records import ConversationRecord
-from gateway.storage.repositories import conversations, service_window, tenants
+from gateway.storage.repositories import conversations, identity_names, service_window, tenants
 from gateway.storage.repositories.conversations import (
     OWNERS,
     ConversationMessage,
@@ -68,13 +71,40 @@ async def _waiting_alert(request: web.Request) -> timedelta:
     return timedelta(seconds=tenant.handoff_waiting_alert_s)
 
 
+async def _names(session: AsyncSession, found: Sequence[ConversationRecord]) -> dict[str, str]:
+    """Conversation id → the name the console shows (`gateway.operators.names`)."""
+    stated = await identity_names.stated_names(
+        session, (c.customer_id for c in found), NAME_FACT_KEYS
+    )
+    profiles = await identity_names.profile_names(
+        session, (c.identity_id for c in found if c.identity_id)
+    )
+    return {
+        c.id: best_name(
+            NameEvidence(
+                channel=c.channel,
+                external_id=c.external_id,
+                stated=stated.get(c.customer_id, {}),
+                profile=profiles.get(c.identity_id) if c.identity_id else None,
+            )
+        )
+        for c in found
+    }
+
+
 def _listed(
-    conversation: ConversationRecord, alert: timedelta, held: dict[str, int]
+    conversation: ConversationRecord,
+    alert: timedelta,
+    held: dict[str, int],
+    names: dict[str, str],
 ) -> dict[str, Any]:
     now = utcnow()
     waited = now - conversation.owner_since
     return {
         **conversation_json(conversation),
+        # The stated name, the channel's profile name or a masked id; never the raw id.
+        "name": names.get(conversation.id)
+        or masked_identifier(conversation.channel, conversation.external_id),
         "waiting_too_long": conversation.owner == "waiting" and waited > alert,
         # WhatsApp's 24-hour window, and the replies held outside it since the customer wrote.
         "window": window_json(conversation, now),
@@ -118,7 +148,8 @@ async def list_conversations(request: web.Request) -> web.Response:
     async with request.app[SESSIONS]() as session:
         found = await conversations.list_conversations(session, owner=owner)
         held = await service_window.held_since_last_inbound(session, found)
-    return web.json_response({"conversations": [_listed(c, alert, held) for c in found]})
+        names = await _names(session, found)
+    return web.json_response({"conversations": [_listed(c, alert, held, names) for c in found]})
 
 
 async def read_conversation(request: web.Request) -> web.Response:
@@ -130,8 +161,12 @@ async def read_conversation(request: web.Request) -> web.Response:
             raise NotFound("no such conversation")
         recent = await conversations.recent_messages(session, conversation)
         held = await service_window.held_since_last_inbound(session, [conversation])
+        names = await _names(session, [conversation])
     return web.json_response(
-        {**_listed(conversation, alert, held), "messages": [_message_json(m) for m in recent]}
+        {
+            **_listed(conversation, alert, held, names),
+            "messages": [_message_json(m) for m in recent],
+        }
     )
 
 

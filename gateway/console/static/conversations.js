@@ -60,7 +60,7 @@
     const who = c.owner === "human" ? `held by ${c.held_by || "?"} for ${age(c.since)}`
       : c.owner === "waiting" ? `waiting ${age(c.since)}` : `last message ${when(c.last_message_at)}`;
     return make("tr", { "data-conversation": c.id, class: c.waiting_too_long ? "late" : null },
-      make("td", null, make("a", { href: `/console/conversations/${c.id}` }, c.external_id)),
+      make("td", null, make("a", { href: `/console/conversations/${c.id}`, class: "name" }, c.name || c.channel)),
       make("td", null, make("span", { class: `tag channel-${c.channel}` }, c.channel)),
       make("td", { class: "who" }, who, c.waiting_too_long ? make("strong", { class: "late" }, " · waiting too long") : null,
         c.held_replies ? make("strong", { class: "late" }, ` · ${c.held_replies} held (outside the window)`) : null),
@@ -162,7 +162,7 @@
     const c = data.conversation || data;
     const first = current === null;
     current = c;
-    document.getElementById("title").textContent = `${c.channel} · ${c.external_id}`;
+    document.getElementById("title").textContent = `${c.name || c.channel} · ${c.channel}`;
     showControls(c);
     showWindow(c);
     document.getElementById("thread").replaceChildren(...(data.messages || []).map(messageItem));

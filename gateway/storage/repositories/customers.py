@@ -20,6 +20,7 @@ from gateway.storage.repositories.bound_lists import (
     rows_params,
     values_in,
 )
+from gateway.storage.repositories.identity_names import PROFILE_NAME_KEY
 from gateway.storage.repositories.tables import CUSTOMERS, IDENTIFIERS, IDENTITIES, AnyRow
 
 # Plain rows of the table, not ORM objects: every message reads its identity twice.
@@ -240,7 +241,9 @@ async def update_identity(
     if customer_id is not None:
         row.customer_id = require_customer(customer_id)
     if evidence is not None:
-        row.evidence = evidence
+        # A new level's evidence keeps the profile name the channel gave (`identity_names`).
+        kept = (row.evidence or {}).get(PROFILE_NAME_KEY)
+        row.evidence = evidence if kept is None else {**evidence, PROFILE_NAME_KEY: kept}
     row.updated_at = utcnow()
     await session.flush()
     return identity_record(row)

@@ -25,6 +25,7 @@ from gateway.storage.repositories import (
     conversations,
     episodes,
     erasure_tombstones,
+    identity_names,
     messages,
     tenants,
     turns,
@@ -141,6 +142,16 @@ class LotWriter:
             for arrival, identity, (_, rules) in zip(lot, identities, observed, strict=True)
         ]
         identities = [one.identity for one in checked]
+        # The channel's profile name (WhatsApp's ProfileName, Telegram's first and last name),
+        # kept on the identity so the console can name the customer before they state a name.
+        await identity_names.note_profile_names(
+            session,
+            {
+                identity.identity_id: arrival.inbound.sender_name
+                for arrival, identity in zip(lot, identities, strict=True)
+                if arrival.inbound.sender_name
+            },
+        )
         opened = await episodes.latest_open_episodes(
             session,
             {
