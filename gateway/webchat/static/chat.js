@@ -271,7 +271,7 @@
     const list = document.createElement("p");
     list.className = "msg__attachments";
     list.append(...links);
-    item.append(list);
+    item.insertBefore(list, item.querySelector(".msg__meta")); // above the time
   }
 
   function setBubbleStatus(item, value) {
