@@ -26,9 +26,10 @@ from gateway.http.bodies import path_id, query_text, read_json
 from gateway.http.errors import BadRequest, Conflict, NotFound
 from gateway.http.openapi import document
 from gateway.http.tenant import tenant_of
-from gateway.keys import COUNTER, DELIVER, EVENTS, FETCHER, SESSIONS, SETTINGS
+from gateway.keys import COUNTER, DELIVER, EVENTS, FETCHER, METRICS, SESSIONS, SETTINGS
 from gateway.operators.actor import operator_actor
 from gateway.operators.names import NAME_FACT_KEYS, NameEvidence, best_name, masked_identifier
+from gateway.reports.figures import HandoffReason
 from gateway.runtime.clock import utcnow
 from gateway.storage.records import ConversationRecord
 from gateway.storage.repositories import conversations, identity_names, service_window, tenants
@@ -47,7 +48,7 @@ from gateway.turns.handoff import (
 from gateway.turns.operator_messages import send_operator_message
 from gateway.turns.service_window import window_json
 from identity import InvalidIdentifier
-from identity.conversation_owner import HandedBack, Refused, Took
+from identity.conversation_owner import HandedBack, Owner, Refused, Took
 
 
 class HandoffIn(Decision, ChannelIdentityIn):
@@ -170,6 +171,18 @@ async def read_conversation(request: web.Request) -> web.Response:
     )
 
 
+def _counted(request: web.Request, outcome: OwnerChange | Refused) -> OwnerChange | Refused:
+    """An operator who takes a conversation from the bot hands it to a person: counted."""
+    if (
+        isinstance(outcome, OwnerChange)
+        and outcome.changed
+        and outcome.previous_owner == Owner.BOT
+        and outcome.conversation.owner == Owner.HUMAN
+    ):
+        request.app[METRICS].handoffs.labels(reason=HandoffReason.TAKEOVER).inc()
+    return outcome
+
+
 def _changed(outcome: OwnerChange | Refused) -> web.Response:
     if isinstance(outcome, Refused):
         raise Conflict(outcome.detail, code=outcome.code)
@@ -226,7 +239,7 @@ async def handoff(request: web.Request) -> web.Response:
         )
         if isinstance(outcome, Refused):
             raise Conflict(outcome.detail, code=outcome.code)
-    return _changed(outcome)
+    return _changed(_counted(request, outcome))
 
 
 async def _by_id(request: web.Request, event: Took | HandedBack, reason: str) -> web.Response:
@@ -242,7 +255,7 @@ async def _by_id(request: web.Request, event: Took | HandedBack, reason: str) ->
             )
         except ConversationNotFound as exc:
             raise NotFound("no such conversation") from exc
-    return _changed(outcome)
+    return _changed(_counted(request, outcome))
 
 
 async def take(request: web.Request) -> web.Response:

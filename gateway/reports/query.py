@@ -24,18 +24,13 @@ from gateway.reports.figures import (
     Report,
     build_report,
 )
+from gateway.reports.reasons import handoff_reason
 from gateway.storage.message_meta import OPERATOR_AUTHOR, decode_meta
 from gateway.storage.models import AuditEntry, Conversation, Episode, Message
-from gateway.turns.answer.routing import ASKED_BY_CUSTOMER, MODEL_FAILED, MODEL_MARKER
 from gateway.turns.handoff import AUDIT_SUBJECT
 
 WAITING_ACTION = "conversation.waiting"
 HUMAN_ACTION = "conversation.human"
-_REASONS = {
-    ASKED_BY_CUSTOMER: HandoffReason.PHRASE,
-    MODEL_FAILED: HandoffReason.FAILURES,
-    MODEL_MARKER: HandoffReason.MODEL_MARKER,
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,7 +59,7 @@ def _change(
     at: datetime,
 ) -> list[OwnerChangeRow]:
     if action == WAITING_ACTION:
-        why = _REASONS.get(reason, HandoffReason.OTHER)
+        why = handoff_reason(reason)
         return [OwnerChangeRow(customer_id, channel, at, ChangeKind.HANDOFF, why)]
     if details.get("previous_owner") == "bot":
         return [

@@ -39,6 +39,9 @@ class Metrics:
     # Step-up codes (`gateway.tools.verification`): started (sent / not sent / limited) and
     # typed (verified / wrong / expired / locked).
     verifications: Counter
+    # Conversations handed to a person, by reason (`gateway.reports.figures.HandoffReason`):
+    # counted where the bot hands over and where an operator takes one from the bot.
+    handoffs: Counter
 
     @classmethod
     def create(cls) -> Metrics:
@@ -139,6 +142,13 @@ class Metrics:
                 "Step-up verification codes: starts by outcome (sent, not_sent, limited) and "
                 "attempts by result (verified, wrong, expired, locked)",
                 ["stage", "outcome"],
+                registry=registry,
+            ),
+            handoffs=Counter(
+                "relaydesk_handoffs",
+                "Conversations handed to a person, by reason (phrase, failures, model_marker, "
+                "operator_takeover, other)",
+                ["reason"],
                 registry=registry,
             ),
         )

@@ -74,6 +74,6 @@ class AnswerSteps:
                 actions=TurnActions(deps, actions, metrics, codes) if actions is not None else None,
             ),
             reply_steps=tuple(reply_steps),
-            store=ReplyStore(deps),
+            store=ReplyStore(deps, metrics),
             compaction=CompactionTrigger(deps, memory),
         )

@@ -10,6 +10,8 @@ from dataclasses import dataclass, replace
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from gateway.coordination.locks import Held
+from gateway.reports.reasons import handoff_reason
+from gateway.runtime.metrics import Metrics
 from gateway.storage.message_meta import MessageMeta
 from gateway.storage.records import MessageRecord, NewMessage, TurnRecord
 from gateway.storage.repositories import conversations, episodes, messages, turns
@@ -38,8 +40,9 @@ class StoredReply:
 
 
 class ReplyStore:
-    def __init__(self, deps: AnswerDeps) -> None:
+    def __init__(self, deps: AnswerDeps, metrics: Metrics | None = None) -> None:
         self._deps = deps
+        self._metrics = metrics
 
     async def mark_human(self, turn: TurnRecord) -> None:
         """A turn of a conversation a person answers: marked so."""
@@ -74,7 +77,9 @@ class ReplyStore:
             await episodes.record_message(
                 session, turn.episode_id, at=reply.created_at, tokens=reply.token_count
             )
-            await self._reply_stored(session, turn, reply, draft.handoff)
+            handed = await self._reply_stored(session, turn, reply, draft.handoff)
+        if handed and draft.handoff is not None and self._metrics is not None:
+            self._metrics.handoffs.labels(reason=handoff_reason(draft.handoff)).inc()
         return StoredReply(reply, more_pending=recorded.more_pending)
 
     def _new_reply(self, turn: TurnRecord, inbound: MessageRecord, draft: Draft) -> NewMessage:
@@ -96,14 +101,16 @@ class ReplyStore:
 
     async def _reply_stored(
         self, session: AsyncSession, turn: TurnRecord, reply: MessageRecord, handoff: str | None
-    ) -> None:
-        """In the reply's transaction: the hand-over to a person, and the reply announced."""
+    ) -> bool:
+        """In the reply's transaction: the hand-over to a person, and the reply announced;
+        whether the conversation was handed over."""
         events = self._deps.events
+        handed = False
         if handoff is None and (events is None or not events.enabled):
-            return
+            return handed
         conversation = await conversations.by_key(session, turn.conversation_key)
         if conversation is None:
-            return  # stored before conversations were kept
+            return handed  # stored before conversations were kept
         if handoff is not None:
             change = await change_owner(
                 session,
@@ -115,4 +122,6 @@ class ReplyStore:
             )
             if isinstance(change, OwnerChange):
                 conversation = change.conversation
+                handed = change.changed
         await message_created(session, events, conversation, reply)
+        return handed

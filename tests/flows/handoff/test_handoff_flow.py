@@ -7,6 +7,7 @@ window carries the operator's message tagged as a person's."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -46,6 +47,13 @@ async def _json(gateway: WhatsAppStack, method: str, path: str, **body: Any) -> 
     return response.status, await response.json()
 
 
+async def _handoffs(gateway: WhatsAppStack, reason: str) -> float:
+    """`relaydesk_handoffs_total` for the reason (0 before any)."""
+    text = await (await gateway.stack.client.get("/metrics")).text()
+    found = re.search(rf'^relaydesk_handoffs_total{{reason="{reason}"}} (\S+)$', text, re.M)
+    return float(found.group(1)) if found else 0.0
+
+
 async def _turn_of(gateway: WhatsAppStack, text: str) -> TurnRow:
     message_id = await gateway.message_id(text)
     async with gateway.stack.sessions()() as session:
@@ -81,6 +89,7 @@ async def test_an_operator_holds_writes_and_hands_back(tmp_path: Path, backend: 
             "alice",
         )
         conversation_id = held["id"]
+        assert await _handoffs(gateway, "operator_takeover") == 1  # taken from the bot
 
         # The bot says nothing now: no model call, no reply, the turn answered by a human.
         calls, sent = len(model.calls), len(gateway.twilio.created)
@@ -206,6 +215,9 @@ async def test_a_customer_asking_for_a_person_waits_and_is_told(
         )
         assert status == 200 and taken["owner"] == "human" and taken["held_by"] == "carol"
         assert taken["previous_owner"] == "waiting"
+        # Counted once, as the customer's phrase: taking it from waiting is no new handoff.
+        assert await _handoffs(gateway, "phrase") == 1
+        assert await _handoffs(gateway, "operator_takeover") == 0
 
 
 async def test_the_model_marker_hands_over_and_is_not_sent(tmp_path: Path, backend: str) -> None:
@@ -215,6 +227,7 @@ async def test_the_model_marker_hands_over_and_is_not_sent(tmp_path: Path, backe
         assert gateway.twilio.created[-1]["Body"] == "Vou transferir você."
         status, listed = await _json(gateway, "GET", f"{BASE}?owner=waiting")
         assert status == 200 and len(listed["conversations"]) == 1
+        assert await _handoffs(gateway, "model_marker") == 1
 
 
 async def test_repeated_model_failures_hand_over(tmp_path: Path, backend: str) -> None:
@@ -227,3 +240,4 @@ async def test_repeated_model_failures_hand_over(tmp_path: Path, backend: str) -
         assert gateway.twilio.created[-1]["Body"].startswith("Vou chamar uma pessoa")
         status, listed = await _json(gateway, "GET", f"{BASE}?owner=waiting")
         assert status == 200 and len(listed["conversations"]) == 1
+        assert await _handoffs(gateway, "failures") == 1
