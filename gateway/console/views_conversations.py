@@ -65,17 +65,30 @@ def conversation_page(
     return page(
         "Conversation",
         login,
-        el("p", None, el("a", {"href": "/console"}, "← Conversations")),
+        el("p", {"class_": "back"}, el("a", {"href": "/console"}, "← Conversations")),
         el("h1", {"id": "title"}, "Conversation"),
         _live(login, "conversation", conversation=conversation_id),
         held_section(login, conversation_id, held),
         settings,
+        # Three panes side by side on a wide screen; on a narrow one the list gives way to
+        # the back link above and the customer pane follows the thread (a link jumps to it).
         el(
             "div",
-            {"class_": "conversation"},
+            {"class_": "inbox"},
+            el(
+                "nav",
+                {"id": "list-pane", "class_": "pane", "aria_label": "Conversations"},
+                el("h2", None, "Conversations"),
+                el("ul", {"id": "pane-list", "class_": "pane-list"}),
+            ),
             el(
                 "section",
-                {"id": "thread-box"},
+                {"id": "thread-box", "class_": "pane"},
+                el(
+                    "p",
+                    {"class_": "to-customer"},
+                    el("a", {"href": "#profile-box"}, "Customer details ↓"),
+                ),
                 el("h2", None, "Thread"),
                 el("p", {"id": "owner", "class_": "owner"}),
                 # WhatsApp's 24-hour window and the replies held outside it (hidden elsewhere).
@@ -109,7 +122,8 @@ def conversation_page(
             ),
             el(
                 "section",
-                {"id": "profile-box"},
+                {"id": "profile-box", "class_": "pane"},
+                el("p", {"class_": "back"}, el("a", {"href": "#thread-box"}, "↑ Thread")),
                 el("h2", None, "Customer"),
                 el("div", {"id": "profile"}),
             ),

@@ -89,6 +89,23 @@
     section("bot", all.filter((c) => c.owner === "bot"), "No conversation yet.");
   }
 
+  // The list pane beside a conversation: every conversation, this one marked.
+  function paneItem(c, currentId) {
+    const state = c.owner === "human" ? `held by ${c.held_by || "?"}`
+      : c.owner === "waiting" ? `waiting ${age(c.since)}` : "with the bot";
+    return make("li", { "data-conversation": c.id },
+      make("a", { href: `/console/conversations/${c.id}`, "aria-current": c.id === currentId ? "page" : null },
+        make("span", { class: "name" }, c.name || c.channel),
+        make("span", { class: "state" }, make("span", { class: `tag channel-${c.channel}` }, c.channel), state)));
+  }
+
+  async function showPaneList(currentId) {
+    const box = document.getElementById("pane-list");
+    if (!box) return;
+    const data = await getJson(API);
+    box.replaceChildren(...(data.conversations || []).map((c) => paneItem(c, currentId)));
+  }
+
   // --- one conversation -------------------------------------------------------------------
 
   const conversationId = live.dataset.conversation;
@@ -166,6 +183,7 @@
     showControls(c);
     showWindow(c);
     document.getElementById("thread").replaceChildren(...(data.messages || []).map(messageItem));
+    await showPaneList(c.id);
     if (first) await showProfile(c.customer_id);
   }
 
