@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from gateway import channel_catalog
+from gateway.api import inbox_rows
 from gateway.api.context import ChannelIdentityIn, claim_for_identity
 from gateway.api.operator_bodies import AttachmentIn, Decision
 from gateway.api.operator_sends import conversation_path, operator_send_answers, vetted_media
@@ -147,10 +148,17 @@ async def list_conversations(request: web.Request) -> web.Response:
         raise BadRequest(f"owner must be one of {', '.join(OWNERS)}", code="invalid_query")
     alert = await _waiting_alert(request)
     async with request.app[SESSIONS]() as session:
-        found = await conversations.list_conversations(session, owner=owner)
+        found = await inbox_rows.filtered(
+            session,
+            await conversations.list_conversations(session, owner=owner),
+            inbox_rows.ListFilters.of(request),
+        )
         held = await service_window.held_since_last_inbound(session, found)
         names = await _names(session, found)
-    return web.json_response({"conversations": [_listed(c, alert, held, names) for c in found]})
+        details = await inbox_rows.row_details(session, found)
+    return web.json_response(
+        {"conversations": [{**_listed(c, alert, held, names), **details[c.id]} for c in found]}
+    )
 
 
 async def read_conversation(request: web.Request) -> web.Response:
@@ -294,14 +302,20 @@ document(
     "GET",
     "/v1/operator/conversations",
     "Conversations and who answers them: waiting ones first (oldest first), then those "
-    "operators hold, then the bot's (latest message first); `?owner=` keeps one kind",
+    "operators hold, then the bot's (latest message first); `?owner=` keeps one kind, "
+    "`?channel=` one channel, `?tenant=` one tenant, `?q=` those with a message containing "
+    "the text. Each has its name, last message (`preview`), link level and tenant",
     parameters=[
         {
             "name": "owner",
             "in": "query",
             "required": False,
             "schema": {"type": "string", "enum": list(OWNERS)},
-        }
+        },
+        *(
+            {"name": name, "in": "query", "required": False, "schema": {"type": "string"}}
+            for name in ("channel", "tenant", "q")
+        ),
     ],
     responses={200: "conversations", 400: "unknown owner"},
 )

@@ -35,12 +35,71 @@ def _live(login: OperatorLogin, view: str, **data: str) -> Html:
     )
 
 
+# The inbox's views: which conversations the list shows (`conversations.js` filters by them).
+VIEWS = (
+    ("all", "All"),
+    ("waiting", "Waiting"),
+    ("mine", "Mine"),
+    ("unassigned", "Unassigned"),
+    ("bot", "With the bot"),
+)
+
+
+def _inbox_tools() -> Html:
+    """Views, the channel and tenant filters (their options come with the list) and the
+    search in messages."""
+    return el(
+        "div",
+        {"class_": "inbox-tools"},
+        el(
+            "div",
+            {"class_": "views", "role": "group", "aria_label": "Views"},
+            *(
+                el(
+                    "button",
+                    {
+                        "type": "button",
+                        "data_inbox_view": key,
+                        "aria_pressed": "true" if key == "all" else "false",
+                    },
+                    label,
+                )
+                for key, label in VIEWS
+            ),
+        ),
+        el(
+            "label",
+            None,
+            "Channel",
+            el("select", {"id": "filter-channel"}, el("option", {"value": ""}, "Every channel")),
+        ),
+        el(
+            "label",
+            None,
+            "Tenant",
+            el("select", {"id": "filter-tenant"}, el("option", {"value": ""}, "Every tenant")),
+        ),
+        el(
+            "form",
+            {"id": "message-search", "class_": "search", "role": "search"},
+            el(
+                "label",
+                None,
+                "Search in messages",
+                el("input", {"type": "search", "id": "message-q", "name": "q"}),
+            ),
+            el("button", {"type": "submit"}, "Find in messages"),
+        ),
+    )
+
+
 def conversations_page(login: OperatorLogin, approvals: Sequence[HeldAction] = ()) -> Html:
     return page(
         "Conversations",
         login,
         el("h1", None, "Conversations"),
         search_form("Find a customer: phone, e-mail, name or id"),
+        _inbox_tools(),
         _live(login, "list"),
         approvals_section(approvals),
         el("section", {"id": "waiting", "class_": "conversations"}, el("h2", None, "Waiting")),

@@ -56,37 +56,123 @@
 
   // --- the list ---------------------------------------------------------------------------
 
+  function ago(iso) {
+    return iso ? `${age(iso)} ago` : "";
+  }
+
+  // A text badge per channel (no icon font, nothing fetched): the letters, then the name.
+  const CHANNEL_MARKS = { whatsapp: "WA", telegram: "TG", webchat: "WEB", voice: "TEL" };
+
+  function channelBadge(channel) {
+    return make("span", { class: `tag channel channel-${channel}`, title: channel },
+      make("b", { class: "mark", "aria-hidden": "true" }, CHANNEL_MARKS[channel] || "•"),
+      make("span", { class: "channel-name" }, ` ${channel}`));
+  }
+
+  function preview(c) {
+    const p = c.preview;
+    if (!p) return make("span", { class: "preview muted" }, "no message yet");
+    return make("span", { class: "preview" }, p.from === "customer" ? "" : "↩ ", p.text);
+  }
+
   function row(c) {
     const who = c.owner === "human" ? `held by ${c.held_by || "?"} for ${age(c.since)}`
-      : c.owner === "waiting" ? `waiting ${age(c.since)}` : `last message ${when(c.last_message_at)}`;
+      : c.owner === "waiting" ? `waiting ${age(c.since)}` : "with the bot";
+    const last = c.preview ? c.preview.at : c.last_message_at;
     return make("tr", { "data-conversation": c.id, class: c.waiting_too_long ? "late" : null },
-      make("td", null, make("a", { href: `/console/conversations/${c.id}`, class: "name" }, c.name || c.channel)),
-      make("td", null, make("span", { class: `tag channel-${c.channel}` }, c.channel)),
-      make("td", { class: "who" }, who, c.waiting_too_long ? make("strong", { class: "late" }, " · waiting too long") : null,
+      make("td", { class: "who-cell" },
+        make("a", { href: `/console/conversations/${c.id}`, class: "name" }, c.name || c.channel),
+        preview(c)),
+      make("td", null, channelBadge(c.channel),
+        c.link_level ? make("span", { class: `tag level level-${c.link_level}` }, c.link_level) : null),
+      make("td", { class: "who" }, make("time", { datetime: last, title: when(last) }, ago(last)), make("br"), who,
+        c.waiting_too_long ? make("strong", { class: "late" }, " · waiting too long") : null,
         c.held_replies ? make("strong", { class: "late" }, ` · ${c.held_replies} held (outside the window)`) : null),
       make("td", null, make("a", { href: `/console/customers/${c.customer_id}` }, "profile")));
   }
 
-  function section(id, items, empty) {
+  function section(id, items, empty, shown) {
     const box = document.getElementById(id);
     const heading = box.querySelector("h2");
     box.replaceChildren(heading);
+    box.hidden = !shown;
     if (!items.length) {
       box.append(make("p", { class: "muted" }, empty));
       return;
     }
     const body = make("tbody", null, ...items.map(row));
-    box.append(make("table", { class: "audit" },
+    box.append(make("table", { class: "audit inbox-list" },
       make("thead", null, make("tr", null, make("th", null, "Who"), make("th", null, "Channel"),
         make("th", null, "State"), make("th", null, ""))), body));
   }
 
+  // --- views and filters ------------------------------------------------------------------
+
+  const VIEWS = {
+    all: () => true,
+    waiting: (c) => c.owner === "waiting",
+    mine: (c) => (c.owner === "human" && c.held_by === operator) || c.assigned_to === operator,
+    unassigned: (c) => c.owner !== "human" && !c.assigned_to,
+    bot: (c) => c.owner === "bot",
+  };
+  const filters = { view: "all", channel: "", tenant: "", q: "" };
+  const seen = { channel: new Set(), tenant: new Set() };
+
+  function listUrl() {
+    const params = new URLSearchParams();
+    for (const name of ["channel", "tenant", "q"]) if (filters[name]) params.set(name, filters[name]);
+    const query = params.toString();
+    return query ? `${API}?${query}` : API;
+  }
+
+  // The filters' options: every channel and tenant the list has shown so far.
+  function offer(name, values) {
+    const select = document.getElementById(`filter-${name}`);
+    if (!select) return;
+    let added = false;
+    for (const value of values) {
+      if (!value || seen[name].has(value)) continue;
+      seen[name].add(value);
+      select.append(make("option", { value }, value));
+      added = true;
+    }
+    if (added) select.value = filters[name];
+  }
+
+  function bindFilters() {
+    for (const button of document.querySelectorAll("[data-inbox-view]")) {
+      button.addEventListener("click", () => {
+        filters.view = button.dataset.inboxView;
+        for (const other of document.querySelectorAll("[data-inbox-view]")) {
+          other.setAttribute("aria-pressed", other === button ? "true" : "false");
+        }
+        refresh();
+      });
+    }
+    for (const name of ["channel", "tenant"]) {
+      const select = document.getElementById(`filter-${name}`);
+      if (select) select.addEventListener("change", () => { filters[name] = select.value; refresh(); });
+    }
+    const search = document.getElementById("message-search");
+    if (search) search.addEventListener("submit", (event) => {
+      event.preventDefault();
+      filters.q = document.getElementById("message-q").value.trim();
+      refresh();
+    });
+  }
+
   async function showList() {
-    const data = await getJson(API);
+    const data = await getJson(listUrl());
     const all = data.conversations || [];
-    section("waiting", all.filter((c) => c.owner === "waiting"), "Nobody is waiting for a person.");
-    section("human", all.filter((c) => c.owner === "human"), "No conversation is held by an operator.");
-    section("bot", all.filter((c) => c.owner === "bot"), "No conversation yet.");
+    offer("channel", all.map((c) => c.channel));
+    offer("tenant", all.map((c) => c.tenant));
+    const kept = all.filter(VIEWS[filters.view] || VIEWS.all);
+    const everything = filters.view === "all";
+    const of = (owner) => kept.filter((c) => c.owner === owner);
+    const nothing = filters.q ? "No conversation has a message with that text." : null;
+    section("waiting", of("waiting"), nothing || "Nobody is waiting for a person.", everything || of("waiting").length > 0 || !kept.length);
+    section("human", of("human"), nothing || "No conversation is held by an operator.", everything || of("human").length > 0);
+    section("bot", of("bot"), nothing || "No conversation yet.", everything || of("bot").length > 0);
   }
 
   // The list pane beside a conversation: every conversation, this one marked.
@@ -250,6 +336,7 @@
     try { await running; } finally { running = null; }
   }
 
+  if (live.dataset.view === "list") bindFilters();
   const stream = new EventSource(live.dataset.stream);
   stream.addEventListener("changed", () => { refresh(); });
   stream.addEventListener("error", () => {
