@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from gateway import channel_catalog
-from gateway.api import inbox_rows
+from gateway.api import conversation_assignment, inbox_rows
 from gateway.api.context import ChannelIdentityIn, claim_for_identity
 from gateway.api.operator_bodies import AttachmentIn, Decision
 from gateway.api.operator_sends import conversation_path, operator_send_answers, vetted_media
@@ -33,7 +33,13 @@ from gateway.operators.names import NAME_FACT_KEYS, NameEvidence, best_name, mas
 from gateway.reports.figures import HandoffReason
 from gateway.runtime.clock import utcnow
 from gateway.storage.records import ConversationRecord
-from gateway.storage.repositories import conversations, identity_names, service_window, tenants
+from gateway.storage.repositories import (
+    assignments,
+    conversations,
+    identity_names,
+    service_window,
+    tenants,
+)
 from gateway.storage.repositories.conversations import (
     OWNERS,
     ConversationMessage,
@@ -141,8 +147,24 @@ def _message_json(message: ConversationMessage) -> dict[str, Any]:
     }
 
 
+async def _inbox_state(
+    session: AsyncSession, found: Sequence[ConversationRecord], who: str | None
+) -> dict[str, dict[str, Any]]:
+    """Conversation id → `assigned_to` and the calling login's `unread` count (null for the
+    API key, which reads for nobody)."""
+    assigned = await assignments.assignments(session, found)
+    unread = await assignments.unread_counts(session, found, who) if who else {}
+    return {
+        c.id: {
+            "assigned_to": assigned.get(c.id),
+            "unread": unread.get(c.id, 0) if who else None,
+        }
+        for c in found
+    }
+
+
 async def list_conversations(request: web.Request) -> web.Response:
-    await operator_actor(request)
+    who = await operator_actor(request)
     owner = query_text(request, "owner")
     if owner is not None and owner not in OWNERS:
         raise BadRequest(f"owner must be one of {', '.join(OWNERS)}", code="invalid_query")
@@ -156,24 +178,37 @@ async def list_conversations(request: web.Request) -> web.Response:
         held = await service_window.held_since_last_inbound(session, found)
         names = await _names(session, found)
         details = await inbox_rows.row_details(session, found)
+        state = await _inbox_state(session, found, who)
     return web.json_response(
-        {"conversations": [{**_listed(c, alert, held, names), **details[c.id]} for c in found]}
+        {
+            "conversations": [
+                {**_listed(c, alert, held, names), **details[c.id], **state[c.id]} for c in found
+            ]
+        }
     )
 
 
 async def read_conversation(request: web.Request) -> web.Response:
-    await operator_actor(request)
+    who = await operator_actor(request)
     alert = await _waiting_alert(request)
+    conversation_id = path_id(request, "conversation_id")
+    if who is not None:  # an operator opened it: what the customer wrote so far is read
+        async with request.app[SESSIONS].begin() as session:
+            if await conversations.get(session, conversation_id) is None:
+                raise NotFound("no such conversation")
+            await assignments.mark_read(session, conversation_id, who)
     async with request.app[SESSIONS]() as session:
-        conversation = await conversations.get(session, path_id(request, "conversation_id"))
+        conversation = await conversations.get(session, conversation_id)
         if conversation is None:
             raise NotFound("no such conversation")
         recent = await conversations.recent_messages(session, conversation)
         held = await service_window.held_since_last_inbound(session, [conversation])
         names = await _names(session, [conversation])
+        state = await _inbox_state(session, [conversation], who)
     return web.json_response(
         {
             **_listed(conversation, alert, held, names),
+            **state[conversation.id],
             "messages": [_message_json(m) for m in recent],
         }
     )
@@ -380,3 +415,4 @@ def add_routes(app: web.Application) -> None:
     app.router.add_post("/v1/operator/conversations/{conversation_id}/take", take)
     app.router.add_post("/v1/operator/conversations/{conversation_id}/messages", write)
     app.router.add_post("/v1/operator/conversations/{conversation_id}/handback", handback)
+    conversation_assignment.add_routes(app)

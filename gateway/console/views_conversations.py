@@ -93,6 +93,32 @@ def _inbox_tools() -> Html:
     )
 
 
+def _assignment() -> Html:
+    """Who the conversation is assigned to, and the form to assign it (to oneself or a
+    teammate by username) or unassign it."""
+    return el(
+        "div",
+        {"class_": "assignment"},
+        el("p", {"id": "assigned", "class_": "muted"}, "Unassigned"),
+        el("button", {"type": "button", "id": "assign-me"}, "Assign to me"),
+        el(
+            "form",
+            {"id": "assign-form", "class_": "search"},
+            el(
+                "label",
+                None,
+                "Assign to a teammate",
+                el(
+                    "input",
+                    {"id": "assign-operator", "name": "operator", "required": True},
+                ),
+            ),
+            el("button", {"type": "submit"}, "Assign"),
+        ),
+        el("button", {"type": "button", "id": "unassign", "hidden": True}, "Unassign"),
+    )
+
+
 def conversations_page(login: OperatorLogin, approvals: Sequence[HeldAction] = ()) -> Html:
     return page(
         "Conversations",
@@ -150,6 +176,7 @@ def conversation_page(
                 ),
                 el("h2", None, "Thread"),
                 el("p", {"id": "owner", "class_": "owner"}),
+                _assignment(),
                 # WhatsApp's 24-hour window and the replies held outside it (hidden elsewhere).
                 el("p", {"id": "window", "class_": "window", "hidden": True}),
                 el("ol", {"id": "thread", "class_": "thread"}),

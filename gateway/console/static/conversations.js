@@ -81,11 +81,13 @@
     const last = c.preview ? c.preview.at : c.last_message_at;
     return make("tr", { "data-conversation": c.id, class: c.waiting_too_long ? "late" : null },
       make("td", { class: "who-cell" },
+        c.unread ? make("span", { class: "unread", title: `${c.unread} unread`, "data-unread": c.unread }, String(c.unread)) : null,
         make("a", { href: `/console/conversations/${c.id}`, class: "name" }, c.name || c.channel),
         preview(c)),
       make("td", null, channelBadge(c.channel),
         c.link_level ? make("span", { class: `tag level level-${c.link_level}` }, c.link_level) : null),
       make("td", { class: "who" }, make("time", { datetime: last, title: when(last) }, ago(last)), make("br"), who,
+        c.assigned_to ? make("span", { class: "assigned" }, ` · assigned to ${c.assigned_to}`) : null,
         c.waiting_too_long ? make("strong", { class: "late" }, " · waiting too long") : null,
         c.held_replies ? make("strong", { class: "late" }, ` · ${c.held_replies} held (outside the window)`) : null),
       make("td", null, make("a", { href: `/console/customers/${c.customer_id}` }, "profile")));
@@ -181,6 +183,7 @@
       : c.owner === "waiting" ? `waiting ${age(c.since)}` : "with the bot";
     return make("li", { "data-conversation": c.id },
       make("a", { href: `/console/conversations/${c.id}`, "aria-current": c.id === currentId ? "page" : null },
+        c.unread ? make("span", { class: "unread", "data-unread": c.unread }, String(c.unread)) : null,
         make("span", { class: "name" }, c.name || c.channel),
         make("span", { class: "state" }, make("span", { class: `tag channel-${c.channel}` }, c.channel), state)));
   }
@@ -267,6 +270,7 @@
     current = c;
     document.getElementById("title").textContent = `${c.name || c.channel} · ${c.channel}`;
     showControls(c);
+    showAssignment(c);
     showWindow(c);
     document.getElementById("thread").replaceChildren(...(data.messages || []).map(messageItem));
     await showPaneList(c.id);
@@ -287,6 +291,19 @@
     box.textContent = message;
   }
 
+  function showAssignment(c) {
+    const assigned = document.getElementById("assigned");
+    assigned.textContent = c.assigned_to ? `Assigned to ${c.assigned_to === operator ? "you" : c.assigned_to}` : "Unassigned";
+    assigned.dataset.assigned = c.assigned_to || "";
+    document.getElementById("assign-me").hidden = c.assigned_to === operator;
+    document.getElementById("unassign").hidden = !c.assigned_to;
+  }
+
+  function assignTo(name) {
+    return act(() => postJson(`${API}/${conversationId}/assign`,
+      { operator: name, actor: operator, reason: name ? "assigned in the console" : "unassigned in the console" }));
+  }
+
   async function act(action) {
     showControlError("");
     try {
@@ -302,6 +319,13 @@
       postJson(`${API}/${conversationId}/take`, { actor: operator, reason: "taken over in the console" })));
     document.getElementById("handback").addEventListener("click", () => act(() =>
       postJson(`${API}/${conversationId}/handback`, { actor: operator, reason: "handed back in the console" })));
+    document.getElementById("assign-me").addEventListener("click", () => assignTo(operator));
+    document.getElementById("unassign").addEventListener("click", () => assignTo(null));
+    document.getElementById("assign-form").addEventListener("submit", (event) => {
+      event.preventDefault();
+      const field = document.getElementById("assign-operator");
+      assignTo(field.value.trim()).then(() => { field.value = ""; });
+    });
     document.getElementById("reply-form").addEventListener("submit", (event) => {
       event.preventDefault();
       const field = document.getElementById("reply-text");

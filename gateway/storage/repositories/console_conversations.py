@@ -8,6 +8,7 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from gateway.storage.models import Conversation
+from gateway.storage.models_inbox import ConversationAssignment
 
 _MARK = select(
     func.count(Conversation.id),
@@ -16,14 +17,22 @@ _MARK = select(
 )
 
 
+# Assignments too: assigned or unassigned, a teammate's "Mine" changes.
+_ASSIGNED = select(func.count(), func.max(ConversationAssignment.assigned_at)).select_from(
+    ConversationAssignment
+)
+
+
 async def change_mark(session: AsyncSession) -> str:
-    """A value that differs whenever a conversation was added, written to or changed hands."""
+    """A value that differs whenever a conversation was added, written to, changed hands or
+    was assigned."""
     count, last_message, last_owner_change = (await session.execute(_MARK)).one()
+    assigned, last_assigned = (await session.execute(_ASSIGNED)).one()
     stamps = (
         stamp.isoformat() if stamp is not None else ""
-        for stamp in (last_message, last_owner_change)
+        for stamp in (last_message, last_owner_change, last_assigned)
     )
-    return "|".join((str(count), *stamps))
+    return "|".join((str(count), str(assigned), *stamps))
 
 
 async def conversation_exists(session: AsyncSession, conversation_id: str) -> bool:
