@@ -15,12 +15,14 @@ from gateway.console.views_traces import action_calls_section, traces_section, t
 from gateway.memory.summaries import summary_item
 from gateway.operators.action_history import AuditedCall, TurnTrace
 from gateway.operators.logins import OperatorLogin
+from gateway.operators.names import NAME_FACT_KEYS, known_name
 from gateway.operators.profile import Profile
 from gateway.storage.records import (
     FactRecord,
     MessageRecord,
     SummaryRecord,
 )
+from gateway.storage.repositories.identity_names import PROFILE_NAME_KEY
 
 _MARKED = re.compile(r"(\[unclear:[^\]]*\]|\S+\?)")
 _PUNCT = re.compile(r"^[\W_]+|[\W_]+$")
@@ -363,6 +365,13 @@ def _danger_zone(login: OperatorLogin, cid: str) -> Html:
     )
 
 
+def _known_name(profile: Profile) -> str | None:
+    """The name the customer stated, else one their channels gave (`operators.names`)."""
+    stated = {f.key: f.value for f in profile.facts if f.key in NAME_FACT_KEYS and f.is_current}
+    given = (i.evidence.get(PROFILE_NAME_KEY) for i in profile.identities)
+    return known_name(stated, next((n for n in given if isinstance(n, str) and n), None))
+
+
 def profile_page(
     login: OperatorLogin,
     profile: Profile,
@@ -392,13 +401,13 @@ def profile_page(
     )
     rebuild = action_form(login, f"/console/customers/{cid}/rebuild", "Rebuild memory")
     return page(
-        customer.display_name or cid,
+        customer.display_name or _known_name(profile) or cid,
         login,
         el("h1", None, "Customer ", el("code", None, cid)),
         el(
             "p",
             {"class_": "muted"},
-            customer.display_name or "no display name",
+            customer.display_name or _known_name(profile) or "no display name",
             f" · since {customer.created_at:%Y-%m-%d}",
         ),
         el(

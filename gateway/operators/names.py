@@ -51,12 +51,16 @@ def masked_identifier(channel: str, external_id: str) -> str:
     return f"{label} ···{tail}" if tail else label
 
 
-def best_name(evidence: NameEvidence) -> str:
+def known_name(stated: Mapping[str, str], profile: str | None) -> str | None:
+    """The stated name, else the channel's profile name; None when neither is known."""
     for key in NAME_FACT_KEYS:
-        stated = _clean(evidence.stated.get(key))
-        if stated:
-            return stated
-    profile = _clean(evidence.profile)
-    if profile:
-        return profile
-    return masked_identifier(evidence.channel, evidence.external_id)
+        name = _clean(stated.get(key))
+        if name:
+            return name
+    return _clean(profile)
+
+
+def best_name(evidence: NameEvidence) -> str:
+    return known_name(evidence.stated, evidence.profile) or masked_identifier(
+        evidence.channel, evidence.external_id
+    )

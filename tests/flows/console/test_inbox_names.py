@@ -101,3 +101,25 @@ async def test_the_list_and_the_thread_show_the_names(
     await page.get_by_role("link", name="Ana Souza").click()
     await expect(page.locator("#title")).to_have_text("Ana Souza · whatsapp", timeout=WAIT_MS)
     await context.close()
+
+
+async def test_the_customer_page_names_a_customer_by_the_channels_profile_name(
+    browser: Browser, stack: Stack
+) -> None:
+    await seed_inbox(stack)
+    response = await stack.client.get("/v1/operator/conversations?channel=whatsapp", headers=AUTH)
+    customer_id = (await response.json())["conversations"][0]["customer_id"]
+    context = await browser.new_context(viewport={"width": 1366, "height": 768})
+    page = await context.new_page()
+    await page.goto(str(stack.client.make_url("/console/login")))
+    await page.get_by_label("Username").fill(USERNAME)
+    await page.get_by_label("Password").fill(PASSWORD)
+    await page.get_by_role("button", name="Log in").click()
+    await expect(page.locator("#live-status")).to_have_attribute("data-state", "live")
+
+    await page.goto(str(stack.client.make_url(f"/console/customers/{customer_id}")))
+
+    await expect(page).to_have_title("Ana Souza · Relaydesk")
+    await expect(page.locator("main")).to_contain_text("Ana Souza · since")
+    await expect(page.locator("main")).not_to_contain_text("no display name")
+    await context.close()
