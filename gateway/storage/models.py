@@ -633,5 +633,6 @@ from gateway.storage.models_actions import ActionConfirmation as ActionConfirmat
 from gateway.storage.models_actions import (  # noqa: E402
     IdentityVerification as IdentityVerification,
 )
+from gateway.storage.models_csat import CsatSurvey as CsatSurvey  # noqa: E402
 from gateway.storage.models_inbox import ConversationAssignment as ConversationAssignment  # noqa: E402
 from gateway.storage.models_inbox import ConversationRead as ConversationRead  # noqa: E402
