@@ -63,6 +63,15 @@ DESCRIPTIONS: Final[dict[str, str]] = {
     "handoff_waiting_alert_s": (
         "seconds a conversation may wait for an operator before it is flagged"
     ),
+    "csat_enabled": (
+        "ask the satisfaction question (1-5) once per episode after a hand-back or an idle close"
+    ),
+    "csat_question": "the satisfaction question, with its 1-5 choices",
+    "csat_thanks": "what the customer is told after answering the satisfaction question",
+    "csat_content_sid": (
+        "a Twilio Content template with the 1-5 choices; unset: Twilio's WhatsApp gets the "
+        "question as text"
+    ),
     "whatsapp_templates": (
         "approved WhatsApp templates by name: `content_sid` (Twilio) or `name` (Cloud API), "
         "`language`, `variables`"
