@@ -14,21 +14,26 @@ from gateway.storage.models import ChannelIdentity, Fact
 PROFILE_NAME_KEY = "profile_name"
 
 
-async def note_profile_names(session: AsyncSession, names: Mapping[str, str]) -> None:
-    """Keep each identity's (by id) profile name; an unchanged name writes nothing."""
+async def note_profile_names(session: AsyncSession, names: Mapping[str, str]) -> set[str]:
+    """Keep each identity's (by id) profile name; an unchanged name writes nothing. Returns
+    the ids whose stored name was already the one given (read from committed rows)."""
     if not names:
-        return
+        return set()
     rows = await session.scalars(select(ChannelIdentity).where(ChannelIdentity.id.in_(names)))
+    unchanged: set[str] = set()
     changed = False
     for row in rows:
         name = names[row.id]
         evidence = dict(row.evidence or {})
-        if evidence.get(PROFILE_NAME_KEY) != name:
-            evidence[PROFILE_NAME_KEY] = name
-            row.evidence = evidence
-            changed = True
+        if evidence.get(PROFILE_NAME_KEY) == name:
+            unchanged.add(row.id)
+            continue
+        evidence[PROFILE_NAME_KEY] = name
+        row.evidence = evidence
+        changed = True
     if changed:
         await session.flush()
+    return unchanged
 
 
 async def profile_names(session: AsyncSession, identity_ids: Iterable[str]) -> dict[str, str]:

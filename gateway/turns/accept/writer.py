@@ -25,7 +25,6 @@ from gateway.storage.repositories import (
     conversations,
     episodes,
     erasure_tombstones,
-    identity_names,
     messages,
     tenants,
     turns,
@@ -42,6 +41,7 @@ from gateway.turns.accept.codes import CodeCheck
 from gateway.turns.accept.episode_choice import episode_for
 from gateway.turns.accept.message_rows import latest_version, message_seen, new_message
 from gateway.turns.accept.observation import Observer
+from gateway.turns.accept.profile_names import ProfileNames
 from gateway.turns.handoff import message_created
 
 
@@ -71,6 +71,7 @@ class LotWriter:
         self._counter = counter
         self._tenant_cache = tenant_cache
         self._events = events
+        self._profile_names = ProfileNames()
 
     async def write(
         self, session: AsyncSession, lot: Sequence[Arrival], *, find_stored: bool
@@ -144,7 +145,7 @@ class LotWriter:
         identities = [one.identity for one in checked]
         # The channel's profile name (WhatsApp's ProfileName, Telegram's first and last name),
         # kept on the identity so the console can name the customer before they state a name.
-        await identity_names.note_profile_names(
+        await self._profile_names.note(
             session,
             {
                 identity.identity_id: arrival.inbound.sender_name
