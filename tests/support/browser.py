@@ -25,7 +25,7 @@ CHROMIUM_ARGS = [
     "--disable-sync",
     "--no-first-run",
 ]
-ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
 
 
 def browser_missing() -> str | None:
@@ -60,6 +60,6 @@ async def browser() -> AsyncIterator[Any]:
 
 
 async def screenshot(page: Any, name: str) -> None:
-    """Keep a full-page screenshot as `test-artifacts/<name>`."""
+    """Keep a full-page screenshot as `tests/artifacts/<name>`."""
     ARTIFACTS.mkdir(exist_ok=True)
     await page.screenshot(path=str(ARTIFACTS / name), full_page=True)

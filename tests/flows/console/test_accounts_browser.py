@@ -1,7 +1,7 @@
 """The Accounts page in a real headless Chromium (Debian `chromium`, driven by Playwright)
 against a real gateway, as an admin: reach it from the menu, disable and enable an agent,
 reset its password (shown once, and it logs in with it), remove it. Screenshots are kept in
-`test-artifacts/console-accounts*.png`."""
+`tests/artifacts/console-accounts*.png`."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The console in a real headless Chromium (Debian `chromium`, driven by Playwright) against a
 real gateway: log in, find a customer by phone, open the profile, confirm a pending link,
 correct a fact and see the context preview carry the correction. Screenshots are kept in
-`test-artifacts/console-*.png`."""
+`tests/artifacts/console-*.png`."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The live conversations pages in a real headless Chromium against a real gateway: an operator
 sees a new web chat conversation appear without reloading, takes it over, replies, and the
 visitor's widget shows the reply; a visitor asking for a person appears under waiting.
-Screenshots are kept in `test-artifacts/conversations-*.png`."""
+Screenshots are kept in `tests/artifacts/conversations-*.png`."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The outcome report in a real headless Chromium: its three SVG charts are drawn (bars with
 a size) and the page never scrolls sideways, on a laptop and on a phone. Screenshots are kept
-as `test-artifacts/console-reports-*.png`."""
+as `tests/artifacts/console-reports-*.png`."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The Settings page in a real headless Chromium (Debian `chromium`, driven by Playwright)
 against a real gateway: an admin opens a host's level from the menu, edits a setting, reviews
 the change and saves it; an agent finds no Settings in the menu and is refused the page.
-Screenshots are kept in `test-artifacts/console-settings*.png`."""
+Screenshots are kept in `tests/artifacts/console-settings*.png`."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Visual care in a real headless Chromium: the conversation page has no error box until an
 action fails, then shows it with the reason and drops it once an action succeeds; the customer
-profile ends with a red danger zone. Screenshots in `test-artifacts/visual-*.png`."""
+profile ends with a red danger zone. Screenshots in `tests/artifacts/visual-*.png`."""
 
 from __future__ import annotations
 

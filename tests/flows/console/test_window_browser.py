@@ -1,6 +1,6 @@
 """The conversation page in a real headless Chromium shows WhatsApp's 24-hour window: open and
 until when, then closed with the reply held outside it and its reason. Screenshot in
-`test-artifacts/conversation-window-held.png`."""
+`tests/artifacts/conversation-window-held.png`."""
 
 from __future__ import annotations
 
