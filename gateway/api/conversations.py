@@ -22,6 +22,7 @@ from gateway.api import conversation_assignment, inbox_rows
 from gateway.api.context import ChannelIdentityIn, claim_for_identity
 from gateway.api.operator_bodies import AttachmentIn, Decision
 from gateway.api.operator_sends import conversation_path, operator_send_answers, vetted_media
+from gateway.csat.asking import ask_after_handback
 from gateway.customers.resolve import identify
 from gateway.http.bodies import path_id, query_text, read_json
 from gateway.http.errors import BadRequest, Conflict, NotFound
@@ -286,6 +287,12 @@ async def handoff(request: web.Request) -> web.Response:
 
 
 async def _by_id(request: web.Request, event: Took | HandedBack, reason: str) -> web.Response:
+    return _changed(_counted(request, await _change_by_id(request, event, reason)))
+
+
+async def _change_by_id(
+    request: web.Request, event: Took | HandedBack, reason: str
+) -> OwnerChange | Refused:
     async with request.app[SESSIONS].begin() as session:
         try:
             outcome = await change_owner(
@@ -298,7 +305,7 @@ async def _by_id(request: web.Request, event: Took | HandedBack, reason: str) ->
             )
         except ConversationNotFound as exc:
             raise NotFound("no such conversation") from exc
-    return _changed(_counted(request, outcome))
+    return outcome
 
 
 async def take(request: web.Request) -> web.Response:
@@ -310,7 +317,20 @@ async def take(request: web.Request) -> web.Response:
 async def handback(request: web.Request) -> web.Response:
     who = await operator_actor(request)
     body = await read_json(request, Decision)
-    return await _by_id(request, HandedBack(who or body.actor), body.reason)
+    actor = who or body.actor
+    outcome = await _change_by_id(request, HandedBack(actor), body.reason)
+    response = _changed(outcome)
+    if isinstance(outcome, OwnerChange) and outcome.changed:
+        # The tenant may ask the customer what they thought (`gateway.csat`).
+        await ask_after_handback(
+            sessions=request.app[SESSIONS],
+            counter=request.app[COUNTER],
+            events=request.app[EVENTS],
+            deliverer=request.app[DELIVER],
+            conversation_id=outcome.conversation.id,
+            operator=actor,
+        )
+    return response
 
 
 async def write(request: web.Request) -> web.Response:

@@ -42,6 +42,9 @@ class Metrics:
     # Conversations handed to a person, by reason (`gateway.reports.figures.HandoffReason`):
     # counted where the bot hands over and where an operator takes one from the bot.
     handoffs: Counter
+    # Answers to the satisfaction question (`gateway.csat`), by score (1-5) and whether a
+    # person took part in the conversation (yes/no).
+    csat_answers: Counter
 
     @classmethod
     def create(cls) -> Metrics:
@@ -149,6 +152,13 @@ class Metrics:
                 "Conversations handed to a person, by reason (phrase, failures, model_marker, "
                 "operator_takeover, other)",
                 ["reason"],
+                registry=registry,
+            ),
+            csat_answers=Counter(
+                "relaydesk_csat_answers",
+                "Answers to the satisfaction question, by score (1-5) and whether a person took "
+                "part in the conversation (yes, no)",
+                ["score", "person"],
                 registry=registry,
             ),
         )

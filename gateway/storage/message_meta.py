@@ -30,6 +30,7 @@ CANNED_FALLBACK = "fallback"  # the message sent when the model failed
 CANNED_HANDOFF = "handoff"  # the customer is told a person will answer
 CANNED_CONFIRMATION = "confirmation"  # the customer is asked to confirm an action
 CANNED_VERIFICATION = "verification"  # the customer is told what a typed code came to
+CANNED_CSAT = "csat"  # the customer is thanked for answering the satisfaction question
 # A message an operator wrote (`MessageMeta.author`, with `actor` naming who).
 OPERATOR_AUTHOR = "operator"
 # Segments of a call flagged as probably not speech (hallucinations on silence).

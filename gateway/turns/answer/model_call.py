@@ -9,6 +9,7 @@ import logging
 from collections.abc import Sequence
 
 from context import ChatMessage
+from gateway.csat.answers import SurveyAnswers
 from gateway.providers import ProviderError
 from gateway.providers.base import Completion, ModelProvider
 from gateway.providers.limits import CallLimits
@@ -16,6 +17,7 @@ from gateway.providers.pool import ProviderPool
 from gateway.providers.tool_calls import ToolUse
 from gateway.storage.message_meta import (
     CANNED_CONFIRMATION,
+    CANNED_CSAT,
     CANNED_FALLBACK,
     CANNED_HANDOFF,
     CANNED_OFFLINE,
@@ -56,11 +58,17 @@ def verification_reply(outcome: str | None, texts: VerificationSettings) -> str 
 
 class ModelCall:
     def __init__(
-        self, deps: AnswerDeps, *, providers: ProviderPool, actions: TurnActions | None = None
+        self,
+        deps: AnswerDeps,
+        *,
+        providers: ProviderPool,
+        actions: TurnActions | None = None,
+        surveys: SurveyAnswers | None = None,
     ) -> None:
         self._deps = deps
         self._providers = providers
         self._actions = actions
+        self._surveys = surveys
 
     async def draft(self, turn: ReplyTurn, typing: Typing) -> Draft:
         """The model's reply to the turn's window, or the tenant's fallback (or handoff) text.
@@ -73,6 +81,13 @@ class ModelCall:
         adapter = self._deps.adapters.get(inbound.channel)
         recipient = inbound.sender.sender if inbound.sender is not None else ""
         preview = Preview.of(adapter, recipient, inbound.provider_message_id, typing.stop)
+        if self._surveys is not None and tenant.csat_enabled:
+            # An answer to the satisfaction question is stored and thanked, not answered.
+            score = await self._surveys.take(pending.turn.conversation_key, inbound.text)
+            if score is not None:
+                return Draft(
+                    tenant.csat_thanks, TurnOutcome(status="done", report=report), CANNED_CSAT
+                )
         told = verification_reply(inbound.meta.verification, tenant.verification)
         if told is not None:  # a code typed back that verified nothing: said plainly
             return Draft(told, TurnOutcome(status="done", report=report), CANNED_VERIFICATION)

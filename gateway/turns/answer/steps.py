@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from gateway.csat.answers import SurveyAnswers
 from gateway.memory.background_facts import BackgroundFacts
 from gateway.memory.llm_compactor import CompactorFactory
 from gateway.memory.queue import CompactionQueue
@@ -72,6 +73,7 @@ class AnswerSteps:
                 deps,
                 providers=providers,
                 actions=TurnActions(deps, actions, metrics, codes) if actions is not None else None,
+                surveys=SurveyAnswers(deps.sessions, metrics),
             ),
             reply_steps=tuple(reply_steps),
             store=ReplyStore(deps, metrics),
