@@ -257,6 +257,16 @@ class SendReference:
 
 
 @dataclass(frozen=True, slots=True)
+class Choice:
+    """A button offered with a message: its `title` shown, its `payload` what the channel
+    sends back when it is tapped (Telegram's callback data, the Cloud API's row id)."""
+
+    title: str
+    payload: str
+    description: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class OutboundMessage:
     """A reply or an operator's message. With `template`, the channel sends that template
     instead of `text` (which stays what is stored and shown); `media` are attachments by URL;
@@ -272,6 +282,9 @@ class OutboundMessage:
     reference: SendReference | None = None
     # The operator who wrote it (None: the bot), for channels that show who answers.
     operator: str | None = None
+    # Buttons offered with the text (e.g. a satisfaction score); a channel that cannot show
+    # them sends the text alone, which says what to type.
+    choices: tuple[Choice, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,7 +23,7 @@ from datetime import datetime, timedelta
 from functools import partial
 from urllib.parse import urlsplit
 
-from telegram import Bot, Message
+from telegram import Bot, InlineKeyboardButton, InlineKeyboardMarkup, Message
 from telegram.constants import ChatAction
 from telegram.error import (
     BadRequest,
@@ -38,9 +38,7 @@ from telegram.error import (
 from telegram.warnings import PTBDeprecationWarning
 
 from channels.base import (
-    Ignored as IgnoredItem,
-)
-from channels.base import (
+    Choice,
     Media,
     OutboundMessage,
     Parsed,
@@ -48,6 +46,9 @@ from channels.base import (
     SendFailed,
     SendResult,
     SignatureInvalid,
+)
+from channels.base import (
+    Ignored as IgnoredItem,
 )
 from channels.splitting import split_message, utf16_units
 from channels.telegram_updates import (
@@ -216,8 +217,13 @@ class TelegramChannel:
             return SendResult(provider_message_ids=())
         bot = await self._ready()
         ids = []
-        for part in parts:
-            sent = await self._retrying(partial(bot.send_message, chat_id=chat_id, text=part))
+        keyboard = _inline_keyboard(message.choices)
+        for index, part in enumerate(parts):
+            # The buttons go with the last part, under the question they answer.
+            markup = keyboard if index == len(parts) - 1 else None
+            sent = await self._retrying(
+                partial(bot.send_message, chat_id=chat_id, text=part, reply_markup=markup)
+            )
             ids.append(f"{sent.chat.id}:{sent.message_id}")
         for item in message.media:
             sent = await self._retrying(_attachment_send(bot, chat_id, item))
@@ -281,6 +287,15 @@ def _attachment_send(bot: Bot, chat_id: int, media: Media) -> Callable[[], Await
     if content_type.split(";")[0].strip().lower() in PHOTO_TYPES:
         return partial(bot.send_photo, chat_id=chat_id, photo=media.url, caption=caption)
     return partial(bot.send_document, chat_id=chat_id, document=media.url, caption=caption)
+
+
+def _inline_keyboard(choices: tuple[Choice, ...]) -> InlineKeyboardMarkup | None:
+    """One row of buttons whose callback data is each choice's payload (None without)."""
+    if not choices:
+        return None
+    return InlineKeyboardMarkup(
+        [[InlineKeyboardButton(choice.title, callback_data=choice.payload) for choice in choices]]
+    )
 
 
 def _chat_id(recipient: str) -> int:

@@ -27,6 +27,7 @@ import httpx
 
 from channels import meta_webhooks
 from channels.base import (
+    Choice,
     DeliveryStatus,
     Ignored,
     Media,
@@ -55,6 +56,13 @@ __all__ = [
 
 # A text message's body takes at most 4096 characters.
 MAX_TEXT_CHARS = 4096
+# Meta's limits for an interactive list: the body, the button that opens it (20), a row's
+# title (24) and id (200), ten rows. The button's words are language-neutral.
+LIST_BODY_CHARS = 4096
+LIST_BUTTON = "1 – 5"
+LIST_TITLE_CHARS = 24
+LIST_ID_CHARS = 200
+LIST_ROWS = 10
 # The typing indicator shows for up to 25 s or until the reply: renewed a little before.
 TYPING_REPEAT_S = 20.0
 TYPING_TIMEOUT_S = 10.0
@@ -170,9 +178,12 @@ class WhatsAppCloudChannel:
             body = {**_envelope(to), **_reference(message, 0), **_template(message.template)}
             return SendResult((await self._post_message(headers, body),))
         ids: list[str] = []
-        for part in split_message(message.text, MAX_TEXT_CHARS):
+        parts = split_message(message.text, MAX_TEXT_CHARS)
+        for index, part in enumerate(parts):
             quote = {} if ids else context  # only the first message quotes the customer's
             text = {"type": "text", "text": {"body": part}}
+            if message.choices and index == len(parts) - 1:
+                text = _choice_list(part, message.choices)
             envelope = {**_envelope(to), **_reference(message, len(ids))}
             ids.append(await self._post_message(headers, {**envelope, **quote, **text}))
         for media in message.media:  # each uploaded just before it is sent
@@ -302,6 +313,27 @@ class WhatsAppCloudChannel:
 
 def _envelope(to: str) -> dict[str, Any]:
     return {"messaging_product": "whatsapp", "recipient_type": "individual", "to": to}
+
+
+def _choice_list(body: str, choices: tuple[Choice, ...]) -> dict[str, Any]:
+    """An interactive list message (reply buttons allow only three choices): a row per
+    choice, its id the payload Meta sends back (`interactive.list_reply.id`)."""
+    rows = [
+        {
+            "id": choice.payload[:LIST_ID_CHARS],
+            "title": choice.title[:LIST_TITLE_CHARS],
+            **({"description": choice.description[:72]} if choice.description else {}),
+        }
+        for choice in choices[:LIST_ROWS]
+    ]
+    return {
+        "type": "interactive",
+        "interactive": {
+            "type": "list",
+            "body": {"text": body[:LIST_BODY_CHARS]},
+            "action": {"button": LIST_BUTTON, "sections": [{"title": LIST_BUTTON, "rows": rows}]},
+        },
+    }
 
 
 def _template(template: Template) -> dict[str, Any]:

@@ -1,7 +1,8 @@
 """Asking the satisfaction question after an operator hands a conversation back to the bot.
 
-The question goes through the operator-message path (stored on the conversation's episode,
-delivered by the deliver step like any reply, named after the operator who handed back), and
+The question goes through the operator-message path (marked `CANNED_CSAT_QUESTION`: the
+deliver step adds the 1-5 buttons where the channel shows them; stored on the conversation's
+episode, delivered like any reply, named after the operator who handed back), and
 its survey row is written in the same transaction as the message, so a question that was
 never stored is never waited for.
 """
@@ -17,6 +18,7 @@ from context import TokenCounter
 from gateway.csat.rules import AskDecision, Trigger, decide
 from gateway.events.outbox import EventOutbox
 from gateway.runtime.clock import utcnow
+from gateway.storage.message_meta import CANNED_CSAT_QUESTION, MessageMeta
 from gateway.storage.records import ConversationRecord, MessageRecord
 from gateway.storage.repositories import conversations, csat, episodes, tenants
 from gateway.turns.deliver import Deliverer
@@ -103,6 +105,7 @@ async def ask_after_handback(
             conversation_id=conversation.id,
             text=plan.question,
             actor=operator,
+            meta=MessageMeta(canned=CANNED_CSAT_QUESTION),
             stored=record,
             any_owner=True,
         )

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 
+from channels.base import Choice
 from identity.service_window import has_window, service_window
 
 SCORES = range(1, 6)
@@ -63,6 +64,11 @@ def button_payload(score: int) -> str:
     if score not in SCORES:
         raise ValueError(f"a score is 1-5, not {score}")
     return f"{PAYLOAD_PREFIX}{score}"
+
+
+def survey_choices() -> tuple[Choice, ...]:
+    """The buttons sent with the question: 1 to 5, each carrying its payload."""
+    return tuple(Choice(str(score), button_payload(score)) for score in SCORES)
 
 
 def read_answer(text: str | None) -> int | None:

@@ -31,6 +31,7 @@ CANNED_HANDOFF = "handoff"  # the customer is told a person will answer
 CANNED_CONFIRMATION = "confirmation"  # the customer is asked to confirm an action
 CANNED_VERIFICATION = "verification"  # the customer is told what a typed code came to
 CANNED_CSAT = "csat"  # the customer is thanked for answering the satisfaction question
+CANNED_CSAT_QUESTION = "csat_question"  # the satisfaction question, sent with its buttons
 # A message an operator wrote (`MessageMeta.author`, with `actor` naming who).
 OPERATOR_AUTHOR = "operator"
 # Segments of a call flagged as probably not speech (hallucinations on silence).

@@ -42,9 +42,10 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from channels.base import Channel, OutboundMessage, SendFailed, SendReference
 from gateway.coordination.locks import ConversationLocks, InProcessLocks
+from gateway.csat.rules import survey_choices
 from gateway.runtime.clock import utcnow
 from gateway.runtime.tasks import TaskOwner, cancel_and_wait
-from gateway.storage.message_meta import operator_of
+from gateway.storage.message_meta import CANNED_CSAT_QUESTION, operator_of
 from gateway.storage.records import MessageRecord, TurnRecord, WindowState
 from gateway.storage.repositories import deliveries, outbound
 from gateway.storage.repositories.outbound import SentPart
@@ -257,6 +258,7 @@ class Deliverer:
             media=reply.media,
             reference=SendReference(turn.id, reply.id),
             operator=operator_of(reply.meta),
+            choices=survey_choices() if reply.meta.canned == CANNED_CSAT_QUESTION else (),
         )
         for _ in range(2):  # free text the provider refuses as outside the window: once more
             if self.windows is not None:

@@ -83,7 +83,9 @@ class ModelCall:
         preview = Preview.of(adapter, recipient, inbound.provider_message_id, typing.stop)
         if self._surveys is not None and tenant.csat_enabled:
             # An answer to the satisfaction question is stored and thanked, not answered.
-            score = await self._surveys.take(pending.turn.conversation_key, inbound.text)
+            # A tapped button: the Cloud API's row id, Telegram's callback data as the text.
+            answer = inbound.meta.field("button_payload") or inbound.text
+            score = await self._surveys.take(pending.turn.conversation_key, answer)
             if score is not None:
                 return Draft(
                     tenant.csat_thanks, TurnOutcome(status="done", report=report), CANNED_CSAT
