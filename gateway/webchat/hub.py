@@ -59,7 +59,8 @@ def message_frame(
 def reply_frame(message: OutboundMessage, created_at: str) -> dict[str, Any]:
     """A stored reply as it goes out live: a `message` frame with the `reply_to` its partial
     frames carried (the visitor's `client_message_id` answered), so the widget replaces the
-    growing bubble with it, and its attachments (`media`, when it has any)."""
+    growing bubble with it, its attachments (`media`, when it has any) and its buttons
+    (`choices`: `title` and `payload`, when it has any)."""
     frame = message_frame(
         message.message_id or "",
         "assistant",
@@ -70,6 +71,10 @@ def reply_frame(message: OutboundMessage, created_at: str) -> dict[str, Any]:
         author=Author.of("assistant", message.operator),
     )
     frame["reply_to"] = client_message_id_of(message.reply_to)
+    if message.choices:  # buttons the widget shows under the reply (a satisfaction score)
+        frame["choices"] = [
+            {"title": choice.title, "payload": choice.payload} for choice in message.choices
+        ]
     return frame
 
 

@@ -274,6 +274,28 @@
     item.insertBefore(list, item.querySelector(".msg__meta")); // above the time
   }
 
+  // ---- choices (the satisfaction question's 1-5) --------------------------------------------
+  // Buttons sent with a live reply: a tap sends the choice's title as the visitor's message
+  // (the gateway reads a bare "4" as the score) and the buttons go.
+  function addChoices(item, choices) {
+    if (!Array.isArray(choices) || !choices.length) return;
+    const row = document.createElement("p");
+    row.className = "msg__choices";
+    for (const c of choices) {
+      if (!c || typeof c.title !== "string" || !c.title) continue;
+      const button = document.createElement("button");
+      button.type = "button";
+      button.className = "msg__choice";
+      button.textContent = c.title; // text only, never markup
+      button.addEventListener("click", () => {
+        row.remove();
+        send(c.title);
+      });
+      row.append(button);
+    }
+    if (row.childElementCount) item.insertBefore(row, item.querySelector(".msg__meta"));
+  }
+
   function setBubbleStatus(item, value) {
     item.dataset.status = value;
     const meta = item.querySelector(".msg__status");
@@ -388,6 +410,7 @@
       // that screen readers announce the finished reply (the growing one is hidden from them).
       const item = bubble("assistant", frame.text, frame.created_at, authorOf(frame));
       addAttachments(item, frame.media);
+      addChoices(item, frame.choices);
       const stick = nearBottom();
       growing.replaceWith(item);
       stored(item, id);
@@ -403,6 +426,7 @@
     } else {
       item = bubble(frame.role, frame.text, frame.created_at, authorOf(frame));
       addAttachments(item, frame.media);
+      addChoices(item, frame.choices);
       if (typeof clientId === "string" && clientId) {
         item.dataset.clientMessageId = clientId;
         byClientId.set(clientId, item);
