@@ -178,8 +178,9 @@ class TenantSettings(BaseModel):
     # The satisfaction question (`gateway.csat`), asked once per episode after an operator
     # hands the conversation back or it closes by idle time. Off unless the tenant turns it
     # on: an upgrade must not start sending customers a message the business never wrote.
-    # `csat_content_sid`: a Twilio Content template with the 1-5 choices (without one,
-    # Twilio's WhatsApp gets the question as text asking for a number).
+    # `csat_template`: one of `whatsapp_templates` with the 1-5 choices (a Twilio Content
+    # template with quick replies or a list), sent on Twilio's WhatsApp; without one, Twilio's
+    # WhatsApp gets the question as text asking for a number.
     csat_enabled: bool = False
     csat_question: str = Field(
         "How would you rate the help you got? Answer with a number from 1 (bad) to 5 (great).",
@@ -187,7 +188,7 @@ class TenantSettings(BaseModel):
         max_length=1000,
     )
     csat_thanks: str = Field("Thank you for your answer!", min_length=1, max_length=1000)
-    csat_content_sid: str | None = None
+    csat_template: str | None = None
     # WhatsApp: the tenant's approved templates by name ("reengage", "follow_up", …), and the
     # one sent instead of a reply due outside the 24-hour window (None: such a reply is held
     # for an operator).

@@ -10,7 +10,7 @@ never stored is never waited for.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -18,7 +18,7 @@ from context import TokenCounter
 from gateway.csat.rules import AskDecision, Trigger, decide
 from gateway.events.outbox import EventOutbox
 from gateway.runtime.clock import utcnow
-from gateway.storage.message_meta import CANNED_CSAT_QUESTION, MessageMeta
+from gateway.storage.message_meta import CANNED_CSAT_QUESTION, MessageMeta, TemplateUse
 from gateway.storage.records import ConversationRecord, MessageRecord
 from gateway.storage.repositories import conversations, csat, episodes, tenants
 from gateway.turns.deliver import Deliverer
@@ -26,6 +26,7 @@ from gateway.turns.handoff import ConversationNotFound
 from gateway.turns.operator_messages import NoRecipient, send_operator_message
 
 log = logging.getLogger("relaydesk.csat")
+TWILIO_WHATSAPP = "whatsapp"
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +34,7 @@ class _Plan:
     conversation: ConversationRecord
     episode_id: str | None
     question: str
+    meta: MessageMeta
     decision: AskDecision
 
 
@@ -59,7 +61,11 @@ async def _plan(sessions: async_sessionmaker[AsyncSession], conversation_id: str
         window_closed_at=conversation.window_closed_at,
         now=utcnow(),
     )
-    return _Plan(conversation, episode_id, tenant.csat_question, decision)
+    meta = MessageMeta(canned=CANNED_CSAT_QUESTION)
+    if conversation.channel == TWILIO_WHATSAPP and tenant.csat_template is not None:
+        # Twilio shows buttons only through a Content template: the tenant's, when it has one.
+        meta = replace(meta, template=TemplateUse(tenant.csat_template))
+    return _Plan(conversation, episode_id, tenant.csat_question, meta, decision)
 
 
 async def ask_after_handback(
@@ -105,7 +111,7 @@ async def ask_after_handback(
             conversation_id=conversation.id,
             text=plan.question,
             actor=operator,
-            meta=MessageMeta(canned=CANNED_CSAT_QUESTION),
+            meta=plan.meta,
             stored=record,
             any_owner=True,
         )

@@ -68,9 +68,9 @@ DESCRIPTIONS: Final[dict[str, str]] = {
     ),
     "csat_question": "the satisfaction question, with its 1-5 choices",
     "csat_thanks": "what the customer is told after answering the satisfaction question",
-    "csat_content_sid": (
-        "a Twilio Content template with the 1-5 choices; unset: Twilio's WhatsApp gets the "
-        "question as text"
+    "csat_template": (
+        "one of `whatsapp_templates` with the 1-5 choices, sent on Twilio's WhatsApp (a Content "
+        "template with quick replies or a list); unset: the question goes as text"
     ),
     "whatsapp_templates": (
         "approved WhatsApp templates by name: `content_sid` (Twilio) or `name` (Cloud API), "

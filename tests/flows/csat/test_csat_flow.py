@@ -164,3 +164,32 @@ async def test_the_setting_off_asks_nothing(tmp_path: Path) -> None:
         await gateway.stack.idle()
         assert len(gateway.twilio.created) == sent
         assert await _surveys(gateway) == []
+
+
+async def test_twilio_sends_the_tenants_content_template_when_it_has_one(
+    tmp_path: Path,
+) -> None:
+    content_sid = "HX" + "5" * 32
+    model = FakeOpenAI()
+    async with _gateway(tmp_path, model) as gateway:
+        await _send(
+            gateway,
+            "PATCH",
+            "/v1/settings/domain/default",
+            settings={
+                "csat_enabled": True,
+                "csat_template": "csat",
+                "whatsapp_templates": {"csat": {"content_sid": content_sid}},
+            },
+            reason="ask with buttons",
+        )
+        await gateway.say(NUMBER, "Olá")
+        sent = len(gateway.twilio.created)
+        await _hold_and_hand_back(gateway)
+        await until(lambda: len(gateway.twilio.created) == sent + 1)
+        assert gateway.twilio.created[-1]["ContentSid"] == content_sid
+        # A quick reply's title comes back as the message's text.
+        await gateway.say(NUMBER, "4")
+        assert gateway.twilio.created[-1]["Body"] == DEFAULTS.csat_thanks
+        [survey] = await _surveys(gateway)
+        assert survey.score == 4
