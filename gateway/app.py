@@ -11,7 +11,14 @@ import httpx
 from aiohttp import web
 
 from context import TiktokenCounter, load_encoding
-from gateway.api import campaigns, context, conversation_templates, conversations, operator
+from gateway.api import (
+    campaigns,
+    context,
+    conversation_notes,
+    conversation_templates,
+    conversations,
+    operator,
+)
 from gateway.api import settings as settings_api
 from gateway.config import Settings
 from gateway.console import routes as console_routes
@@ -191,6 +198,7 @@ def create_app(settings: Settings) -> web.Application:
     operator.add_routes(app)
     conversations.add_routes(app)
     conversation_templates.add_routes(app)
+    conversation_notes.add_routes(app)
     settings_api.add_routes(app)
     console_routes.add_routes(app)
     context.add_routes(app)

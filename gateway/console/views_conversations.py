@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from gateway.console.html import Html, el
+from gateway.console.html import AttrValue, Html, el
 from gateway.console.views_approvals import approvals_section, held_section
 from gateway.console.views_layout import page, search_form
 from gateway.operators.held_actions import HeldAction
@@ -139,6 +139,43 @@ def conversations_page(login: OperatorLogin, approvals: Sequence[HeldAction] = (
     )
 
 
+def _mode(value: str, label: str, checked: bool) -> Html:
+    attrs: dict[str, AttrValue] = {
+        "type": "radio",
+        "name": "mode",
+        "value": value,
+        "id": f"mode-{value}",
+        "checked": checked,
+    }
+    return el("label", {"class_": "mode"}, el("input", attrs), label)
+
+
+def _reply_box() -> Html:
+    """A reply to the customer (only by the operator holding the conversation) or an internal
+    note (by any operator: shown in the thread to operators only, never sent). Enter sends,
+    Shift+Enter starts a new line."""
+    return el(
+        "form",
+        {"id": "reply-form", "class_": "reply"},
+        el(
+            "div",
+            {"class_": "reply-modes", "role": "radiogroup", "aria_label": "Write"},
+            _mode("reply", "Reply", True),
+            _mode("note", "Note (operators only)", False),
+        ),
+        el(
+            "label",
+            None,
+            el("span", {"id": "reply-label"}, "Reply to the customer"),
+            el(
+                "textarea",
+                {"id": "reply-text", "rows": 3, "maxlength": 4000, "required": True},
+            ),
+        ),
+        el("button", {"type": "submit", "id": "reply"}, "Send"),
+    )
+
+
 def conversation_page(
     login: OperatorLogin,
     conversation_id: str,
@@ -184,25 +221,7 @@ def conversation_page(
                     "div",
                     {"id": "controls", "class_": "controls"},
                     el("button", {"type": "button", "id": "take"}, "Take over"),
-                    el(
-                        "form",
-                        {"id": "reply-form", "class_": "reply"},
-                        el(
-                            "label",
-                            None,
-                            "Reply to the customer",
-                            el(
-                                "textarea",
-                                {
-                                    "id": "reply-text",
-                                    "rows": 3,
-                                    "maxlength": 4000,
-                                    "required": True,
-                                },
-                            ),
-                        ),
-                        el("button", {"type": "submit", "id": "reply"}, "Send"),
-                    ),
+                    _reply_box(),
                     el("button", {"type": "button", "id": "handback"}, "Hand back to the bot"),
                 ),
             ),

@@ -636,3 +636,4 @@ from gateway.storage.models_actions import (  # noqa: E402
 from gateway.storage.models_csat import CsatSurvey as CsatSurvey  # noqa: E402
 from gateway.storage.models_inbox import ConversationAssignment as ConversationAssignment  # noqa: E402
 from gateway.storage.models_inbox import ConversationRead as ConversationRead  # noqa: E402
+from gateway.storage.models_notes import ConversationNote as ConversationNote  # noqa: E402

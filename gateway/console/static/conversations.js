@@ -227,12 +227,46 @@
   function showControls(c) {
     const mine = c.owner === "human" && c.held_by === operator;
     document.getElementById("take").hidden = mine || (c.owner === "human" && c.held_by !== operator);
-    document.getElementById("reply-form").hidden = !mine;
+    showReplyModes(mine);
     document.getElementById("handback").hidden = !mine;
     const owner = document.getElementById("owner");
     owner.textContent = c.owner === "human" ? `Held by ${c.held_by} since ${when(c.since)}`
       : c.owner === "waiting" ? `Waiting for a person for ${age(c.since)}` : "Answered by the bot";
     owner.dataset.owner = c.owner;
+  }
+
+  // Internal notes: in the thread among the messages (by time), styled apart, operators only.
+  function noteItem(n) {
+    return make("li", { class: "message note", "data-note": n.id },
+      make("div", { class: "meta" }, make("span", { class: "tag note" }, `note · ${n.author}`),
+        make("time", { datetime: n.created_at }, when(n.created_at))),
+      make("div", { class: "text" }, n.text));
+  }
+
+  function threadItems(messages, notes) {
+    const items = [...messages.map((m) => [m.created_at, messageItem(m)]), ...notes.map((n) => [n.created_at, noteItem(n)])];
+    items.sort((a, b) => new Date(a[0]) - new Date(b[0]));
+    return items.map((pair) => pair[1]);
+  }
+
+  // The reply box: a reply only by the operator holding the conversation, a note by anyone.
+  function replyMode() {
+    const checked = document.querySelector('#reply-form input[name="mode"]:checked');
+    return checked ? checked.value : "reply";
+  }
+
+  // Taking the conversation over turns the box to a reply; losing it, to a note.
+  let wasMine = null;
+  function showReplyModes(mine) {
+    const reply = document.getElementById("mode-reply");
+    reply.disabled = !mine;
+    if (!mine) document.getElementById("mode-note").checked = true;
+    else if (wasMine !== true) reply.checked = true;
+    wasMine = mine;
+    const note = replyMode() === "note";
+    document.getElementById("reply-form").dataset.mode = note ? "note" : "reply";
+    document.getElementById("reply-label").textContent = note ? "Internal note (never sent to the customer)" : "Reply to the customer";
+    document.getElementById("reply").textContent = note ? "Add note" : "Send";
   }
 
   // WhatsApp: free text only within 24 h of the customer's last message; outside it a reply
@@ -272,7 +306,8 @@
     showControls(c);
     showAssignment(c);
     showWindow(c);
-    document.getElementById("thread").replaceChildren(...(data.messages || []).map(messageItem));
+    const notes = await getJson(`${API}/${conversationId}/notes`);
+    document.getElementById("thread").replaceChildren(...threadItems(data.messages || [], notes.notes || []));
     await showPaneList(c.id);
     if (first) await showProfile(c.customer_id);
   }
@@ -326,14 +361,26 @@
       const field = document.getElementById("assign-operator");
       assignTo(field.value.trim()).then(() => { field.value = ""; });
     });
-    document.getElementById("reply-form").addEventListener("submit", (event) => {
+    const form = document.getElementById("reply-form");
+    for (const radio of form.querySelectorAll('input[name="mode"]')) {
+      radio.addEventListener("change", () => showReplyModes(current && current.owner === "human" && current.held_by === operator));
+    }
+    form.addEventListener("submit", (event) => {
       event.preventDefault();
       const field = document.getElementById("reply-text");
       const text = field.value;
+      const target = replyMode() === "note" ? "notes" : "messages";
       act(async () => {
-        await postJson(`${API}/${conversationId}/messages`, { text, actor: operator });
+        await postJson(`${API}/${conversationId}/${target}`, { text, actor: operator });
         field.value = "";
       });
+    });
+    // Enter sends; Shift+Enter starts a new line.
+    document.getElementById("reply-text").addEventListener("keydown", (event) => {
+      if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+        event.preventDefault();
+        form.requestSubmit();
+      }
     });
   }
 

@@ -1,0 +1,113 @@
+"""The conversation page's reply box in a real headless Chromium: an internal note is shown in
+the thread to operators, never reaches the customer (the local Twilio) nor the model's next
+window (the local OpenAI-compatible server), and goes with the customer when erased; Enter
+sends. Screenshots at 1366×768 and 390×844 in `tests/artifacts/reply-box-note-*.png`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import func, select
+
+from gateway.operators.accounts import create_operator
+from gateway.storage.models import Conversation
+from gateway.storage.models_notes import ConversationNote
+from tests.flows.webhooks.test_whatsapp_cloud_webhook import _sessions
+from tests.support.browser import screenshot
+from tests.support.console import AUTH, PASSWORD, USERNAME
+from tests.support.openai_server import FakeOpenAI, model_settings
+from tests.support.whatsapp_stack import whatsapp_stack
+
+try:
+    from playwright.async_api import expect
+except ImportError:  # the browser fixture skips with the reason
+    pass
+
+NUMBER = "+5511991234567"
+NOTE = "VIP: confirmar estorno 8812 antes de responder"
+WAIT_MS = 10_000
+
+
+@pytest.mark.parametrize(("width", "height"), [(1366, 768), (390, 844)])
+async def test_a_note_stays_with_the_operators(
+    browser: Any, tmp_path: Path, width: int, height: int
+) -> None:
+    model = FakeOpenAI()
+    async with (
+        model.serving() as base_url,
+        whatsapp_stack(
+            tmp_path, public_url="http://relay.example.org", **model_settings(base_url)
+        ) as gateway,
+    ):
+        stack, twilio = gateway.stack, gateway.twilio
+        async with _sessions(stack).begin() as session:
+            await create_operator(session, USERNAME, PASSWORD)
+        await gateway.say(NUMBER, "Oi, quero um estorno")
+        async with _sessions(stack)() as session:
+            conversation_id = await session.scalar(select(Conversation.id))
+            customer_id = await session.scalar(select(Conversation.customer_id))
+
+        context = await browser.new_context(viewport={"width": width, "height": height})
+        page = await context.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        await page.goto(str(stack.client.make_url("/console/login")))
+        await page.get_by_label("Username").fill(USERNAME)
+        await page.get_by_label("Password").fill(PASSWORD)
+        await page.get_by_role("button", name="Log in").click()
+        await page.goto(str(stack.client.make_url(f"/console/conversations/{conversation_id}")))
+        await expect(page.locator("#thread li.message")).to_have_count(2, timeout=WAIT_MS)
+
+        # Not held: only a note may be written (a reply needs the conversation).
+        await expect(page.locator("#mode-reply")).to_be_disabled(timeout=WAIT_MS)
+        await expect(page.locator("#mode-note")).to_be_checked()
+        field = page.get_by_label("Internal note")
+        await field.fill(NOTE)
+        await field.press("Enter")  # Enter sends
+        note = page.locator("#thread li.note")
+        await expect(note).to_have_count(1, timeout=WAIT_MS)
+        await expect(note).to_contain_text(NOTE)
+        await expect(note).to_contain_text(f"note · {USERNAME}")
+        await expect(field).to_have_value("")
+        no_overflow = "document.documentElement.scrollWidth <= innerWidth"
+        assert await page.evaluate(no_overflow)
+        await screenshot(page, f"reply-box-note-{width}.png")
+
+        # Taken over: a reply goes to the customer; Shift+Enter is a new line in it.
+        await page.get_by_role("button", name="Take over").click()
+        await expect(page.locator("#mode-reply")).to_be_checked(timeout=WAIT_MS)
+        reply = page.get_by_label("Reply to the customer")
+        await reply.fill("Olá!")
+        await reply.press("Shift+Enter")
+        await reply.type("Vou verificar.")
+        await reply.press("Enter")
+        await expect(page.locator("#thread li.operator")).to_have_count(1, timeout=WAIT_MS)
+        await stack.idle()
+        bodies = [form.get("Body", "") for form in twilio.created]
+        assert bodies[-1] == "Olá!\nVou verificar."
+        assert all(NOTE not in body for body in bodies)
+
+        # Back with the bot: the next model request carries the reply but not the note.
+        await page.get_by_role("button", name="Hand back to the bot").click()
+        await expect(page.locator("#owner")).to_have_text("Answered by the bot", timeout=WAIT_MS)
+        await gateway.say(NUMBER, "E então?")
+        window = " ".join(m["content"] or "" for m in model.calls[-1].messages)
+        assert "Vou verificar." in window
+        assert NOTE not in window
+        assert all(NOTE not in form.get("Body", "") for form in twilio.created)
+        assert errors == []
+        await context.close()
+
+        # Erased with the customer.
+        response = await stack.client.request(
+            "DELETE",
+            f"/v1/operator/customers/{customer_id}",
+            json={"reason": "asked by the customer"},
+            headers=AUTH,
+        )
+        assert response.status == 200, await response.text()
+        async with _sessions(stack)() as session:
+            left = await session.scalar(select(func.count()).select_from(ConversationNote))
+        assert left == 0
