@@ -31,6 +31,8 @@ from gateway.coordination.dedupe import SeenKeys
 from gateway.coordination.locks import InProcessLocks, RedisLocks
 from gateway.coordination.redis_client import compaction_queue
 from gateway.coordination.wakeups import Wakeups
+from gateway.csat.asking import Asker
+from gateway.csat.idle import IdleSurveys
 from gateway.customers.forgetting import Forgetting
 from gateway.events.outbox import EventOutbox
 from gateway.events.sender import EventSender, sender_for
@@ -319,6 +321,10 @@ def build_flow(resources: Resources, stack: AsyncExitStack) -> Flow:
         )
         retention.start()
         stack.push_async_callback(retention.close)
+        # The satisfaction question after an idle close, where the rest of background work runs.
+        idle_surveys = IdleSurveys(Asker(sessions, resources.counter, events, deliver), owner=tasks)
+        idle_surveys.start()
+        stack.push_async_callback(idle_surveys.close)
 
     return Flow(
         tasks=tasks,

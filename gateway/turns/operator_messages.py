@@ -50,12 +50,15 @@ async def send_operator_message(
     meta: MessageMeta | None = None,
     stored: Callable[[AsyncSession, MessageRecord], Awaitable[None]] | None = None,
     any_owner: bool = False,
+    by_bot: bool = False,
 ) -> MessageRecord:
     """Store the message and its attachments (by URL; only by the operator holding the
     conversation, unless `any_owner`: what the team owes the customer whoever answers, e.g.
     an operator's decision on an action; `meta` stored with it, e.g. the template it goes as;
     `stored` called in the same transaction, e.g. to audit it) and hand it to the deliver
-    step; returns it once stored. Raises `ConversationNotFound`, `NotHeld`, `NoRecipient`."""
+    step; returns it once stored. `by_bot`: the gateway's own words (a satisfaction question
+    after an idle close), stored as the bot's. Raises `ConversationNotFound`, `NotHeld`,
+    `NoRecipient`."""
     async with sessions.begin() as session:
         conversation = await conversations.lock(session, conversation_id)
         if conversation is None:
@@ -68,7 +71,14 @@ async def send_operator_message(
         if latest is None or latest.sender is None:
             raise NoRecipient("the customer has not written on this conversation yet")
         message = await _store(
-            session, counter, conversation, latest, text, actor, media, meta or MessageMeta()
+            session,
+            counter,
+            conversation,
+            latest,
+            text,
+            None if by_bot else actor,  # no actor: the bot's
+            media,
+            meta or MessageMeta(),
         )
         turn = await turns.create_operator_turn(
             session, message, conversation.conversation_key, DELIVERY_LEASE
@@ -100,7 +110,7 @@ async def _store(
     conversation: ConversationRecord,
     latest: MessageRecord,
     text: str,
-    actor: str,
+    actor: str | None,
     media: Sequence[Media],
     meta: MessageMeta,
 ) -> MessageRecord:
@@ -130,7 +140,12 @@ async def _store(
             provider_message_id=f"operator:{uuid.uuid4().hex}",
             thread_key=latest.thread_key,
             media=tuple(media),
-            meta=replace(meta, author=OPERATOR_AUTHOR, actor=actor, recipient=recipient),
+            meta=replace(
+                meta,
+                author=OPERATOR_AUTHOR if actor is not None else None,
+                actor=actor,
+                recipient=recipient,
+            ),
             tenant=conversation.tenant,
         ),
         add_to_episode=False,

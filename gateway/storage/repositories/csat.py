@@ -9,7 +9,14 @@ from datetime import datetime
 from sqlalchemy import exists, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from gateway.storage.message_meta import AUTHOR_KEY, OPERATOR_AUTHOR, meta_text
+from gateway.storage.models import Conversation, Message
 from gateway.storage.models_csat import CsatSurvey
+from gateway.storage.records import ConversationRecord
+from gateway.storage.repositories.conversations import conversation_record
+
+# The most conversations one idle sweep looks at (the oldest idle first; the rest next time).
+IDLE_BATCH = 200
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,3 +141,32 @@ async def last_asked_at(session: AsyncSession, conversation_id: str) -> datetime
         .order_by(CsatSurvey.asked_at.desc())
         .limit(1)
     )
+
+
+async def idle_with_the_bot(
+    session: AsyncSession, *, since: datetime, before: datetime
+) -> list[ConversationRecord]:
+    """Conversations the bot answers whose last message falls between `since` and `before`
+    (idle since then), oldest first, at most `IDLE_BATCH`."""
+    rows = await session.scalars(
+        select(Conversation)
+        .where(
+            Conversation.owner == "bot",
+            Conversation.last_message_at >= since,
+            Conversation.last_message_at < before,
+        )
+        .order_by(Conversation.last_message_at)
+        .limit(IDLE_BATCH)
+    )
+    return [conversation_record(row) for row in rows]
+
+
+async def operator_wrote(session: AsyncSession, episode_id: str, since: datetime | None) -> bool:
+    """Whether an operator wrote in the episode (after `since`, when given)."""
+    conditions = [
+        Message.episode_id == episode_id,
+        meta_text(Message.extra, AUTHOR_KEY) == OPERATOR_AUTHOR,
+    ]
+    if since is not None:
+        conditions.append(Message.created_at > since)
+    return bool(await session.scalar(select(exists().where(*conditions))))

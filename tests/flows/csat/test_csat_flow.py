@@ -17,7 +17,11 @@ from typing import Any
 
 from sqlalchemy import select, update
 
+from gateway.csat.asking import Asker
+from gateway.csat.idle import IdleSurveys
+from gateway.keys import COUNTER, DELIVER, EVENTS, SESSIONS
 from gateway.runtime.clock import utcnow
+from gateway.runtime.tasks import TaskOwner
 from gateway.storage.models import Conversation
 from gateway.storage.models_csat import CsatSurvey
 from gateway.tenants import TenantSettings
@@ -193,3 +197,47 @@ async def test_twilio_sends_the_tenants_content_template_when_it_has_one(
         assert gateway.twilio.created[-1]["Body"] == DEFAULTS.csat_thanks
         [survey] = await _surveys(gateway)
         assert survey.score == 4
+
+
+def _idle_surveys(gateway: WhatsAppStack, after: timedelta) -> IdleSurveys:
+    """The gateway's idle sweep, its clock `after` from now (the sweep is run by hand)."""
+    app = gateway.stack.app
+    asker = Asker(app[SESSIONS], app[COUNTER], app[EVENTS], app[DELIVER])
+    later = utcnow() + after
+    return IdleSurveys(asker, owner=TaskOwner(), clock=lambda: later)
+
+
+async def test_asked_once_after_an_idle_close_without_a_person(tmp_path: Path) -> None:
+    model = FakeOpenAI()
+    async with _gateway(tmp_path, model) as gateway:
+        await _switch_on(gateway)
+        await gateway.say(NUMBER, "Olá, meu pedido atrasou")
+        sent = len(gateway.twilio.created)
+        # Not idle yet (the tenant's episode_idle_minutes is 30).
+        assert await _idle_surveys(gateway, timedelta(minutes=10)).sweep() == 0
+        assert await _idle_surveys(gateway, timedelta(minutes=31)).sweep() == 1
+        await until(lambda: len(gateway.twilio.created) == sent + 1)
+        assert gateway.twilio.created[-1]["Body"] == DEFAULTS.csat_question
+        [survey] = await _surveys(gateway)
+        assert (survey.trigger, survey.person_took_part) == ("idle_close", False)
+        # Once per episode: the next sweep, idle again, asks nothing.
+        assert await _idle_surveys(gateway, timedelta(minutes=70)).sweep() == 0
+        await gateway.say(NUMBER, "3")
+        assert gateway.twilio.created[-1]["Body"] == DEFAULTS.csat_thanks
+        assert await _answers(gateway) == {("no", "3"): 1.0}
+
+
+async def test_not_asked_after_an_idle_close_outside_the_window(tmp_path: Path) -> None:
+    model = FakeOpenAI()
+    async with _gateway(tmp_path, model) as gateway:
+        await _switch_on(gateway)
+        await gateway.say(NUMBER, "Olá")
+        async with gateway.stack.sessions().begin() as session:
+            await session.execute(
+                update(Conversation).values(last_inbound_at=utcnow() - timedelta(hours=25))
+            )
+        sent = len(gateway.twilio.created)
+        assert await _idle_surveys(gateway, timedelta(minutes=31)).sweep() == 0
+        await gateway.stack.idle()
+        assert len(gateway.twilio.created) == sent
+        assert await _surveys(gateway) == []
