@@ -36,11 +36,17 @@ CSV_HEADER = (
     "first_reply_human_p90_s",
     "waiting_p50_s",
     "waiting_p90_s",
+    "csat_answers",
+    "csat_average",
 )
 
 
 def _seconds(value: float | None) -> str:
     return "" if value is None else f"{value:g}"
+
+
+def _average(value: float | None) -> str:
+    return "" if value is None else f"{value:.2f}"
 
 
 def _cells(figures: Figures) -> list[str]:
@@ -58,6 +64,8 @@ def _cells(figures: Figures) -> list[str]:
         str(figures.handed_over_total),
         *(str(count) for _, count in figures.handed_over),
         *(_seconds(value) for s in spreads for value in (s.p50, s.p90)),
+        str(figures.csat_answers),
+        _average(figures.csat_average),
     ]
 
 
@@ -134,6 +142,11 @@ def _summary(total: Figures) -> Html:
             "Waiting for a person",
             f"{_seconds(total.waiting_for_person.p50) or '–'} s",
             f"p50, p90 {_seconds(total.waiting_for_person.p90) or '–'} s",
+        ),
+        _figure(
+            "Customer satisfaction",
+            _average(total.csat_average) or "–",
+            f"average of {total.csat_answers} answers (1-5)",
         ),
     )
 

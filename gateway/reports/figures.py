@@ -62,6 +62,14 @@ class OwnerChangeRow:
 
 
 @dataclass(frozen=True, slots=True)
+class ScoreRow:
+    """An answered satisfaction survey of an episode (`gateway.csat`): its score, 1-5."""
+
+    episode_id: str
+    score: int
+
+
+@dataclass(frozen=True, slots=True)
 class Spread:
     """p50 and p90 (nearest rank) of durations in seconds; None when nothing was measured."""
 
@@ -83,6 +91,9 @@ class Figures:
     first_reply_bot: Spread
     first_reply_human: Spread
     waiting_for_person: Spread
+    # Satisfaction answers of the conversations (the latest answer of each) and their mean.
+    csat_answers: int
+    csat_average: float | None
 
     @property
     def handed_over_total(self) -> int:
@@ -116,6 +127,7 @@ class _Outcome:
     first_reply_bot: float | None
     first_reply_human: float | None
     waiting: float | None
+    csat_score: int | None
 
 
 def percentile(values: Sequence[float], p: float) -> float | None:
@@ -158,7 +170,10 @@ def _changes_of_episodes(
 
 
 def _outcome(
-    episode: EpisodeRow, messages: Sequence[MessageRow], changes: Sequence[OwnerChangeRow]
+    episode: EpisodeRow,
+    messages: Sequence[MessageRow],
+    changes: Sequence[OwnerChangeRow],
+    csat_score: int | None = None,
 ) -> _Outcome:
     ordered = sorted(messages, key=lambda m: m.at)
     count = {author: sum(1 for m in ordered if m.author is author) for author in Author}
@@ -196,12 +211,15 @@ def _outcome(
         first_reply_bot=first_reply_bot,
         first_reply_human=first_reply_human,
         waiting=waiting,
+        csat_score=csat_score,
     )
 
 
 def _figures(day: date | None, channel: str, outcomes: Sequence[_Outcome]) -> Figures:
     def measured(pick: Callable[[_Outcome], float | None]) -> Spread:
         return spread([v for v in (pick(o) for o in outcomes) if v is not None])
+
+    scores = [o.csat_score for o in outcomes if o.csat_score is not None]
 
     return Figures(
         day=day,
@@ -218,6 +236,8 @@ def _figures(day: date | None, channel: str, outcomes: Sequence[_Outcome]) -> Fi
         first_reply_bot=measured(lambda o: o.first_reply_bot),
         first_reply_human=measured(lambda o: o.first_reply_human),
         waiting_for_person=measured(lambda o: o.waiting),
+        csat_answers=len(scores),
+        csat_average=sum(scores) / len(scores) if scores else None,
     )
 
 
@@ -227,14 +247,20 @@ def build_report(
     episodes: Sequence[EpisodeRow],
     messages: Iterable[MessageRow],
     changes: Iterable[OwnerChangeRow],
+    scores: Iterable[ScoreRow] = (),
 ) -> Report:
-    """The figures of the episodes started from `since` to `until` (both included, UTC days)."""
+    """The figures of the episodes started from `since` to `until` (both included, UTC days);
+    `scores`: answered satisfaction surveys, the last of each episode counting."""
     kept = [e for e in episodes if since <= e.started_at.date() <= until]
     by_episode: dict[str, list[MessageRow]] = defaultdict(list)
     for message in messages:
         by_episode[message.episode_id].append(message)
     owned = _changes_of_episodes(kept, changes)
-    outcomes = [_outcome(e, by_episode[e.episode_id], owned[e.episode_id]) for e in kept]
+    score_of = {row.episode_id: row.score for row in scores}
+    outcomes = [
+        _outcome(e, by_episode[e.episode_id], owned[e.episode_id], score_of.get(e.episode_id))
+        for e in kept
+    ]
     days = tuple(since + timedelta(days=n) for n in range((until - since).days + 1))
     channels = tuple(sorted({e.channel for e in kept}))
     grouped: dict[tuple[date, str], list[_Outcome]] = defaultdict(list)

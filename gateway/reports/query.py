@@ -22,6 +22,7 @@ from gateway.reports.figures import (
     MessageRow,
     OwnerChangeRow,
     Report,
+    ScoreRow,
     build_report,
 )
 from gateway.reports.reasons import handoff_reason
@@ -67,4 +68,5 @@ async def read_report(session: AsyncSession, query: ReportQuery) -> Report:
     ]
     messages = [MessageRow(m.episode_id, Author(m.author), m.at) for m in rows.messages]
     changes = [c for c in (owner_change(change) for change in rows.changes) if c is not None]
-    return build_report(query.since, query.until, episodes, messages, changes)
+    scores = [ScoreRow(s.episode_id, s.score) for s in rows.scores]
+    return build_report(query.since, query.until, episodes, messages, changes, scores)

@@ -1,7 +1,8 @@
 """The rows an outcome report is computed from (`gateway.reports`): the episodes started in a
 range, their messages' authors and times, and the audited ownership changes of their customers'
 conversations (`conversation.waiting` with its reason, `conversation.human` with the previous
-owner, as `gateway.turns.handoff.change_owner` writes them)."""
+owner, as `gateway.turns.handoff.change_owner` writes them), and their answered satisfaction
+surveys (`gateway.csat`)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from gateway.storage.message_meta import OPERATOR_AUTHOR, decode_meta
 from gateway.storage.models import AuditEntry, Conversation, Episode, Message
+from gateway.storage.models_csat import CsatSurvey
 
 CONVERSATION_SUBJECT = "conversation"
 WAITING_ACTION = "conversation.waiting"
@@ -45,10 +47,17 @@ class OwnershipChange:
 
 
 @dataclass(frozen=True, slots=True)
+class SurveyScore:
+    episode_id: str
+    score: int
+
+
+@dataclass(frozen=True, slots=True)
 class OutcomeRows:
     episodes: tuple[EpisodeStart, ...]
     messages: tuple[MessageAuthor, ...]
     changes: tuple[OwnershipChange, ...]
+    scores: tuple[SurveyScore, ...] = ()  # answered satisfaction surveys, oldest first
 
 
 def _author(role: str, extra: dict[str, object] | None) -> str:
@@ -112,7 +121,17 @@ async def read_outcome_rows(
         )
         for row in audited
     )
-    return OutcomeRows(episodes, messages, changes)
+    answered = await session.execute(
+        select(CsatSurvey.episode_id, CsatSurvey.score)
+        .where(CsatSurvey.episode_id.in_(chosen_ids), CsatSurvey.score.is_not(None))
+        .order_by(CsatSurvey.answered_at, CsatSurvey.id)
+    )
+    scores = tuple(
+        SurveyScore(str(row.episode_id), int(row.score))
+        for row in answered
+        if row.episode_id is not None and row.score is not None
+    )
+    return OutcomeRows(episodes, messages, changes, scores)
 
 
 def _previous_owner(details: dict[str, object] | None) -> str | None:
