@@ -127,7 +127,8 @@ async def test_the_cloud_api_asks_with_an_interactive_list_and_takes_the_row(
                 "type": "interactive",
                 "interactive": {
                     "type": "list_reply",
-                    "list_reply": {"id": "csat:4", "title": "4"},
+                    # A title that is no digit: the row's id (the payload) answers.
+                    "list_reply": {"id": "csat:4", "title": "Good"},
                 },
             }
         )
