@@ -13,6 +13,7 @@ from aiohttp import web
 from context import TiktokenCounter, load_encoding
 from gateway.api import (
     campaigns,
+    canned_replies,
     context,
     conversation_notes,
     conversation_templates,
@@ -199,6 +200,7 @@ def create_app(settings: Settings) -> web.Application:
     conversations.add_routes(app)
     conversation_templates.add_routes(app)
     conversation_notes.add_routes(app)
+    canned_replies.add_routes(app)
     settings_api.add_routes(app)
     console_routes.add_routes(app)
     context.add_routes(app)

@@ -114,6 +114,16 @@ class RateLimitSettings(BaseModel):
         return value
 
 
+class CannedReply(BaseModel):
+    """A reply operators pick by `shortcut` (typing `/` in the reply box); `{name}`-style
+    placeholders in `text` are filled from the customer's facts of that key."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    shortcut: str = Field(min_length=1, max_length=40, pattern=r"^[\w.-]+$")
+    text: str = Field(min_length=1, max_length=4000)
+
+
 class TenantSettings(BaseModel):
     """The effective context settings of one tenant (after the lookup)."""
 
@@ -194,6 +204,8 @@ class TenantSettings(BaseModel):
     # for an operator).
     whatsapp_templates: dict[str, WhatsAppTemplateSettings] = {}
     outside_window_template: str | None = None
+    # The team's canned replies for the console's reply box (`CannedReply`).
+    canned_replies: list[CannedReply] = []
     # Hosts a model's media marker may attach files from ("cdn.example.org", "*.example.org"
     # for its subdomains); a marker naming any other host is dropped from the reply. Empty:
     # the model attaches nothing.

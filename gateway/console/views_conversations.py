@@ -169,9 +169,17 @@ def _reply_box() -> Html:
             el("span", {"id": "reply-label"}, "Reply to the customer"),
             el(
                 "textarea",
-                {"id": "reply-text", "rows": 3, "maxlength": 4000, "required": True},
+                {
+                    "id": "reply-text",
+                    "rows": 3,
+                    "maxlength": 4000,
+                    "required": True,
+                    "placeholder": "Type / for canned replies",
+                },
             ),
         ),
+        # Canned replies matching what follows a leading "/" (`conversations.js` fills it).
+        el("ul", {"id": "canned", "class_": "canned", "role": "listbox", "hidden": True}),
         el("button", {"type": "submit", "id": "reply"}, "Send"),
     )
 

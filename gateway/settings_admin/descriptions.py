@@ -80,6 +80,10 @@ DESCRIPTIONS: Final[dict[str, str]] = {
         "the template sent instead of a reply due outside WhatsApp's 24-hour window; unset: "
         "such a reply waits for an operator"
     ),
+    "canned_replies": (
+        "the console's canned replies: `shortcut` (typed after `/` in the reply box) and `text`, "
+        "its `{name}`-style placeholders filled from the customer's facts of that key"
+    ),
     "media_hosts": (
         "hosts the model's media markers may attach files from (`cdn.example.org`, `*.example.org`)"
     ),

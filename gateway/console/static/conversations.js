@@ -255,6 +255,41 @@
     return checked ? checked.value : "reply";
   }
 
+  // Canned replies: "/" then part of a shortcut lists them; the one picked lands in the box
+  // with the customer's facts filled in. A placeholder with no fact stays visible, and the
+  // box refuses to send while it is there.
+  let canned = [];
+  let unfilled = [];
+
+  function cannedMatches(value) {
+    if (!value.startsWith("/")) return [];
+    const wanted = value.slice(1).trim().toLowerCase();
+    return canned.filter((r) => r.shortcut.toLowerCase().includes(wanted) || r.text.toLowerCase().includes(wanted));
+  }
+
+  function pickCanned(reply) {
+    const field = document.getElementById("reply-text");
+    field.value = reply.text;
+    unfilled = reply.unfilled || [];
+    showCanned([]);
+    field.focus();
+  }
+
+  function showCanned(matches) {
+    const list = document.getElementById("canned");
+    list.hidden = matches.length === 0;
+    list.replaceChildren(...matches.map((r) => {
+      const item = make("li", { role: "option", "data-shortcut": r.shortcut },
+        make("strong", null, `/${r.shortcut}`), " ", make("span", null, r.text));
+      item.addEventListener("mousedown", (event) => { event.preventDefault(); pickCanned(r); });
+      return item;
+    }));
+  }
+
+  function stillUnfilled(text) {
+    return unfilled.filter((key) => text.includes(`{${key}}`));
+  }
+
   // Taking the conversation over turns the box to a reply; losing it, to a note.
   let wasMine = null;
   function showReplyModes(mine) {
@@ -310,6 +345,10 @@
     document.getElementById("thread").replaceChildren(...threadItems(data.messages || [], notes.notes || []));
     await showPaneList(c.id);
     if (first) await showProfile(c.customer_id);
+    if (first) {
+      canned = (await getJson(`${API}/${conversationId}/canned-replies`)).replies || [];
+      showCanned(cannedMatches(document.getElementById("reply-text").value));  // typed meanwhile
+    }
   }
 
   // The error box exists only while there is an error: no empty pink box under the buttons.
@@ -370,16 +409,27 @@
       const field = document.getElementById("reply-text");
       const text = field.value;
       const target = replyMode() === "note" ? "notes" : "messages";
+      const missing = target === "messages" ? stillUnfilled(text) : [];
+      if (missing.length) {
+        showControlError(`No fact for ${missing.map((k) => `{${k}}`).join(", ")}: edit the reply before sending.`);
+        return;
+      }
       act(async () => {
         await postJson(`${API}/${conversationId}/${target}`, { text, actor: operator });
         field.value = "";
+        unfilled = [];
       });
     });
-    // Enter sends; Shift+Enter starts a new line.
-    document.getElementById("reply-text").addEventListener("keydown", (event) => {
+    const replyText = document.getElementById("reply-text");
+    replyText.addEventListener("input", () => showCanned(cannedMatches(replyText.value)));
+    // Enter sends (or picks the first canned reply listed); Shift+Enter starts a new line.
+    replyText.addEventListener("keydown", (event) => {
       if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
         event.preventDefault();
-        form.requestSubmit();
+        const matches = cannedMatches(replyText.value);
+        if (matches.length) pickCanned(matches[0]); else form.requestSubmit();
+      } else if (event.key === "Escape") {
+        showCanned([]);
       }
     });
   }

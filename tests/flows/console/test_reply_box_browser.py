@@ -14,11 +14,13 @@ from sqlalchemy import func, select
 from gateway.operators.accounts import create_operator
 from gateway.storage.models import Conversation
 from gateway.storage.models_notes import ConversationNote
+from gateway.storage.records import NewFact
+from gateway.storage.repositories import facts
 from tests.flows.webhooks.test_whatsapp_cloud_webhook import _sessions
 from tests.support.browser import screenshot
 from tests.support.console import AUTH, PASSWORD, USERNAME
 from tests.support.openai_server import FakeOpenAI, model_settings
-from tests.support.whatsapp_stack import whatsapp_stack
+from tests.support.whatsapp_stack import until, whatsapp_stack
 
 try:
     from playwright.async_api import expect
@@ -84,9 +86,8 @@ async def test_a_note_stays_with_the_operators(
         await reply.type("Vou verificar.")
         await reply.press("Enter")
         await expect(page.locator("#thread li.operator")).to_have_count(1, timeout=WAIT_MS)
-        await stack.idle()
+        await until(lambda: twilio.created[-1].get("Body") == "Olá!\nVou verificar.")
         bodies = [form.get("Body", "") for form in twilio.created]
-        assert bodies[-1] == "Olá!\nVou verificar."
         assert all(NOTE not in body for body in bodies)
 
         # Back with the bot: the next model request carries the reply but not the note.
@@ -111,3 +112,81 @@ async def test_a_note_stays_with_the_operators(
         async with _sessions(stack)() as session:
             left = await session.scalar(select(func.count()).select_from(ConversationNote))
         assert left == 0
+
+
+CANNED = [
+    {"shortcut": "pedido", "text": "Olá {name}, seu pedido {order_id} saiu para entrega."},
+    {"shortcut": "cupom", "text": "Seu cupom é {coupon}."},
+]
+
+
+@pytest.mark.parametrize(("width", "height"), [(1366, 768), (390, 844)])
+async def test_a_canned_reply_is_filled_from_facts_and_sent(
+    browser: Any, tmp_path: Path, width: int, height: int
+) -> None:
+    async with whatsapp_stack(tmp_path, public_url="http://relay.example.org") as gateway:
+        stack, twilio = gateway.stack, gateway.twilio
+        response = await stack.client.request(
+            "PATCH",
+            "/v1/settings/domain/default",
+            json={"settings": {"canned_replies": CANNED}, "reason": "the team's replies"},
+            headers=AUTH,
+        )
+        assert response.status < 300, await response.text()
+        async with _sessions(stack).begin() as session:
+            await create_operator(session, USERNAME, PASSWORD)
+        await gateway.say(NUMBER, "Cadê meu pedido?")
+        source = await gateway.message_id("Cadê meu pedido?")
+        async with _sessions(stack).begin() as session:
+            conversation_id = await session.scalar(select(Conversation.id))
+            customer_id = await session.scalar(select(Conversation.customer_id))
+            assert customer_id is not None
+            for key, value in (("name", "Carla"), ("order_id", "PED-4471")):
+                await facts.record_fact(
+                    session, customer_id, NewFact(key, value, "account", source)
+                )
+
+        context = await browser.new_context(viewport={"width": width, "height": height})
+        page = await context.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        await page.goto(str(stack.client.make_url("/console/login")))
+        await page.get_by_label("Username").fill(USERNAME)
+        await page.get_by_label("Password").fill(PASSWORD)
+        await page.get_by_role("button", name="Log in").click()
+        await page.goto(str(stack.client.make_url(f"/console/conversations/{conversation_id}")))
+        await page.get_by_role("button", name="Take over").click()
+        await expect(page.locator("#owner")).to_contain_text(f"Held by {USERNAME}", timeout=WAIT_MS)
+        reply = page.get_by_label("Reply to the customer")
+        await expect(reply).to_be_visible(timeout=WAIT_MS)
+
+        # "/" and part of a shortcut list the matching replies; Enter picks the first.
+        await reply.type("/ped")
+        options = page.locator("#canned li")
+        await expect(options).to_have_count(1, timeout=WAIT_MS)
+        await expect(options).to_contain_text("/pedido")
+        await screenshot(page, f"reply-box-canned-{width}.png")
+        await reply.press("Enter")
+        filled = "Olá Carla, seu pedido PED-4471 saiu para entrega."
+        await expect(reply).to_have_value(filled)
+        await expect(options).to_have_count(0)
+        await reply.press("Enter")
+        await expect(page.locator("#thread li.operator")).to_have_count(1, timeout=WAIT_MS)
+        await until(lambda: twilio.created[-1]["Body"] == filled)
+
+        # A placeholder with no fact stays visible and the send is refused until it is edited.
+        sent = len(twilio.created)
+        await reply.type("/cupom")
+        await page.locator("#canned li", has_text="/cupom").click()
+        await expect(reply).to_have_value("Seu cupom é {coupon}.")
+        await reply.press("Enter")
+        await expect(page.locator("#control-error")).to_contain_text("{coupon}")
+        await stack.idle()
+        assert len(twilio.created) == sent
+        await reply.fill("Seu cupom é VOLTA10.")
+        await reply.press("Enter")
+        await expect(page.locator("#thread li.operator")).to_have_count(2, timeout=WAIT_MS)
+        await until(lambda: twilio.created[-1]["Body"] == "Seu cupom é VOLTA10.")
+        assert await page.evaluate("document.documentElement.scrollWidth <= innerWidth")
+        assert errors == []
+        await context.close()
