@@ -19,6 +19,7 @@ from gateway.api import (
     conversation_templates,
     conversations,
     operator,
+    template_choices,
 )
 from gateway.api import settings as settings_api
 from gateway.config import Settings
@@ -201,6 +202,7 @@ def create_app(settings: Settings) -> web.Application:
     conversation_templates.add_routes(app)
     conversation_notes.add_routes(app)
     canned_replies.add_routes(app)
+    template_choices.add_routes(app)
     settings_api.add_routes(app)
     console_routes.add_routes(app)
     context.add_routes(app)

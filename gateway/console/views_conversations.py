@@ -150,6 +150,23 @@ def _mode(value: str, label: str, checked: bool) -> Html:
     return el("label", {"class_": "mode"}, el("input", attrs), label)
 
 
+def _template_picker() -> Html:
+    """WhatsApp's window closed: one of the tenant's templates, its variables pre-filled from
+    the customer's facts and editable (`conversations.js` fills and shows it)."""
+    return el(
+        "form",
+        {"id": "template-form", "class_": "template-picker", "hidden": True},
+        el(
+            "label",
+            None,
+            "Template",
+            el("select", {"id": "template-name"}),
+        ),
+        el("div", {"id": "template-variables", "class_": "template-variables"}),
+        el("button", {"type": "submit", "id": "template-send"}, "Send template"),
+    )
+
+
 def _reply_box() -> Html:
     """A reply to the customer (only by the operator holding the conversation) or an internal
     note (by any operator: shown in the thread to operators only, never sent). Enter sends,
@@ -157,6 +174,8 @@ def _reply_box() -> Html:
     return el(
         "form",
         {"id": "reply-form", "class_": "reply"},
+        # The customer's channel and, on WhatsApp, whether free text may go now.
+        el("p", {"id": "reply-state", "class_": "reply-state muted"}),
         el(
             "div",
             {"class_": "reply-modes", "role": "radiogroup", "aria_label": "Write"},
@@ -230,6 +249,7 @@ def conversation_page(
                     {"id": "controls", "class_": "controls"},
                     el("button", {"type": "button", "id": "take"}, "Take over"),
                     _reply_box(),
+                    _template_picker(),
                     el("button", {"type": "button", "id": "handback"}, "Hand back to the bot"),
                 ),
             ),

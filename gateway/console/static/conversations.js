@@ -290,6 +290,36 @@
     return unfilled.filter((key) => text.includes(`{${key}}`));
   }
 
+  // Beside the box: the customer's channel and WhatsApp's window; when the window is closed
+  // the holder gets the template picker (free text would not go).
+  let templates = null;
+  function showReplyState(c) {
+    const w = c.window;
+    const closed = Boolean(w && !w.open);
+    document.getElementById("reply-state").textContent = `Channel: ${c.channel}`
+      + (w ? (w.open ? " · window open" : " · window closed: only templates go") : "");
+    const mine = c.owner === "human" && c.held_by === operator;
+    const picker = document.getElementById("template-form");
+    picker.hidden = !(closed && mine);
+    if (!picker.hidden && templates === null) loadTemplates();
+  }
+
+  async function loadTemplates() {
+    templates = (await getJson(`${API}/${conversationId}/templates`)).templates || [];
+    const select = document.getElementById("template-name");
+    select.replaceChildren(...templates.map((t) => make("option", { value: t.name }, t.name)));
+    if (!templates.length) select.replaceChildren(make("option", { value: "" }, "No templates configured"));
+    showTemplateVariables();
+  }
+
+  function showTemplateVariables() {
+    const name = document.getElementById("template-name").value;
+    const chosen = (templates || []).find((t) => t.name === name);
+    const box = document.getElementById("template-variables");
+    box.replaceChildren(...Object.entries(chosen ? chosen.variables : {}).map(([key, value]) =>
+      make("label", null, `{{${key}}}`, make("input", { "data-variable": key, value, required: "" }))));
+  }
+
   // Taking the conversation over turns the box to a reply; losing it, to a note.
   let wasMine = null;
   function showReplyModes(mine) {
@@ -307,6 +337,7 @@
   // WhatsApp: free text only within 24 h of the customer's last message; outside it a reply
   // goes as the tenant's template or is held (the held ones show their reason in the thread).
   function showWindow(c) {
+    showReplyState(c);
     const box = document.getElementById("window");
     const w = c.window;
     box.hidden = !w;
@@ -419,6 +450,15 @@
         field.value = "";
         unfilled = [];
       });
+    });
+    document.getElementById("template-name").addEventListener("change", showTemplateVariables);
+    document.getElementById("template-form").addEventListener("submit", (event) => {
+      event.preventDefault();
+      const name = document.getElementById("template-name").value;
+      if (!name) return;
+      const variables = {};
+      for (const input of document.querySelectorAll("#template-variables input")) variables[input.dataset.variable] = input.value;
+      act(() => postJson(`${API}/${conversationId}/template`, { name, variables, actor: operator }));
     });
     const replyText = document.getElementById("reply-text");
     replyText.addEventListener("input", () => showCanned(cannedMatches(replyText.value)));

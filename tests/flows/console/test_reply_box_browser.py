@@ -5,13 +5,16 @@ sends. Screenshots at 1366×768 and 390×844 in `tests/artifacts/reply-box-note-
 
 from __future__ import annotations
 
+import json
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 
 from gateway.operators.accounts import create_operator
+from gateway.runtime.clock import utcnow
 from gateway.storage.models import Conversation
 from gateway.storage.models_notes import ConversationNote
 from gateway.storage.records import NewFact
@@ -187,6 +190,80 @@ async def test_a_canned_reply_is_filled_from_facts_and_sent(
         await reply.press("Enter")
         await expect(page.locator("#thread li.operator")).to_have_count(2, timeout=WAIT_MS)
         await until(lambda: twilio.created[-1]["Body"] == "Seu cupom é VOLTA10.")
+        assert await page.evaluate("document.documentElement.scrollWidth <= innerWidth")
+        assert errors == []
+        await context.close()
+
+
+CONTENT_SID = "HX" + "1" * 32
+
+
+@pytest.mark.parametrize(("width", "height"), [(1366, 768), (390, 844)])
+async def test_the_template_picker_sends_a_template_when_the_window_is_closed(
+    browser: Any, tmp_path: Path, width: int, height: int
+) -> None:
+    async with whatsapp_stack(tmp_path, public_url="http://relay.example.org") as gateway:
+        stack, twilio = gateway.stack, gateway.twilio
+        templates = {
+            "reengage": {"content_sid": CONTENT_SID, "variables": {"1": "name", "2": "order_id"}}
+        }
+        response = await stack.client.request(
+            "PATCH",
+            "/v1/settings/domain/default",
+            json={"settings": {"whatsapp_templates": templates}, "reason": "approved templates"},
+            headers=AUTH,
+        )
+        assert response.status < 300, await response.text()
+        async with _sessions(stack).begin() as session:
+            await create_operator(session, USERNAME, PASSWORD)
+        await gateway.say(NUMBER, "Oi")
+        source = await gateway.message_id("Oi")
+        async with _sessions(stack).begin() as session:
+            conversation_id = await session.scalar(select(Conversation.id))
+            customer_id = await session.scalar(select(Conversation.customer_id))
+            assert customer_id is not None
+            await facts.record_fact(
+                session, customer_id, NewFact("name", "Carla", "account", source)
+            )
+
+        context = await browser.new_context(viewport={"width": width, "height": height})
+        page = await context.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        await page.goto(str(stack.client.make_url("/console/login")))
+        await page.get_by_label("Username").fill(USERNAME)
+        await page.get_by_label("Password").fill(PASSWORD)
+        await page.get_by_role("button", name="Log in").click()
+        url = str(stack.client.make_url(f"/console/conversations/{conversation_id}"))
+        await page.goto(url)
+        await page.get_by_role("button", name="Take over").click()
+        await expect(page.locator("#owner")).to_contain_text(f"Held by {USERNAME}", timeout=WAIT_MS)
+        await expect(page.locator("#reply-state")).to_contain_text("whatsapp · window open")
+        await expect(page.locator("#template-form")).to_be_hidden()
+
+        # A day later the window is closed: the picker offers the tenant's template.
+        async with _sessions(stack).begin() as session:
+            await session.execute(
+                update(Conversation).values(last_inbound_at=utcnow() - timedelta(hours=25))
+            )
+        await page.reload()
+        await expect(page.locator("#reply-state")).to_contain_text("window closed", timeout=WAIT_MS)
+        picker = page.locator("#template-form")
+        await expect(picker).to_be_visible(timeout=WAIT_MS)
+        await expect(page.locator("#template-name")).to_have_value("reengage")
+        await expect(page.locator('[data-variable="1"]')).to_have_value("Carla")
+        await expect(page.locator('[data-variable="2"]')).to_have_value("")
+        await page.locator('[data-variable="2"]').fill("PED-9")
+        await screenshot(page, f"reply-box-template-{width}.png")
+        sent = len(twilio.created)
+        await page.get_by_role("button", name="Send template").click()
+        await until(lambda: len(twilio.created) > sent)
+        form = twilio.created[-1]
+        assert form["ContentSid"] == CONTENT_SID
+        assert json.loads(form["ContentVariables"]) == {"1": "Carla", "2": "PED-9"}
+        await expect(page.locator("#thread")).to_contain_text(
+            "[WhatsApp template reengage]", timeout=WAIT_MS
+        )
         assert await page.evaluate("document.documentElement.scrollWidth <= innerWidth")
         assert errors == []
         await context.close()
