@@ -192,13 +192,19 @@ def _reply_box() -> Html:
                     "id": "reply-text",
                     "rows": 3,
                     "maxlength": 4000,
-                    "required": True,
                     "placeholder": "Type / for canned replies",
                 },
             ),
         ),
         # Canned replies matching what follows a leading "/" (`conversations.js` fills it).
         el("ul", {"id": "canned", "class_": "canned", "role": "listbox", "hidden": True}),
+        # A file by its URL (http or https), sent with the reply; not with a note.
+        el(
+            "label",
+            {"id": "attachment-label"},
+            "Attachment URL (optional)",
+            el("input", {"type": "url", "id": "reply-attachment", "placeholder": "https://"}),
+        ),
         el("button", {"type": "submit", "id": "reply"}, "Send"),
     )
 

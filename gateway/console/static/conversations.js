@@ -332,6 +332,7 @@
     document.getElementById("reply-form").dataset.mode = note ? "note" : "reply";
     document.getElementById("reply-label").textContent = note ? "Internal note (never sent to the customer)" : "Reply to the customer";
     document.getElementById("reply").textContent = note ? "Add note" : "Send";
+    document.getElementById("attachment-label").hidden = note;
   }
 
   // WhatsApp: free text only within 24 h of the customer's last message; outside it a reply
@@ -440,14 +441,20 @@
       const field = document.getElementById("reply-text");
       const text = field.value;
       const target = replyMode() === "note" ? "notes" : "messages";
+      const attachment = document.getElementById("reply-attachment");
+      const url = target === "messages" ? attachment.value.trim() : "";
+      if (!text.trim() && !url) return;
       const missing = target === "messages" ? stillUnfilled(text) : [];
       if (missing.length) {
         showControlError(`No fact for ${missing.map((k) => `{${k}}`).join(", ")}: edit the reply before sending.`);
         return;
       }
       act(async () => {
-        await postJson(`${API}/${conversationId}/${target}`, { text, actor: operator });
+        const body = { text, actor: operator };
+        if (url) body.media = [{ url }];
+        await postJson(`${API}/${conversationId}/${target}`, body);
         field.value = "";
+        attachment.value = "";
         unfilled = [];
       });
     });

@@ -31,6 +31,7 @@ except ImportError:  # the browser fixture skips with the reason
     pass
 
 NUMBER = "+5511991234567"
+RECEIPT = "https://cdn.example.org/recibos/8812.pdf"
 NOTE = "VIP: confirmar estorno 8812 antes de responder"
 WAIT_MS = 10_000
 
@@ -90,6 +91,14 @@ async def test_a_note_stays_with_the_operators(
         await reply.press("Enter")
         await expect(page.locator("#thread li.operator")).to_have_count(1, timeout=WAIT_MS)
         await until(lambda: twilio.created[-1].get("Body") == "Olá!\nVou verificar.")
+        # An attachment by URL goes with the reply.
+        await page.get_by_label("Attachment URL").fill(RECEIPT)
+        await reply.fill("Segue o recibo.")
+        await reply.press("Enter")
+        await until(lambda: twilio.created[-1].get("MediaUrl") == RECEIPT)
+        assert twilio.created[-1]["Body"] == "Segue o recibo."
+        await expect(page.locator("#thread a.attachment")).to_have_count(1, timeout=WAIT_MS)
+        await expect(page.get_by_label("Attachment URL")).to_have_value("")
         bodies = [form.get("Body", "") for form in twilio.created]
         assert all(NOTE not in body for body in bodies)
 
