@@ -61,7 +61,7 @@ async def _cancel_while_stalled(proxy: StallingProxy, client: Redis) -> None:
     for task in tasks:
         task.cancel()
     results = await asyncio.gather(*tasks, return_exceptions=True)
-    assert all(isinstance(result, asyncio.CancelledError) for result in results)
+    assert all(isinstance(result, asyncio.CancelledError) for result in results), results
     proxy.resume()
 
 
