@@ -19,6 +19,7 @@ from gateway.http.openapi import document
 from gateway.keys import SESSIONS
 from gateway.operators.actor import operator_actor
 from gateway.storage.repositories import conversations, tenants
+from gateway.tenants import TenantSettings
 from gateway.turns.service_window import fact_values
 
 PLACEHOLDER = re.compile(r"\{([A-Za-z_][\w.]*)\}")
@@ -50,7 +51,9 @@ def _json(reply: FilledReply) -> dict[str, Any]:
     return {"shortcut": reply.shortcut, "text": reply.text, "unfilled": list(reply.unfilled)}
 
 
-async def read_canned_replies(request: web.Request) -> web.Response:
+async def settings_and_facts(request: web.Request) -> tuple[TenantSettings, dict[str, str]]:
+    """The path's conversation's settings and its customer's facts in force, for an operator
+    (what the reply box's canned replies and template picker are filled from)."""
     await operator_actor(request)
     conversation_id = path_id(request, "conversation_id")
     async with request.app[SESSIONS]() as session:
@@ -61,6 +64,11 @@ async def read_canned_replies(request: web.Request) -> web.Response:
             session, conversation.tenant, channel=conversation.channel
         )
         known = await fact_values(session, conversation.customer_id)
+    return settings, known
+
+
+async def read_canned_replies(request: web.Request) -> web.Response:
+    settings, known = await settings_and_facts(request)
     replies = [fill_placeholders(c.shortcut, c.text, known) for c in settings.canned_replies]
     return web.json_response({"replies": [_json(reply) for reply in replies]})
 

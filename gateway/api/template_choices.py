@@ -9,15 +9,10 @@ from collections.abc import Mapping
 
 from aiohttp import web
 
+from gateway.api.canned_replies import settings_and_facts
 from gateway.api.operator_sends import conversation_path
-from gateway.http.bodies import path_id
-from gateway.http.errors import NotFound
 from gateway.http.openapi import document
-from gateway.keys import SESSIONS
-from gateway.operators.actor import operator_actor
-from gateway.storage.repositories import conversations, tenants
 from gateway.tenants import WhatsAppTemplateSettings
-from gateway.turns.service_window import fact_values
 from identity.service_window import LITERAL_PREFIX
 
 
@@ -33,16 +28,7 @@ def prefilled(spec: WhatsAppTemplateSettings, known: Mapping[str, str]) -> dict[
 
 
 async def read_templates(request: web.Request) -> web.Response:
-    await operator_actor(request)
-    conversation_id = path_id(request, "conversation_id")
-    async with request.app[SESSIONS]() as session:
-        conversation = await conversations.get(session, conversation_id)
-        if conversation is None:
-            raise NotFound("no such conversation")
-        settings = await tenants.settings_for(
-            session, conversation.tenant, channel=conversation.channel
-        )
-        known = await fact_values(session, conversation.customer_id)
+    settings, known = await settings_and_facts(request)
     found = [
         {"name": name, "variables": prefilled(spec, known)}
         for name, spec in sorted(settings.whatsapp_templates.items())
