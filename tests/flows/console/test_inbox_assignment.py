@@ -19,6 +19,9 @@ from tests.support.inbox import inbox_stack, seed_inbox
 from tests.support.stack import Stack
 from tests.support.telegram_server import FakeBotApi
 
+# Live pages timed against a browser: alone, as the other timed tests (flaky beside a parallel run).
+pytestmark = pytest.mark.serial
+
 try:
     from playwright.async_api import Browser, expect
 except ImportError:  # the browser fixture skips

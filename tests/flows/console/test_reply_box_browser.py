@@ -25,6 +25,9 @@ from tests.support.console import AUTH, PASSWORD, USERNAME
 from tests.support.openai_server import FakeOpenAI, model_settings
 from tests.support.whatsapp_stack import until, whatsapp_stack
 
+# Live pages timed against a browser: alone, as the other timed tests (flaky beside a parallel run).
+pytestmark = pytest.mark.serial
+
 try:
     from playwright.async_api import expect
 except ImportError:  # the browser fixture skips with the reason

@@ -8,6 +8,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
 from sqlalchemy import select, update
 
 from gateway.keys import DELIVER
@@ -18,6 +19,9 @@ from tests.flows.webhooks.test_whatsapp_cloud_webhook import _sessions
 from tests.support.browser import screenshot
 from tests.support.console import PASSWORD, USERNAME
 from tests.support.whatsapp_stack import whatsapp_stack
+
+# Live pages timed against a browser: alone, as the other timed tests (flaky beside a parallel run).
+pytestmark = pytest.mark.serial
 
 try:
     from playwright.async_api import expect
