@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 from gateway.console.html import AttrValue, Html, el
 from gateway.console.views_approvals import approvals_section, held_section
+from gateway.console.views_conversation_list import choose_pane, list_pane, queue_pane
 from gateway.console.views_layout import page, search_form
 from gateway.operators.held_actions import HeldAction
 from gateway.operators.logins import OperatorLogin
@@ -32,64 +33,6 @@ def _live(login: OperatorLogin, view: str, **data: str) -> Html:
         "div",
         attrs,
         el("p", {"class_": "muted", "id": "live-status", "role": "status"}, "Loading…"),
-    )
-
-
-# The inbox's views: which conversations the list shows (`conversations.js` filters by them).
-VIEWS = (
-    ("all", "All"),
-    ("waiting", "Waiting"),
-    ("mine", "Mine"),
-    ("unassigned", "Unassigned"),
-    ("bot", "With the bot"),
-)
-
-
-def _inbox_tools() -> Html:
-    """Views, the channel and tenant filters (their options come with the list) and the
-    search in messages."""
-    return el(
-        "div",
-        {"class_": "inbox-tools"},
-        el(
-            "div",
-            {"class_": "views", "role": "group", "aria_label": "Views"},
-            *(
-                el(
-                    "button",
-                    {
-                        "type": "button",
-                        "data_inbox_view": key,
-                        "aria_pressed": "true" if key == "all" else "false",
-                    },
-                    label,
-                )
-                for key, label in VIEWS
-            ),
-        ),
-        el(
-            "label",
-            None,
-            "Channel",
-            el("select", {"id": "filter-channel"}, el("option", {"value": ""}, "Every channel")),
-        ),
-        el(
-            "label",
-            None,
-            "Tenant",
-            el("select", {"id": "filter-tenant"}, el("option", {"value": ""}, "Every tenant")),
-        ),
-        el(
-            "form",
-            {"id": "message-search", "class_": "search", "role": "search"},
-            el(
-                "label",
-                None,
-                "Search in messages",
-                el("input", {"type": "search", "id": "message-q", "name": "q"}),
-            ),
-            el("button", {"type": "submit"}, "Find in messages"),
-        ),
     )
 
 
@@ -120,21 +63,16 @@ def _assignment() -> Html:
 
 
 def conversations_page(login: OperatorLogin, approvals: Sequence[HeldAction] = ()) -> Html:
+    """The inbox before a conversation is chosen: the list, an empty thread and the queue in
+    numbers. On a phone only the list shows; a conversation opens as its own page."""
     return page(
         "Conversations",
         login,
         el("h1", None, "Conversations"),
         search_form("Find a customer: phone, e-mail, name or id"),
-        _inbox_tools(),
         _live(login, "list"),
         approvals_section(approvals),
-        el("section", {"id": "waiting", "class_": "conversations"}, el("h2", None, "Waiting")),
-        el(
-            "section",
-            {"id": "human", "class_": "conversations"},
-            el("h2", None, "With an operator"),
-        ),
-        el("section", {"id": "bot", "class_": "conversations"}, el("h2", None, "With the bot")),
+        el("div", {"class_": "inbox inbox-home"}, list_pane(), choose_pane(), queue_pane()),
         el("script", {"src": SCRIPT, "defer": True}),
     )
 
@@ -230,12 +168,7 @@ def conversation_page(
         el(
             "div",
             {"class_": "inbox"},
-            el(
-                "nav",
-                {"id": "list-pane", "class_": "pane", "aria_label": "Conversations"},
-                el("h2", None, "Conversations"),
-                el("ul", {"id": "pane-list", "class_": "pane-list"}),
-            ),
+            list_pane(),
             el(
                 "section",
                 {"id": "thread-box", "class_": "pane"},

@@ -182,30 +182,38 @@ def audit_page(login: OperatorLogin, entries: Sequence[AuditRecord], subject: st
         "Audit log",
         login,
         el("h1", None, "Audit log", f" for {subject}" if subject else None),
-        table(
-            ("When", "Operator", "Action", "Reason", "Subject", "Details"),
-            [
-                el(
-                    "tr",
-                    {"data_action": e.action},
-                    el("td", None, e.created_at.strftime("%Y-%m-%d %H:%M:%S")),
-                    el("td", None, e.actor),
-                    el("td", None, e.action),
-                    el("td", {"class_": "reason"}, e.reason),
-                    el(
-                        "td",
-                        None,
-                        el("a", {"href": f"/console/customers/{e.subject_id}"}, e.subject_id)
-                        if e.subject_type == "customer"
-                        else e.subject_id,
-                    ),
-                    el(
-                        "td",
-                        None,
-                        el("code", None, ", ".join(f"{k}={v}" for k, v in e.details.items())),
-                    ),
-                )
-                for e in entries
-            ],
+        (
+            _audit_table(entries)
+            if entries
+            else el("p", {"class_": "muted"}, "No operator action is recorded yet.")
         ),
+    )
+
+
+def _audit_table(entries: Sequence[AuditRecord]) -> Html:
+    return table(
+        ("When", "Operator", "Action", "Reason", "Subject", "Details"),
+        [
+            el(
+                "tr",
+                {"data_action": e.action},
+                el("td", None, e.created_at.strftime("%Y-%m-%d %H:%M:%S")),
+                el("td", None, e.actor),
+                el("td", None, e.action),
+                el("td", {"class_": "reason"}, e.reason),
+                el(
+                    "td",
+                    None,
+                    el("a", {"href": f"/console/customers/{e.subject_id}"}, e.subject_id)
+                    if e.subject_type == "customer"
+                    else e.subject_id,
+                ),
+                el(
+                    "td",
+                    None,
+                    el("code", None, ", ".join(f"{k}={v}" for k, v in e.details.items())),
+                ),
+            )
+            for e in entries
+        ],
     )

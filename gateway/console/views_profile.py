@@ -192,7 +192,7 @@ def _identities_section(login: OperatorLogin, profile: Profile) -> Html:
         el(
             "tr",
             None,
-            el("td", None, i.external_id),
+            el("td", {"class_": "identity-id"}, i.external_id),
             el("td", None, el("span", {"class_": f"level level-{i.link_level}"}, i.link_level)),
             el("td", None, str(i.evidence.get("description") or i.evidence or "—")),
         )

@@ -10,6 +10,7 @@
   const operator = live.dataset.operator;
   const status = document.getElementById("live-status");
   const API = "/v1/operator/conversations";
+  const conversationId = live.dataset.conversation;  // none on the list page
 
   function make(tag, attrs, ...children) {
     const node = document.createElement(tag);
@@ -75,37 +76,49 @@
     return make("span", { class: "preview" }, p.from === "customer" ? "" : "↩ ", p.text);
   }
 
+  // One conversation in the list: name, unread count and time; the last message; channel,
+  // link level and who answers it. The row marked `aria-current` is the open conversation.
   function row(c) {
     const who = c.owner === "human" ? `held by ${c.held_by || "?"} for ${age(c.since)}`
       : c.owner === "waiting" ? `waiting ${age(c.since)}` : "with the bot";
     const last = c.preview ? c.preview.at : c.last_message_at;
-    return make("tr", { "data-conversation": c.id, class: c.waiting_too_long ? "late" : null },
-      make("td", { class: "who-cell" },
+    const open = c.id === conversationId;
+    return make("li", { "data-conversation": c.id, class: c.waiting_too_long ? "late" : null, "aria-current": open ? "page" : null },
+      make("div", { class: "row-head" },
+        make("a", { href: `/console/conversations/${c.id}`, class: "name", "aria-current": open ? "page" : null }, c.name || c.channel),
         c.unread ? make("span", { class: "unread", title: `${c.unread} unread`, "data-unread": c.unread }, String(c.unread)) : null,
-        make("a", { href: `/console/conversations/${c.id}`, class: "name" }, c.name || c.channel),
-        preview(c)),
-      make("td", null, channelBadge(c.channel),
-        c.link_level ? make("span", { class: `tag level level-${c.link_level}` }, c.link_level) : null),
-      make("td", { class: "who" }, make("time", { datetime: last, title: when(last) }, ago(last)), make("br"), who,
-        c.assigned_to ? make("span", { class: "assigned" }, ` · assigned to ${c.assigned_to}`) : null,
-        c.waiting_too_long ? make("strong", { class: "late" }, " · waiting too long") : null,
-        c.held_replies ? make("strong", { class: "late" }, ` · ${c.held_replies} held (outside the window)`) : null),
-      make("td", null, make("a", { href: `/console/customers/${c.customer_id}` }, "profile")));
+        make("time", { datetime: last, title: when(last) }, ago(last))),
+      preview(c),
+      make("div", { class: "row-tags" }, channelBadge(c.channel),
+        c.link_level ? make("span", { class: `tag level level-${c.link_level}` }, c.link_level) : null,
+        make("span", { class: "state" }, who),
+        c.assigned_to ? make("span", { class: "assigned" }, `assigned to ${c.assigned_to}`) : null,
+        c.waiting_too_long ? make("strong", { class: "late" }, "waiting too long") : null,
+        c.held_replies ? make("strong", { class: "late" }, `${c.held_replies} held (outside the window)`) : null));
   }
 
   function section(id, items, empty, shown) {
     const box = document.getElementById(id);
-    const heading = box.querySelector("h2");
+    const heading = box.querySelector("h3");
     box.replaceChildren(heading);
     box.hidden = !shown;
-    if (!items.length) {
-      box.append(make("p", { class: "muted" }, empty));
-      return;
-    }
-    const body = make("tbody", null, ...items.map(row));
-    box.append(make("table", { class: "audit inbox-list" },
-      make("thead", null, make("tr", null, make("th", null, "Who"), make("th", null, "Channel"),
-        make("th", null, "State"), make("th", null, ""))), body));
+    box.append(items.length ? make("ul", { class: "pane-list" }, ...items.map(row)) : make("p", { class: "muted" }, empty));
+  }
+
+  // `/console`'s queue pane: the whole list in numbers, whatever the view.
+  function showSummary(all) {
+    const box = document.getElementById("queue-summary");
+    if (!box) return;
+    const count = (test) => String(all.filter(test).length);
+    const figures = [
+      ["Waiting for a person", count((c) => c.owner === "waiting")],
+      ["With an operator", count((c) => c.owner === "human")],
+      ["With the bot", count((c) => c.owner === "bot")],
+      ["Assigned to you", count((c) => c.assigned_to === operator)],
+      ["Unassigned", count((c) => c.owner !== "human" && !c.assigned_to)],
+      ["With unread messages", count((c) => c.unread > 0)],
+    ];
+    box.replaceChildren(...figures.flatMap(([label, value]) => [make("dt", null, label), make("dd", null, value)]));
   }
 
   // --- views and filters ------------------------------------------------------------------
@@ -168,6 +181,7 @@
     const all = data.conversations || [];
     offer("channel", all.map((c) => c.channel));
     offer("tenant", all.map((c) => c.tenant));
+    showSummary(all);
     const kept = all.filter(VIEWS[filters.view] || VIEWS.all);
     const everything = filters.view === "all";
     const of = (owner) => kept.filter((c) => c.owner === owner);
@@ -177,27 +191,8 @@
     section("bot", of("bot"), nothing || "No conversation yet.", everything || of("bot").length > 0);
   }
 
-  // The list pane beside a conversation: every conversation, this one marked.
-  function paneItem(c, currentId) {
-    const state = c.owner === "human" ? `held by ${c.held_by || "?"}`
-      : c.owner === "waiting" ? `waiting ${age(c.since)}` : "with the bot";
-    return make("li", { "data-conversation": c.id },
-      make("a", { href: `/console/conversations/${c.id}`, "aria-current": c.id === currentId ? "page" : null },
-        c.unread ? make("span", { class: "unread", "data-unread": c.unread }, String(c.unread)) : null,
-        make("span", { class: "name" }, c.name || c.channel),
-        make("span", { class: "state" }, make("span", { class: `tag channel-${c.channel}` }, c.channel), state)));
-  }
-
-  async function showPaneList(currentId) {
-    const box = document.getElementById("pane-list");
-    if (!box) return;
-    const data = await getJson(API);
-    box.replaceChildren(...(data.conversations || []).map((c) => paneItem(c, currentId)));
-  }
-
   // --- one conversation -------------------------------------------------------------------
 
-  const conversationId = live.dataset.conversation;
   let current = null;
 
   function messageItem(m) {
@@ -375,7 +370,7 @@
     showWindow(c);
     const notes = await getJson(`${API}/${conversationId}/notes`);
     document.getElementById("thread").replaceChildren(...threadItems(data.messages || [], notes.notes || []));
-    await showPaneList(c.id);
+    await showList();
     if (first) await showProfile(c.customer_id);
     if (first) {
       canned = (await getJson(`${API}/${conversationId}/canned-replies`)).replies || [];
@@ -504,7 +499,7 @@
     try { await running; } finally { running = null; }
   }
 
-  if (live.dataset.view === "list") bindFilters();
+  bindFilters();
   const stream = new EventSource(live.dataset.stream);
   stream.addEventListener("changed", () => { refresh(); });
   stream.addEventListener("error", () => {

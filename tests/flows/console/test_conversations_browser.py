@@ -58,7 +58,7 @@ async def test_an_operator_sees_a_chat_arrive_takes_it_over_and_the_visitor_read
     visitor = await _visitor_page(visitor_context, stack)
     await _say(visitor, "Oi, meu pedido 4471 não chegou")
     await expect(visitor.locator(".msg--assistant")).to_have_count(1, timeout=WAIT_MS)
-    row = console.locator("#bot tr[data-conversation]")
+    row = console.locator("#bot li[data-conversation]")
     await expect(row).to_have_count(1, timeout=WAIT_MS)
     await expect(row).to_contain_text("webchat")
     await screenshot(console, "conversations-list.png")
@@ -85,17 +85,17 @@ async def test_an_operator_sees_a_chat_arrive_takes_it_over_and_the_visitor_read
 
     # Back on the list: a second visitor asks for a person and shows up under waiting.
     await console.goto(str(stack.client.make_url("/console")))
-    await expect(console.locator("#human tr[data-conversation]")).to_have_count(1, timeout=WAIT_MS)
+    await expect(console.locator("#human li[data-conversation]")).to_have_count(1, timeout=WAIT_MS)
     second_context = await browser.new_context()
     second = await _visitor_page(second_context, stack)
     await _say(second, "quero falar com um atendente")
-    waiting = console.locator("#waiting tr[data-conversation]")
+    waiting = console.locator("#waiting li[data-conversation]")
     await expect(waiting).to_have_count(1, timeout=WAIT_MS)
     await expect(waiting).to_contain_text("waiting")
     await screenshot(console, "conversations-waiting.png")
 
     # Handing back from the conversation page returns it to the bot.
-    await console.locator("#human tr[data-conversation] a").first.click()
+    await console.locator("#human li[data-conversation] a").first.click()
     await console.get_by_role("button", name="Hand back to the bot").click()
     await expect(console.locator("#owner")).to_have_text("Answered by the bot", timeout=WAIT_MS)
     assert errors == []

@@ -47,12 +47,12 @@ async def _console(browser: Browser, stack: Stack, username: str, password: str)
     await page.get_by_label("Username").fill(username)
     await page.get_by_label("Password").fill(password)
     await page.get_by_role("button", name="Log in").click()
-    await expect(page.locator("section tr[data-conversation]")).to_have_count(4, timeout=WAIT_MS)
+    await expect(page.locator("section li[data-conversation]")).to_have_count(4, timeout=WAIT_MS)
     return page
 
 
 def _row(page: Any, name: str) -> Any:
-    return page.locator("section:not([hidden]) tr[data-conversation]", has_text=name)
+    return page.locator("section:not([hidden]) li[data-conversation]", has_text=name)
 
 
 async def test_unread_counts_per_operator_and_assignment_into_a_teammates_mine(
@@ -76,7 +76,7 @@ async def test_unread_counts_per_operator_and_assignment_into_a_teammates_mine(
 
     # Bia watches her "Mine": empty. Ana assigns João's conversation to her.
     await bia.get_by_role("button", name="Mine").click()
-    await expect(bia.locator("section:not([hidden]) tr[data-conversation]")).to_have_count(0)
+    await expect(bia.locator("section:not([hidden]) li[data-conversation]")).to_have_count(0)
     await _row(ana, "João Pereira").locator("a.name").click()
     await expect(ana.locator("#assigned")).to_have_text("Unassigned", timeout=WAIT_MS)
     await ana.get_by_label("Assign to a teammate").fill(TEAMMATE)
@@ -85,14 +85,14 @@ async def test_unread_counts_per_operator_and_assignment_into_a_teammates_mine(
     await screenshot(ana, "inbox-assigned-1366.png")
 
     # Bia's open page shows it in "Mine" without a reload; Ana's "Mine" stays empty.
-    mine = bia.locator("section:not([hidden]) tr[data-conversation]")
+    mine = bia.locator("section:not([hidden]) li[data-conversation]")
     await expect(mine).to_have_count(1, timeout=WAIT_MS)
     await expect(mine).to_contain_text("João Pereira")
     await expect(mine).to_contain_text(f"assigned to {TEAMMATE}")
     await screenshot(bia, "inbox-mine-1366.png")
     await ana.get_by_role("link", name="← Conversations").click()
     await ana.get_by_role("button", name="Mine").click()
-    await expect(ana.locator("section:not([hidden]) tr[data-conversation]")).to_have_count(
+    await expect(ana.locator("section:not([hidden]) li[data-conversation]")).to_have_count(
         0, timeout=WAIT_MS
     )
 

@@ -74,7 +74,7 @@ async def test_the_list_page_shows_previews_views_filters_and_search(
     await page.get_by_label("Username").fill(USERNAME)
     await page.get_by_label("Password").fill(PASSWORD)
     await page.get_by_role("button", name="Log in").click()
-    rows = page.locator("section:not([hidden]) tr[data-conversation]")
+    rows = page.locator("section:not([hidden]) li[data-conversation]")
     await expect(rows).to_have_count(4, timeout=WAIT_MS)
     joao = rows.filter(has_text="João Pereira")
     await expect(joao.locator(".preview")).to_contain_text("↩ Relaydesk is running")

@@ -91,7 +91,7 @@ async def test_the_list_and_the_thread_show_the_names(
     await page.get_by_label("Username").fill(USERNAME)
     await page.get_by_label("Password").fill(PASSWORD)
     await page.get_by_role("button", name="Log in").click()
-    rows = page.locator("tr[data-conversation]")
+    rows = page.locator("li[data-conversation]")
     await expect(rows).to_have_count(4, timeout=WAIT_MS)
     for name in ("Ana Souza", "João Pereira", "Carla Mendes", "Web visitor ···"):
         await expect(page.locator("body")).to_contain_text(name)
