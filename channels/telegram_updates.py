@@ -14,7 +14,7 @@ is the same message; an edit is a new update pointing at the original through `e
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -340,3 +340,14 @@ def ignored_update(body: bytes) -> Ignored | None:
     except PayloadInvalid:
         return None
     return result if isinstance(result, Ignored) else None
+
+
+def webhook_answer(messages: Sequence[InboundMessage]) -> dict[str, str | bool]:
+    """The body of the webhook's 200: a button tap is answered in it (`answerCallbackQuery`,
+    which Telegram runs for a webhook's reply), so the customer's button stops spinning at once
+    without a request of ours; anything else gets a plain acknowledgement."""
+    for message in messages:
+        query_id = message.extra.get("callback_query_id")
+        if query_id:
+            return {"method": "answerCallbackQuery", "callback_query_id": query_id}
+    return {"ok": True}

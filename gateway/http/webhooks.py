@@ -26,12 +26,14 @@ from aiohttp import web
 from channels.base import (
     DeliveryStatus,
     Ignored,
+    Parsed,
     PayloadInvalid,
     RawRequest,
     unstorable_field,
 )
 from channels.meta_webhooks import SubscriptionCheck
 from channels.telegram import SECRET_HEADER as TELEGRAM_SECRET_HEADER
+from channels.telegram_updates import webhook_answer as telegram_webhook_answer
 from channels.twilio_whatsapp import INBOUND_PATH as TWILIO_INBOUND_PATH
 from channels.twilio_whatsapp import STATUS_PATH as TWILIO_STATUS_PATH
 from gateway.http.errors import UnsupportedMediaType
@@ -51,16 +53,20 @@ CLOUD_PATH = "/webhooks/whatsapp/cloud"
 log = logging.getLogger("relaydesk.webhooks")
 
 
-def _twiml() -> web.Response:
+def _twiml(_: Parsed) -> web.Response:
     return web.Response(text=EMPTY_TWIML, content_type="text/xml")
 
 
-def _no_content() -> web.Response:
+def _no_content(_: Parsed) -> web.Response:
     return web.Response(status=204)
 
 
-def _ok_json() -> web.Response:
+def _ok_json(_: Parsed) -> web.Response:
     return web.json_response({"ok": True})
+
+
+def _telegram_answer(parsed: Parsed) -> web.Response:
+    return web.json_response(telegram_webhook_answer(parsed.messages))
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +78,7 @@ class Webhook:
     path: str
     channel: ChannelName
     media_type: str
-    answer: Callable[[], web.Response]
+    answer: Callable[[Parsed], web.Response]
     ignored_message: str = "webhook item ignored"
     ignored_field: str = "what"
 
@@ -83,7 +89,7 @@ TELEGRAM: Final = Webhook(
     TELEGRAM_PATH,
     "telegram",
     JSON,
-    _ok_json,
+    _telegram_answer,
     ignored_message="telegram update ignored",
     ignored_field="update_type",
 )
@@ -120,7 +126,7 @@ async def receive(request: web.Request, hook: Webhook) -> web.Response:
         await request.app[INBOX_WRITER].put(parsed.messages, tenant=tenant_of(request))
     await apply_statuses(request, hook.channel, parsed.statuses)
     _log_ignored(hook, parsed.ignored)
-    return hook.answer()
+    return hook.answer(parsed)
 
 
 async def apply_statuses(

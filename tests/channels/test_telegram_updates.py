@@ -20,6 +20,7 @@ from channels.telegram_updates import (
     VOICE_PLACEHOLDER,
     Ignored,
     read_update,
+    webhook_answer,
     with_old_schema_defaults,
 )
 from tests.support.fixtures import FIXTURES as ALL_FIXTURES
@@ -261,6 +262,19 @@ def test_the_old_schema_defaults_leave_current_updates_as_sent() -> None:
     assert filled["callback_query"]["from"]["is_bot"] is False
     assert filled["callback_query"]["chat_instance"] == ""
     assert "is_bot" not in old["callback_query"]["from"]  # a copy: the input is untouched
+
+
+def test_a_tap_is_answered_in_the_webhook_reply_and_anything_else_acknowledged() -> None:
+    """`answerCallbackQuery` with the tap's own id (Telegram runs a method given in a
+    webhook's reply); a message, or nothing stored, gets `{"ok": true}`."""
+    update = with_old_schema_defaults(fixture("docs_callback_query.json"))
+    tapped = parse(update)
+    assert webhook_answer(tapped) == {
+        "method": "answerCallbackQuery",
+        "callback_query_id": str(update["callback_query"]["id"]),
+    }
+    assert webhook_answer(parse(private_message(text="Oi"))) == {"ok": True}
+    assert webhook_answer(()) == {"ok": True}
 
 
 # Synthetic updates in the current schema for what the fixtures do not cover.

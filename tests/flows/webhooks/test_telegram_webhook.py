@@ -130,7 +130,13 @@ async def test_a_message_is_stored_and_answered_in_its_chat(
                 },
             },
         }
-        assert (await post(stack, press)).status == 200
+        answered = await post(stack, press)
+        # The tap is answered in the 200 itself, so the button stops spinning at once.
+        assert answered.status == 200
+        assert await answered.json() == {
+            "method": "answerCallbackQuery",
+            "callback_query_id": "cq1",
+        }
         await stack.idle()
         assert [r.extra["kind"] for r in await user_rows(stack) if r.extra] == ["text", "button"]
         assert len(api.sent()) == 2
