@@ -1,6 +1,7 @@
 """What the console's conversations pages read themselves (the rest comes through the operator
 API): whether a conversation exists, and a mark that changes with any conversation (a new one,
-a message, an owner change), which tells a live page to read them again."""
+a message, an owner change, an assignment, a note), which tells a live page to read them
+again."""
 
 from __future__ import annotations
 
@@ -9,30 +10,30 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from gateway.storage.models import Conversation
 from gateway.storage.models_inbox import ConversationAssignment
+from gateway.storage.models_notes import ConversationNote
 
+# One statement a poll: the conversations (a new one, a message, an owner change), their
+# assignments (assigned or unassigned, a teammate's "Mine" changes) and their notes (another
+# operator's note shows on every open page).
 _MARK = select(
-    func.count(Conversation.id),
-    func.max(Conversation.last_message_at),
-    func.max(Conversation.owner_since),
-)
-
-
-# Assignments too: assigned or unassigned, a teammate's "Mine" changes.
-_ASSIGNED = select(func.count(), func.max(ConversationAssignment.assigned_at)).select_from(
-    ConversationAssignment
+    select(func.count(Conversation.id)).scalar_subquery(),
+    select(func.max(Conversation.last_message_at)).scalar_subquery(),
+    select(func.max(Conversation.owner_since)).scalar_subquery(),
+    select(func.count()).select_from(ConversationAssignment).scalar_subquery(),
+    select(func.max(ConversationAssignment.assigned_at)).scalar_subquery(),
+    select(func.count()).select_from(ConversationNote).scalar_subquery(),
+    select(func.max(ConversationNote.id)).scalar_subquery(),
 )
 
 
 async def change_mark(session: AsyncSession) -> str:
-    """A value that differs whenever a conversation was added, written to, changed hands or
-    was assigned."""
-    count, last_message, last_owner_change = (await session.execute(_MARK)).one()
-    assigned, last_assigned = (await session.execute(_ASSIGNED)).one()
-    stamps = (
-        stamp.isoformat() if stamp is not None else ""
-        for stamp in (last_message, last_owner_change, last_assigned)
+    """A value that differs whenever a conversation was added, written to, changed hands, was
+    assigned or got a note."""
+    row = (await session.execute(_MARK)).one()
+    return "|".join(
+        "" if value is None else value.isoformat() if hasattr(value, "isoformat") else str(value)
+        for value in row
     )
-    return "|".join((str(count), str(assigned), *stamps))
 
 
 async def conversation_exists(session: AsyncSession, conversation_id: str) -> bool:
