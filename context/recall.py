@@ -2,8 +2,8 @@
 summaries slice.
 
 Candidates are short dated lines from the customer's *other* episodes: raw turns of typed
-channels and summary sentences of any channel (a transcript enters only through its summary;
-the caller never passes raw transcript turns). They are scored with the BM25 of
+channels, a call's raw turns masked for identifiers (`context.recall_calls`, each with its
+transcript confidence) and summary sentences of any channel. They are scored with the BM25 of
 ``context.relevance`` against the message's terms (Snowball-stemmed, so "jogging" finds "jog",
 plus the calendar terms of `context.date_terms`, so "in June" finds the lines of June), plus a
 share of the scores of the lines up to three before and after them (a reply rarely repeats the
@@ -11,7 +11,8 @@ question's words, and a topic runs over a few turns), taken best first while the
 budget, and grouped into
 one ``SummaryItem`` per episode holding the chosen lines in chronological order
 (``[8 May 2023] Caroline: text``, relative dates resolved after the text), so the renderer tags
-each group with its origin channel, modality, confidence and date like any other summary.
+each group with its origin channel, modality, confidence (a call's: the lowest of its chosen
+lines) and date like any other summary.
 
 A raw turn and a summary sentence taken from it are the same evidence: the turn wins (it holds
 the whole message). Pure and deterministic: identical inputs, identical output. The candidate
@@ -233,15 +234,23 @@ def pack(
             continue
         chosen = sorted((c for c, _ in group.entries), key=lambda c: c.key)
         text = "\n".join(memo[c][0] for c in chosen)
-        items.append(recall_item(episode_id, episodes[episode_id], text, counter))
+        # A call's lines are tagged with the least sure of their transcripts.
+        heard = [c.confidence for c in chosen if c.confidence is not None]
+        confidence = min(heard) if heard else None
+        items.append(recall_item(episode_id, episodes[episode_id], text, counter, confidence))
     items.sort(key=lambda item: (item.started_at, item.id))
     return tuple(items)
 
 
 def recall_item(
-    episode_id: str, episode: RecallEpisode, text: str, counter: TokenCounter
+    episode_id: str,
+    episode: RecallEpisode,
+    text: str,
+    counter: TokenCounter,
+    confidence: float | None = None,
 ) -> SummaryItem:
-    """One episode's recalled lines (``text``, in order) as the window's item."""
+    """One episode's recalled lines (``text``, in order) as the window's item, tagged with
+    ``confidence`` (its lines' transcript confidence) or else the episode's."""
     return SummaryItem(
         id=f"recall:{episode_id}",
         episode_id=episode_id,
@@ -251,7 +260,7 @@ def recall_item(
         ended_at=episode.ended_at,
         text=text,
         tokens=counter.count(text),
-        confidence=episode.confidence,
+        confidence=episode.confidence if confidence is None else confidence,
     )
 
 

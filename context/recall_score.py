@@ -50,7 +50,8 @@ CandidateKind = Literal["turn", "sentence"]
 
 @dataclass(frozen=True, slots=True)
 class RecallCandidate:
-    """One retrievable line: a typed raw turn or a summary sentence of another episode."""
+    """One retrievable line: a raw turn (typed, or a call's, masked) or a summary sentence of
+    another episode. ``confidence`` is a call turn's transcript confidence."""
 
     episode_id: str
     source_message_id: int
@@ -59,6 +60,7 @@ class RecallCandidate:
     text: str
     at: datetime
     position: int = 0  # order among lines of the same message
+    confidence: float | None = None
 
     @property
     def key(self) -> tuple[int, int, int]:

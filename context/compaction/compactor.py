@@ -52,8 +52,8 @@ __all__ = [
 
 # Fact keys whose values are masked in summaries besides the built-in identifier shapes.
 MASKED_KEYS: Final = frozenset({"order_id", "protocol"})
-# The word cap of a call's summary: a transcript is recalled only through its summary (its raw
-# turns never leave the call), so its summary keeps more of what was said than a chat's does.
+# The word cap of a call's summary: recall reaches a call's raw turns only where they match the
+# message, and the summary stands for the rest, so it keeps more of what was said than a chat's.
 TRANSCRIPT_WORD_CAP: Final = 500
 # Sentences a call's summary keeps per utterance (a chat's keeps one): a spoken turn runs on
 # and says several things, and what is asked later is often not its most salient sentence.

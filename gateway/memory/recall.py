@@ -3,11 +3,15 @@
 What may be retrieved is decided before anything is scored:
 
 * summary sentences (`EpisodeSummary.sentences`) of the customer's other episodes, on any channel
-  — a phone call enters only this way; summaries already mask identifiers;
-* raw turns of the customer's other episodes on typed channels (WhatsApp, web chat, Telegram):
-  never a phone turn, never a transcribed voice note (a message with a transcript confidence).
-  Raw turns are not masked, so they are offered only to an identity allowed every fact scope
-  (`RAW_TURN_SCOPES`); any other identity gets raw turns only of its own identity.
+  — summaries already mask identifiers;
+* raw turns of the customer's other episodes on typed channels (WhatsApp, web chat, Telegram),
+  never a transcribed voice note (a message with a transcript confidence);
+* raw turns of the customer's calls: the speech of each call's current transcript version,
+  masked for identifiers like its summary and tagged with its transcript confidence
+  (`context.recall_calls`).
+
+Raw turns are offered only to an identity allowed every fact scope (`RAW_TURN_SCOPES`); any
+other identity gets raw turns only of its own identity.
 
 The candidates are read from storage (the columns recall needs, at most `MAX_TURNS` turns and
 `MAX_SUMMARIES` summaries) and scored by `context.recall`; a `RecallCache` keeps them per
@@ -27,11 +31,13 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from context import SummaryItem, TokenCounter
 from context.compaction.types import FACT_SCOPES
 from context.recall import RecallCandidate, RecallEpisode, recall
+from context.recall_calls import call_turn_candidate
 from context.recall_index import RecallIndex, build_index
 from gateway.storage.records import EpisodeRecord, SummaryRecord
-from gateway.storage.repositories import episodes, messages, summaries
+from gateway.storage.repositories import call_turns, episodes, messages, summaries
 
 __all__ = [
+    "MAX_CALL_TURNS",
     "MAX_SUMMARIES",
     "MAX_TURNS",
     "RAW_TURN_SCOPES",
@@ -43,6 +49,7 @@ __all__ = [
 TRANSCRIPT_CHANNELS: Final = frozenset({"phone"})
 # The newest raw turns and summaries considered per request.
 MAX_TURNS: Final = 5_000
+MAX_CALL_TURNS: Final = 5_000
 MAX_SUMMARIES: Final = 400
 # An identity must be allowed all of these to be offered other identities' raw turns.
 RAW_TURN_SCOPES: Final = frozenset(FACT_SCOPES.values())
@@ -99,6 +106,42 @@ async def _turns(
         )
         for line in reversed(lines)
         if line.id not in replaced and line.text.strip()
+    ]
+
+
+async def _call_turns(
+    session: AsyncSession,
+    scope: RecallScope,
+    exclude_episode: str | None,
+    versions: dict[str, int],
+) -> list[RecallCandidate]:
+    """The raw turns of the customer's calls (``versions``: each call's current transcript
+    version), masked."""
+    if not versions or (not scope.all_raw_turns and scope.identity_id is None):
+        return []
+    lines = await call_turns.call_turns(
+        session,
+        scope.customer_id,
+        channels=TRANSCRIPT_CHANNELS,
+        exclude_episode=exclude_episode,
+        identity_id=None if scope.all_raw_turns else scope.identity_id,
+        limit=MAX_CALL_TURNS,
+    )
+    replaced = {line.supersedes_id for line in lines if line.supersedes_id is not None}
+    return [
+        call_turn_candidate(
+            episode_id=line.episode_id,
+            source_message_id=line.id,
+            speaker=line.meta.speaker or ("Customer" if line.role == "user" else "Assistant"),
+            text=line.text,
+            at=line.created_at,
+            confidence=line.transcript_confidence,
+        )
+        for line in reversed(lines)
+        if line.id not in replaced
+        and line.text.strip()
+        and line.episode_id in versions
+        and line.current_in(versions[line.episode_id])
     ]
 
 
@@ -210,8 +253,10 @@ async def recall_items(
     )
     index = cache.get(key, fingerprint) if cache is not None else None
     if index is None:
+        calls = {r.id: r.version for r in others if r.channel in TRANSCRIPT_CHANNELS}
         candidates = [
             *await _turns(session, scope, exclude_episode),
+            *await _call_turns(session, scope, exclude_episode, calls),
             *_sentences(summary_records),
         ]
         if cache is None:

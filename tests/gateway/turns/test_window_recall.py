@@ -1,4 +1,5 @@
-"""Recall in the window: relevant typed turns of other episodes, tagged; never a phone turn."""
+"""Recall in the window: relevant turns of other episodes, tagged; a call's turns masked, of its
+current transcript version only."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from context import TiktokenCounter, load_encoding
 from gateway.customers.resolve import ResolvedIdentity, resolve_identity
+from gateway.storage.message_meta import MessageMeta
 from gateway.storage.records import NewMessage
 from gateway.storage.repositories import episodes, messages, summaries
 from gateway.tenants import TenantSettings
@@ -16,8 +18,15 @@ COUNTER = TiktokenCounter(load_encoding())
 
 
 async def _say(
-    session: AsyncSession, owner: ResolvedIdentity, episode_id: str, channel: str, text: str
+    session: AsyncSession,
+    owner: ResolvedIdentity,
+    episode_id: str,
+    channel: str,
+    text: str,
+    *,
+    transcript_version: int | None = None,
 ) -> int:
+    heard = channel == "phone"
     stored = await messages.append_message(
         session,
         NewMessage(
@@ -28,6 +37,8 @@ async def _say(
             text,
             COUNTER.count(text),
             owner.identity_id if channel == "whatsapp" else None,
+            transcript_confidence=0.7 if heard else None,
+            meta=MessageMeta(transcript_version=transcript_version),
         ),
     )
     return stored.id
@@ -47,7 +58,7 @@ def _viewer(owner: ResolvedIdentity, level: LinkLevel) -> ResolvedIdentity:
     )
 
 
-async def test_recall_brings_typed_turns_and_only_summaries_of_calls(
+async def test_recall_brings_typed_turns_and_masked_turns_of_calls(
     session: AsyncSession,
 ) -> None:
     owner = await resolve_identity(session, observe(WhatsAppSender("whatsapp:+5511998765432")))
@@ -59,7 +70,14 @@ async def test_recall_brings_typed_turns_and_only_summaries_of_calls(
     call = await episodes.open_episode(
         session, customer_id=owner.customer_id, channel="phone", transcript_confidence=0.7
     )
-    raw = await _say(session, owner, call.id, "phone", "RAW-CALL greyhound vet appointment")
+    raw = await _say(
+        session,
+        owner,
+        call.id,
+        "phone",
+        "RAW-CALL greyhound vet appointment, call me on 11 99876-5432",
+        transcript_version=1,
+    )
     await summaries.save_summary(
         session,
         customer_id=owner.customer_id,
@@ -88,9 +106,12 @@ async def test_recall_brings_typed_turns_and_only_summaries_of_calls(
     system = assembled.window.messages[0].content
     assert "Customer: My greyhound Biscuit loves the beach." in system
     assert "[whatsapp · typed · " in system
-    assert "booked a vet visit for the greyhound." in system
+    # The summary's sentence gives way to the turn it was taken from.
+    assert "booked a vet visit for the greyhound." not in system
     assert "phone · transcript · confidence 0.70" in system
-    assert "RAW-CALL" not in system
+    # The call's own words, its identifiers masked.
+    assert "Customer: RAW-CALL greyhound vet appointment, call me on [phone]" in system
+    assert "99876" not in system
 
     # An asserted identity sees summaries, not another identity's raw turns.
     asserted = await assemble_context(
@@ -103,3 +124,26 @@ async def test_recall_brings_typed_turns_and_only_summaries_of_calls(
     text = asserted.window.messages[0].content
     assert "Biscuit loves the beach" not in text
     assert "RAW-CALL" not in text
+    assert "booked a vet visit for the greyhound." in text
+
+
+async def test_a_call_posted_again_is_recalled_from_its_current_transcript(
+    session: AsyncSession,
+) -> None:
+    owner = await resolve_identity(session, observe(WhatsAppSender("whatsapp:+5511998765433")))
+    call = await episodes.open_episode(
+        session, customer_id=owner.customer_id, channel="phone", transcript_confidence=0.7
+    )
+    await _say(session, owner, call.id, "phone", "OLD-TAKE greyhound kennel", transcript_version=1)
+    await _say(session, owner, call.id, "phone", "NEW-TAKE greyhound kennel", transcript_version=2)
+    await episodes.set_transcript_version(session, call.id, 2, transcript_confidence=0.7)
+    assembled = await assemble_context(
+        session,
+        identity=_viewer(owner, LinkLevel.VERIFIED),
+        settings=TenantSettings(),
+        counter=COUNTER,
+        message="the greyhound kennel",
+    )
+    system = assembled.window.messages[0].content
+    assert "Customer: NEW-TAKE greyhound kennel" in system
+    assert "OLD-TAKE" not in system
