@@ -636,4 +636,8 @@ from gateway.storage.models_actions import (  # noqa: E402
 from gateway.storage.models_csat import CsatSurvey as CsatSurvey  # noqa: E402
 from gateway.storage.models_inbox import ConversationAssignment as ConversationAssignment  # noqa: E402
 from gateway.storage.models_inbox import ConversationRead as ConversationRead  # noqa: E402
+from gateway.storage.models_knowledge import KnowledgeChunk as KnowledgeChunk  # noqa: E402
+from gateway.storage.models_knowledge import (  # noqa: E402
+    KnowledgeDocument as KnowledgeDocument,
+)
 from gateway.storage.models_notes import ConversationNote as ConversationNote  # noqa: E402
