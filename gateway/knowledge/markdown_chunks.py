@@ -1,0 +1,128 @@
+"""Markdown read into sections under its headings.
+
+ATX headings (``#`` to ``######``, closing hashes dropped) and setext headings (a paragraph
+underlined with ``===`` or ``---``) open a section; its heading path is the enclosing headings,
+outermost first. Fenced code blocks (backticks or tildes) are kept whole, fences and
+indentation included, and nothing inside them is a heading; a fence left open runs to the end,
+as in CommonMark. A YAML front matter block at the very top is dropped. The title is the first
+H1's text. Paragraphs are normalized: wrapped lines joined, list items and table rows kept on
+their own lines, spaces collapsed. Pure.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Final
+
+from gateway.knowledge.chunking import Section, collapse_spaces, join_prose_lines
+
+__all__ = ["MarkdownOutline", "read_markdown"]
+
+_ATX: Final = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*$")
+_ATX_CLOSING: Final = re.compile(r"(?:^|[ \t]+)#+$")
+_FENCE: Final = re.compile(r"^( {0,3})(`{3,}|~{3,})(.*)$")
+_SETEXT_H1: Final = re.compile(r"^ {0,3}=+[ \t]*$")
+_SETEXT_H2: Final = re.compile(r"^ {0,3}-+[ \t]*$")
+_THEMATIC_BREAK: Final = re.compile(r"^ {0,3}(?:(?:\*[ \t]*){3,}|(?:-[ \t]*){3,}|(?:_[ \t]*){3,})$")
+_FRONT_MATTER: Final = re.compile(r"\A---[ \t]*\n.*?\n(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.DOTALL)
+
+
+@dataclass(frozen=True, slots=True)
+class MarkdownOutline:
+    """A Markdown document's first H1 (``None`` when it has none) and its sections."""
+
+    title: str | None
+    sections: tuple[Section, ...]
+
+
+@dataclass(slots=True)
+class _Reader:
+    """The state of one pass over the lines: the open headings and the section being filled."""
+
+    path: list[tuple[int, str]] = field(default_factory=list)
+    paragraphs: list[str] = field(default_factory=list)
+    lines: list[str] = field(default_factory=list)
+    sections: list[Section] = field(default_factory=list)
+    title: str | None = None
+
+    def end_paragraph(self) -> None:
+        text = join_prose_lines(self.lines)
+        if text:
+            self.paragraphs.append(text)
+        self.lines = []
+
+    def end_section(self) -> None:
+        self.end_paragraph()
+        if self.paragraphs:
+            headings = tuple(text for _, text in self.path)
+            self.sections.append(Section(headings, tuple(self.paragraphs)))
+        self.paragraphs = []
+
+    def heading(self, level: int, text: str) -> None:
+        self.end_section()
+        while self.path and self.path[-1][0] >= level:
+            self.path.pop()
+        # An empty heading closes the deeper sections but names nothing.
+        if text:
+            self.path.append((level, text))
+            if level == 1 and self.title is None:
+                self.title = text
+
+
+def read_markdown(text: str) -> MarkdownOutline:
+    """The title and sections of the Markdown ``text``."""
+    text = _FRONT_MATTER.sub("", text.replace("\r\n", "\n").replace("\r", "\n"), count=1)
+    lines = text.split("\n")
+    reader = _Reader()
+    index = 0
+    while index < len(lines):
+        line = lines[index]
+        fence = _FENCE.match(line)
+        if fence and not (fence.group(2)[0] == "`" and "`" in fence.group(3)):
+            reader.end_paragraph()
+            index = _read_fence(lines, index, fence, reader)
+            continue
+        atx = _ATX.match(line)
+        if atx:
+            reader.heading(len(atx.group(1)), _heading_text(atx.group(2) or ""))
+        elif reader.lines and _SETEXT_H1.match(line):
+            _setext(reader, 1)
+        elif reader.lines and _SETEXT_H2.match(line):
+            _setext(reader, 2)
+        elif _THEMATIC_BREAK.match(line) or not line.strip():
+            reader.end_paragraph()
+        else:
+            reader.lines.append(line)
+        index += 1
+    reader.end_section()
+    return MarkdownOutline(reader.title, tuple(reader.sections))
+
+
+def _heading_text(raw: str) -> str:
+    return collapse_spaces(_ATX_CLOSING.sub("", raw.strip()))
+
+
+def _setext(reader: _Reader, level: int) -> None:
+    # The whole paragraph above the underline is the heading, as in CommonMark.
+    text = collapse_spaces(" ".join(reader.lines))
+    reader.lines = []
+    reader.heading(level, text)
+
+
+def _read_fence(lines: list[str], start: int, fence: re.Match[str], reader: _Reader) -> int:
+    """Adds the code block opened at ``start`` as one paragraph; the index after it."""
+    marker = fence.group(2)
+    closing = re.compile(rf"^ {{0,3}}{re.escape(marker[0])}{{{len(marker)},}}[ \t]*$")
+    block = [lines[start].rstrip()]
+    index = start + 1
+    closed = False
+    while index < len(lines) and not closed:
+        block.append(lines[index].rstrip())
+        closed = bool(closing.match(block[-1]))
+        index += 1
+    code = block[1:-1] if closed else block[1:]
+    # A block with no code inside (only its fences) says nothing.
+    if any(line.strip() for line in code):
+        reader.paragraphs.append("\n".join(block))
+    return index
