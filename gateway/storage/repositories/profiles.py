@@ -14,6 +14,7 @@ from gateway.storage.models import ChannelIdentity, Customer, CustomerIdentifier
 from gateway.storage.records import CustomerRecord, FactRecord
 from gateway.storage.repositories.customers import customer_record
 from gateway.storage.repositories.facts import fact_record
+from gateway.storage.repositories.identity_names import PROFILE_NAME_KEY
 
 _NAME_KEYS = ("name", "full_name", "preferred_name")
 _NOT_DIGIT = re.compile(r"\D")
@@ -22,8 +23,9 @@ _NOT_DIGIT = re.compile(r"\D")
 async def search_customers(
     session: AsyncSession, query: str, *, limit: int
 ) -> list[CustomerRecord]:
-    """Customers (not merged away) whose id, display name, channel identity, identifier or
-    current name fact matches `query` (case-insensitive substring), newest first.
+    """Customers (not merged away) whose id, display name, channel identity (its id or the
+    profile name its channel gave), identifier or current name fact matches `query`
+    (case-insensitive substring), newest first.
 
     With four digits or more, identities and identifiers also match on the query's digits
     alone, so "+55 11 99876-5432" finds "whatsapp:+5511998765432". A blank query finds none.
@@ -33,7 +35,11 @@ async def search_customers(
     if not text:
         return []
     digits = _NOT_DIGIT.sub("", text)
-    identity_match = [ChannelIdentity.external_id.icontains(text, autoescape=True)]
+    identity_match = [
+        ChannelIdentity.external_id.icontains(text, autoescape=True),
+        # The name the channel gave (WhatsApp's ProfileName, Telegram's first and last name).
+        ChannelIdentity.evidence[PROFILE_NAME_KEY].as_string().icontains(text, autoescape=True),
+    ]
     identifier_match = [CustomerIdentifier.value.icontains(text, autoescape=True)]
     if len(digits) >= 4:
         identity_match.append(ChannelIdentity.external_id.contains(digits, autoescape=True))

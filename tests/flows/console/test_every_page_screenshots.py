@@ -56,7 +56,7 @@ async def _pages(stack: Stack) -> list[tuple[str, str, str]]:
     return [
         ("conversations", "/console", "#list-pane li[data-conversation]"),
         ("conversation", f"/console/conversations/{visitor['id']}", "#thread li.message"),
-        ("search", "/console?q=%2B55+11+98765-4321", "ul.hits li"),
+        ("search", "/console?q=Ana+Souza", "ul.hits li"),
         ("customer", customer, "#identities"),
         ("message", f"{customer}/messages/{first_message}", "h1"),
         ("audit", "/console/audit", "tr[data-action]"),

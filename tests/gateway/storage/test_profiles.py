@@ -62,6 +62,32 @@ async def test_search_matches_name_identity_digits_identifier_and_name_facts(
     assert await _search(session, "nobody-by-this-name") == set()
 
 
+async def test_search_finds_a_customer_by_the_profile_name_the_channel_gave(
+    session: AsyncSession,
+) -> None:
+    joao, _ = await _customer_with_message(session)
+    await customers.create_identity(
+        session,
+        customer_id=joao,
+        channel="telegram",
+        external_id="telegram:555001",
+        link_level="verified",
+        evidence={"profile_name": "João Pereira"},
+    )
+    other, _ = await _customer_with_message(session)
+    await customers.create_identity(
+        session,
+        customer_id=other,
+        channel="telegram",
+        external_id="telegram:555002",
+        link_level="verified",
+        evidence={"source": "webhook"},
+    )
+    assert await _search(session, "joão pereira") == {joao}
+    assert await _search(session, "Pereira") == {joao}
+    assert await _search(session, "webhook") == set()  # other evidence is not a name
+
+
 async def test_search_skips_merged_customers_and_superseded_names_and_honours_the_limit(
     session: AsyncSession,
 ) -> None:
