@@ -98,6 +98,26 @@ class Settings(BaseSettings):
     transcriber_model: str | None = Field(None, alias="RELAYDESK_TRANSCRIBER_MODEL")
     transcriber_base_url: str | None = Field(None, alias="RELAYDESK_TRANSCRIBER_BASE_URL")
     transcriber_api_key: SecretStr | None = Field(None, alias="RELAYDESK_TRANSCRIBER_API_KEY")
+    # Text embeddings (docs/retrieval.md): offline (the bundled multilingual e5 model, on the
+    # CPU), openai (an OpenAI-compatible /embeddings endpoint) or off (lexical ranking only).
+    embeddings_provider: Literal["off", "offline", "openai"] = Field(
+        "offline", alias="RELAYDESK_EMBEDDINGS_PROVIDER"
+    )
+    # The endpoint's base URL with its version path (unset: OpenAI's), its model and key.
+    embeddings_url: str | None = Field(None, alias="RELAYDESK_EMBEDDINGS_URL")
+    embeddings_model: str = Field(
+        "text-embedding-3-small", alias="RELAYDESK_EMBEDDINGS_MODEL", min_length=1
+    )
+    embeddings_api_key: SecretStr | None = Field(None, alias="RELAYDESK_EMBEDDINGS_API_KEY")
+    # Texts sent in one request, and requests in flight at once (per process).
+    embeddings_batch: int = Field(64, alias="RELAYDESK_EMBEDDINGS_BATCH", ge=1, le=2048)
+    embeddings_concurrency: int = Field(4, alias="RELAYDESK_EMBEDDINGS_CONCURRENCY", ge=1)
+    # What questions and stored texts start with for models trained so (e5 behind vLLM or TEI:
+    # "query: " and "passage: "); the offline model adds its own.
+    embeddings_query_prefix: str = Field("", alias="RELAYDESK_EMBEDDINGS_QUERY_PREFIX")
+    embeddings_passage_prefix: str = Field("", alias="RELAYDESK_EMBEDDINGS_PASSAGE_PREFIX")
+    # OpenMP threads of the offline model (one leaves the other cores to the replies).
+    embeddings_threads: int = Field(1, alias="RELAYDESK_EMBEDDINGS_THREADS", ge=1)
     # The largest request body accepted (413 beyond); keep in step with the proxy's limit.
     max_body_bytes: int = Field(1_048_576, alias="RELAYDESK_MAX_BODY_BYTES", ge=1024)
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
@@ -309,6 +329,7 @@ class Settings(BaseSettings):
         "twilio_api_base",
         "telegram_api_base",
         "transcriber_base_url",
+        "embeddings_url",
     )
     @classmethod
     def _http_url(cls, value: str | None) -> str | None:
