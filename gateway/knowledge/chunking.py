@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final
 
 from gateway.knowledge.records import Chunk
 
 __all__ = [
     "MAX_CHUNK_CHARS",
+    "OutlineBuilder",
     "Section",
     "chunks_of",
     "collapse_spaces",
@@ -43,6 +44,42 @@ class Section:
 
     headings: tuple[str, ...]
     paragraphs: tuple[str, ...]
+
+
+@dataclass(slots=True)
+class OutlineBuilder:
+    """Sections gathered from a reader's headings and paragraphs in document order; the first
+    H1 is kept as the document's title."""
+
+    title: str | None = None
+    _path: list[tuple[int, str]] = field(default_factory=list)
+    _paragraphs: list[str] = field(default_factory=list)
+    _sections: list[Section] = field(default_factory=list)
+
+    def paragraph(self, text: str) -> None:
+        if text.strip():
+            self._paragraphs.append(text)
+
+    def heading(self, level: int, text: str) -> None:
+        """Opens a section under ``text`` at ``level`` (1 to 6), closing the deeper ones."""
+        self._end_section()
+        while self._path and self._path[-1][0] >= level:
+            self._path.pop()
+        # An empty heading closes the deeper sections but names nothing.
+        if text:
+            self._path.append((level, text))
+            if level == 1 and self.title is None:
+                self.title = text
+
+    def sections(self) -> tuple[Section, ...]:
+        self._end_section()
+        return tuple(self._sections)
+
+    def _end_section(self) -> None:
+        if self._paragraphs:
+            headings = tuple(text for _, text in self._path)
+            self._sections.append(Section(headings, tuple(self._paragraphs)))
+        self._paragraphs = []
 
 
 def collapse_spaces(text: str) -> str:
@@ -91,7 +128,8 @@ def chunks_of(sections: Iterable[Section], *, limit: int = MAX_CHUNK_CHARS) -> t
 def _packed(paragraphs: Iterable[str], limit: int) -> Iterator[str]:
     current = ""
     for paragraph in paragraphs:
-        for piece in _pieces(paragraph.strip(), limit):
+        # Leading spaces stay: they are a code block's indentation.
+        for piece in _pieces(paragraph.rstrip().lstrip("\n"), limit):
             if not current:
                 current = piece
             elif len(current) + 2 + len(piece) <= limit:

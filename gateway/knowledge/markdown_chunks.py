@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Final
 
-from gateway.knowledge.chunking import Section, collapse_spaces, join_prose_lines
+from gateway.knowledge.chunking import OutlineBuilder, Section, collapse_spaces, join_prose_lines
 
 __all__ = ["MarkdownOutline", "read_markdown"]
 
@@ -38,36 +38,18 @@ class MarkdownOutline:
 
 @dataclass(slots=True)
 class _Reader:
-    """The state of one pass over the lines: the open headings and the section being filled."""
+    """One pass over the lines: the outline so far and the paragraph being read."""
 
-    path: list[tuple[int, str]] = field(default_factory=list)
-    paragraphs: list[str] = field(default_factory=list)
+    outline: OutlineBuilder = field(default_factory=OutlineBuilder)
     lines: list[str] = field(default_factory=list)
-    sections: list[Section] = field(default_factory=list)
-    title: str | None = None
 
     def end_paragraph(self) -> None:
-        text = join_prose_lines(self.lines)
-        if text:
-            self.paragraphs.append(text)
+        self.outline.paragraph(join_prose_lines(self.lines))
         self.lines = []
 
-    def end_section(self) -> None:
-        self.end_paragraph()
-        if self.paragraphs:
-            headings = tuple(text for _, text in self.path)
-            self.sections.append(Section(headings, tuple(self.paragraphs)))
-        self.paragraphs = []
-
     def heading(self, level: int, text: str) -> None:
-        self.end_section()
-        while self.path and self.path[-1][0] >= level:
-            self.path.pop()
-        # An empty heading closes the deeper sections but names nothing.
-        if text:
-            self.path.append((level, text))
-            if level == 1 and self.title is None:
-                self.title = text
+        self.end_paragraph()
+        self.outline.heading(level, text)
 
 
 def read_markdown(text: str) -> MarkdownOutline:
@@ -95,8 +77,8 @@ def read_markdown(text: str) -> MarkdownOutline:
         else:
             reader.lines.append(line)
         index += 1
-    reader.end_section()
-    return MarkdownOutline(reader.title, tuple(reader.sections))
+    reader.end_paragraph()
+    return MarkdownOutline(reader.outline.title, reader.outline.sections())
 
 
 def _heading_text(raw: str) -> str:
@@ -124,5 +106,5 @@ def _read_fence(lines: list[str], start: int, fence: re.Match[str], reader: _Rea
     code = block[1:-1] if closed else block[1:]
     # A block with no code inside (only its fences) says nothing.
     if any(line.strip() for line in code):
-        reader.paragraphs.append("\n".join(block))
+        reader.outline.paragraph("\n".join(block))
     return index

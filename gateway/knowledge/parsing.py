@@ -13,6 +13,7 @@ from typing import Final
 
 from gateway.knowledge.chunking import Section, chunks_of, collapse_spaces
 from gateway.knowledge.decoding import decode_text, looks_binary
+from gateway.knowledge.html_chunks import html_charset, read_html
 from gateway.knowledge.markdown_chunks import read_markdown
 from gateway.knowledge.records import DocumentFormat, ParsedDocument
 from gateway.knowledge.text_chunks import read_text
@@ -73,7 +74,8 @@ def parse_document(body: bytes, fmt: DocumentFormat, *, fallback_title: str) -> 
             outline = read_markdown(text)
             title, sections = outline.title, outline.sections
         elif fmt == "html":
-            title, sections = _read_html(body)
+            page = read_html(text)
+            title, sections = page.title, page.sections
         else:
             plain = read_text(text)
             title, sections = plain.title, plain.sections
@@ -92,17 +94,13 @@ _NAMES: Final[dict[DocumentFormat, str]] = {
 
 
 def _text_of(body: bytes, fmt: DocumentFormat) -> str:
-    text = decode_text(body)
+    text = decode_text(body, declared=html_charset(body) if fmt == "html" else None)
     if looks_binary(text):
         raise DocumentUnreadable(
             f"the body is binary data, not {_NAMES[fmt]} text"
             + (" (it looks like a PDF)" if body.lstrip().startswith(b"%PDF-") else "")
         )
     return text
-
-
-def _read_html(body: bytes) -> tuple[str | None, tuple[Section, ...]]:
-    raise DocumentUnreadable("HTML documents are not read yet")
 
 
 def _read_pdf(body: bytes) -> tuple[str | None, tuple[Section, ...]]:
