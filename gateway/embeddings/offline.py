@@ -7,7 +7,8 @@ adds e5's ``"query: "`` and ``"passage: "`` prefixes itself, by the kind asked f
 
 Embedding is CPU work: it runs in a worker thread (the event loop keeps serving), one batch at
 a time (the engine's scratch space belongs to its handle), on ``threads`` OpenMP threads — one
-by default, so on a small machine the replies keep the other cores. The model is loaded on the
+by default, so on a small machine the replies keep the other cores (an ``OMP_NUM_THREADS`` set
+in the environment wins). The model is loaded on the
 first call (a memory map: instant), so a process that never embeds never loads it.
 """
 

@@ -119,6 +119,10 @@ class OpenAICompatEmbedder:
     async def embed(self, texts: Sequence[str], kind: EmbeddingKind) -> list[Vector]:
         if not texts:
             return []
+        # OpenAI refuses an empty input with a 400 that would fail the whole batch; say which.
+        for position, text in enumerate(texts):
+            if not text.strip():
+                raise EmbeddingFailed(f"text {position} is empty: there is nothing to embed")
         prefix = self._prefixes.get(kind, "")
         inputs = [prefix + text for text in texts]
         batches = [

@@ -315,6 +315,18 @@ async def test_an_unreachable_endpoint_fails(http: httpx.AsyncClient) -> None:
         await embedder(http, closed, retry=RetryPolicy(2, 0.01, 0.01)).embed(TEXTS, "query")
 
 
+async def test_an_empty_text_fails_before_any_request(
+    http: httpx.AsyncClient, start_embeddings: StartEmbeddings
+) -> None:
+    fake = FakeEmbeddings()
+    base = await start_embeddings(fake)
+
+    with pytest.raises(EmbeddingFailed, match="text 1 is empty"):
+        await embedder(http, base).embed(["prazo", "  "], "passage")
+
+    assert fake.requests == []
+
+
 async def test_nothing_to_embed_makes_no_request(
     http: httpx.AsyncClient, start_embeddings: StartEmbeddings
 ) -> None:
