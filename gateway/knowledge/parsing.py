@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from typing import Final
 
-from gateway.knowledge.chunking import Section, chunks_of, collapse_spaces
+from gateway.knowledge.chunking import chunks_of, collapse_spaces
 from gateway.knowledge.decoding import decode_text, looks_binary
 from gateway.knowledge.html_chunks import html_charset, read_html
 from gateway.knowledge.markdown_chunks import read_markdown
+from gateway.knowledge.pdf_chunks import PdfUnreadable, read_pdf
 from gateway.knowledge.records import DocumentFormat, ParsedDocument
 from gateway.knowledge.text_chunks import read_text
 
@@ -67,7 +68,11 @@ def parse_document(body: bytes, fmt: DocumentFormat, *, fallback_title: str) -> 
     ``fallback_title`` (a file name, a URL) when the document names none. Raises
     `DocumentUnreadable` for a body that is not the format or has no text."""
     if fmt == "pdf":
-        title, sections = _read_pdf(body)
+        try:
+            pdf = read_pdf(body)
+        except PdfUnreadable as error:
+            raise DocumentUnreadable(str(error)) from error
+        title, sections = pdf.title, pdf.sections
     else:
         text = _text_of(body, fmt)
         if fmt == "markdown":
@@ -101,7 +106,3 @@ def _text_of(body: bytes, fmt: DocumentFormat) -> str:
             + (" (it looks like a PDF)" if body.lstrip().startswith(b"%PDF-") else "")
         )
     return text
-
-
-def _read_pdf(body: bytes) -> tuple[str | None, tuple[Section, ...]]:
-    raise DocumentUnreadable("PDF documents are not read yet")
