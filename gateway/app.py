@@ -18,6 +18,7 @@ from gateway.api import (
     conversation_notes,
     conversation_templates,
     conversations,
+    knowledge,
     operator,
     template_choices,
 )
@@ -202,6 +203,7 @@ def create_app(settings: Settings) -> web.Application:
     conversation_templates.add_routes(app)
     conversation_notes.add_routes(app)
     canned_replies.add_routes(app)
+    knowledge.add_routes(app)
     template_choices.add_routes(app)
     settings_api.add_routes(app)
     console_routes.add_routes(app)
