@@ -631,6 +631,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_settings_commands(commands)
 
+    from gateway.knowledge.cli_commands import add_knowledge_commands
+
+    add_knowledge_commands(commands)
+
     demo = commands.add_parser(
         "demo", help="run a short multichannel story offline and print the profile and window"
     )

@@ -1,0 +1,239 @@
+"""`relaydesk knowledge add|list|remove`: a tenant's knowledge base from the command line, the
+same way `/v1/knowledge/documents` keeps it (read into chunks, audited, and with
+`RELAYDESK_REDIS_URL` every running process told to forget a replaced or removed document).
+
+A tenant is named by `--tenant`: the host its requests reach us through (`shop.example.com`),
+or a stored tenant as `domain/host[/assistant]`; without it, the default tenant."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from redis.asyncio import Redis
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from context import TiktokenCounter, load_encoding
+from gateway.config import Settings
+from gateway.coordination.redis_client import make_redis
+from gateway.knowledge.documents import (
+    DocumentTooLarge,
+    Upload,
+    add_document,
+    remove_document,
+)
+from gateway.knowledge.forgetting import DocumentsForgotten, publish_forgotten
+from gateway.knowledge.parsing import DocumentUnreadable, format_of
+from gateway.knowledge.records import FORMATS, DocumentFormat
+from gateway.storage.engine import make_engine, make_sessionmaker
+from gateway.storage.migrate import upgrade
+from gateway.storage.repositories import knowledge
+from gateway.storage.repositories.knowledge import DocumentRecord
+from gateway.tenant_ref import DEFAULT_TENANT, TenantRef
+from identity.audience import Audience
+
+DEFAULT_ACTOR = "cli"
+
+
+class CommandRefused(ValueError):
+    """What the command cannot do as asked; printed, exit status 2."""
+
+
+@dataclass(frozen=True, slots=True)
+class Store:
+    sessions: async_sessionmaker[AsyncSession]
+    redis: Redis | None
+
+    async def announce(self, forgotten: DocumentsForgotten) -> None:
+        await publish_forgotten(self.redis, forgotten)
+
+
+@asynccontextmanager
+async def _store(settings: Settings) -> AsyncIterator[Store]:
+    engine = make_engine(settings.database_url)
+    redis = make_redis(settings.redis_url) if settings.redis_url else None
+    try:
+        if settings.should_auto_migrate:
+            await upgrade(engine)
+        yield Store(make_sessionmaker(engine), redis)
+    finally:
+        if redis is not None:
+            await redis.aclose()
+        await engine.dispose()
+
+
+def tenant_named(text: str | None) -> str:
+    """The stored tenant `--tenant` names: a host, or an encoded `domain/host[/assistant]`."""
+    if not text:
+        return DEFAULT_TENANT.encode()
+    try:
+        tenant = TenantRef.decode(text) if "/" in text else TenantRef.for_host(text)
+    except ValueError as exc:
+        raise CommandRefused(str(exc)) from exc
+    return tenant.encode()
+
+
+def _run(settings: Settings, work: Callable[[Store], Awaitable[int]]) -> int:
+    async def run() -> int:
+        async with _store(settings) as store:
+            return await work(store)
+
+    try:
+        return asyncio.run(run())
+    except (CommandRefused, DocumentUnreadable, DocumentTooLarge) as exc:
+        print(f"relaydesk: {exc}", file=sys.stderr)
+        return 2
+
+
+def _upload(args: argparse.Namespace) -> Upload:
+    path = Path(args.file)
+    try:
+        body = path.read_bytes()
+    except OSError as exc:
+        raise CommandRefused(f"{path}: {exc.strerror or exc}") from exc
+    fmt: DocumentFormat | None = args.format or format_of(None, path.name)
+    if fmt is None:
+        raise CommandRefused(f"{path}: name its format with --format ({', '.join(FORMATS)})")
+    try:
+        audience = Audience.parse(args.audience)
+        updated_at = datetime.fromisoformat(args.updated_at) if args.updated_at else None
+    except ValueError as exc:
+        raise CommandRefused(str(exc)) from exc
+    if updated_at is not None and updated_at.tzinfo is None:
+        raise CommandRefused("--updated-at needs its UTC offset")
+    return Upload(
+        body=body,
+        format=fmt,
+        audience=audience,
+        title=args.title,
+        source_url=args.url,
+        updated_at=updated_at,
+        name=path.stem,
+    )
+
+
+def _add(settings: Settings, args: argparse.Namespace) -> int:
+    async def add(store: Store) -> int:
+        upload = _upload(args)
+        stored = await add_document(
+            store.sessions,
+            upload,
+            tenant=tenant_named(args.tenant),
+            actor=args.actor,
+            announce=store.announce,
+            counter=TiktokenCounter(load_encoding()),
+        )
+        found = stored.document
+        print(
+            f"{stored.outcome} {found.id}: {found.title} "
+            f"({found.chunk_count} chunks, {found.audience.value})"
+        )
+        return 0
+
+    return _run(settings, add)
+
+
+def _document_json(found: DocumentRecord) -> dict[str, Any]:
+    return {
+        "id": found.id,
+        "title": found.title,
+        "url": found.source_url,
+        "format": found.format,
+        "audience": found.audience.value,
+        "chunk_count": found.chunk_count,
+        "updated_at": found.updated_at.isoformat(),
+        "synced_at": found.synced_at.isoformat(),
+        "sync_error": found.sync_error,
+    }
+
+
+def _list(settings: Settings, args: argparse.Namespace) -> int:
+    async def list_(store: Store) -> int:
+        async with store.sessions() as session:
+            found = await knowledge.list_documents(session, tenant_named(args.tenant))
+        if args.json:
+            print(json.dumps([_document_json(d) for d in found], ensure_ascii=False, indent=2))
+            return 0
+        for document in found:
+            synced = document.synced_at.strftime("%Y-%m-%d %H:%M")
+            line = (
+                f"{document.id}  {document.audience.value:<9}  {document.chunk_count:>4} chunks"
+                f"  synced {synced}  {document.title}"
+            )
+            if document.source_url:
+                line += f"  <{document.source_url}>"
+            if document.sync_error:
+                line += f"  [error: {document.sync_error}]"
+            print(line)
+        return 0
+
+    return _run(settings, list_)
+
+
+def _remove(settings: Settings, args: argparse.Namespace) -> int:
+    async def remove(store: Store) -> int:
+        gone = await remove_document(
+            store.sessions,
+            tenant=tenant_named(args.tenant),
+            document_id=args.document_id,
+            actor=args.actor,
+            announce=store.announce,
+        )
+        if gone is None:
+            print(f"relaydesk: no document {args.document_id} for this tenant", file=sys.stderr)
+            return 1
+        print(f"removed {gone.id}: {gone.title} ({gone.chunk_count} chunks)")
+        return 0
+
+    return _run(settings, remove)
+
+
+def _tenant_option(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--tenant",
+        help="the host the tenant is reached through, or domain/host[/assistant] "
+        "(default: the default tenant)",
+    )
+
+
+def add_knowledge_commands(commands: Any) -> None:
+    """Register `relaydesk knowledge …` on the command's subparsers."""
+    group = commands.add_parser("knowledge", help="a tenant's knowledge base documents")
+    actions = group.add_subparsers(dest="knowledge_command", required=True)
+
+    add = actions.add_parser(
+        "add", help="add a Markdown, HTML, PDF or text file (one at a known --url replaces it)"
+    )
+    add.add_argument("file")
+    add.add_argument(
+        "--audience",
+        required=True,
+        choices=[a.value for a in Audience],
+        help="who may be told it",
+    )
+    add.add_argument("--title", help="the title (else the document's own, else the file name)")
+    add.add_argument("--url", help="where the document lives (one document per URL)")
+    add.add_argument("--format", choices=FORMATS, help="the format (else from the extension)")
+    add.add_argument("--updated-at", help="the document's date, ISO 8601 with its offset")
+    add.add_argument("--actor", default=DEFAULT_ACTOR, help="who adds it (audited)")
+    _tenant_option(add)
+    add.set_defaults(run=_add)
+
+    list_ = actions.add_parser("list", help="the tenant's documents, chunk counts and last sync")
+    list_.add_argument("--json", action="store_true", help="JSON instead of lines")
+    _tenant_option(list_)
+    list_.set_defaults(run=_list)
+
+    remove = actions.add_parser("remove", help="delete a document and its chunks")
+    remove.add_argument("document_id")
+    remove.add_argument("--actor", default=DEFAULT_ACTOR, help="who removes it (audited)")
+    _tenant_option(remove)
+    remove.set_defaults(run=_remove)
