@@ -7,8 +7,8 @@ What may be retrieved is decided before anything is scored:
 * raw turns of the customer's other episodes on typed channels (WhatsApp, web chat, Telegram),
   never a transcribed voice note (a message with a transcript confidence);
 * raw turns of the customer's calls: the speech of each call's current transcript version,
-  masked for identifiers like its summary and tagged with its transcript confidence
-  (`context.recall_calls`).
+  masked for identifiers (e-mails, CPF/CNPJ, phones, UUIDs, CEPs) and tagged with its
+  transcript confidence (`context.recall_calls`).
 
 Raw turns are offered only to an identity allowed every fact scope (`RAW_TURN_SCOPES`); any
 other identity gets raw turns only of its own identity.
