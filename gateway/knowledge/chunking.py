@@ -31,8 +31,9 @@ __all__ = [
 MAX_CHUNK_CHARS: Final = 1_200
 
 _SENTENCE_END: Final = re.compile(r"(?<=[.!?])\s+")
-# A line that starts a new line even inside a paragraph: list items and table rows.
-_LINE_START: Final = re.compile(r"^(?:[-*+]\s|\d{1,9}[.)]\s|\|)")
+# A line that starts a new line even inside a paragraph: list items (bullets of PDFs
+# included) and table rows.
+_LINE_START: Final = re.compile(r"^(?:[-*+]\s|[\u2022\u25e6\u25aa\u2023]|\d{1,9}[.)]\s|\|)")
 
 # Splits a text too long for one piece into pieces of at most the limit.
 _Splitter = Callable[[str, int], Iterator[str]]

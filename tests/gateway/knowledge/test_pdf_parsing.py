@@ -60,6 +60,38 @@ def test_without_a_title_in_the_metadata_the_title_falls_back() -> None:
     assert parse(pdf_document(MANUAL, title="   "), fallback="warranty.pdf")[0] == "warranty.pdf"
 
 
+def test_running_heads_page_numbers_and_hyphenation_are_undone() -> None:
+    pages = [
+        [
+            "Acme manual \u2013 chapter 1",
+            "",
+            f"Step {n} covers inter-",
+            "national shipping and well-known couriers.",
+            "\u2022 Pack the box",
+            "\u2022 Seal it",
+            "",
+            f"Page {n} of 3",
+        ]
+        for n in (1, 2, 3)
+    ]
+    pages[1][0] = "Acme manual \u2013 chapter 2"  # numbers aside, the same head
+    pages.append(["Notes", "", "Nothing else.", "", "iv"])  # a lone page number is dropped
+
+    _, chunks = parse(pdf_document(pages))
+
+    assert chunks == [
+        *(
+            (
+                (f"Page {n}",),
+                f"Step {n} covers international shipping and well-known couriers.\n"
+                "\u2022 Pack the box\n\u2022 Seal it",
+            )
+            for n in (1, 2, 3)
+        ),
+        (("Page 4",), "Notes\n\nNothing else."),
+    ]
+
+
 def test_a_long_page_is_split_within_the_bound_and_keeps_its_page() -> None:
     lines = []
     for paragraph in range(6):
