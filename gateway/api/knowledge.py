@@ -12,7 +12,6 @@ from __future__ import annotations
 from typing import Any, Final
 
 from aiohttp import web
-from sqlalchemy.exc import IntegrityError
 
 from gateway.api.knowledge_bodies import DocumentIn, raw_body_parameters, read_upload
 from gateway.http.bodies import path_id, query_text
@@ -20,7 +19,12 @@ from gateway.http.errors import Conflict, NotFound, PayloadTooLarge, Unprocessab
 from gateway.http.openapi import document
 from gateway.http.tenant import tenant_of
 from gateway.keys import COUNTER, REDIS, SESSIONS
-from gateway.knowledge.documents import DocumentTooLarge, add_document, remove_document
+from gateway.knowledge.documents import (
+    DocumentTooLarge,
+    UrlTaken,
+    add_document,
+    remove_document,
+)
 from gateway.knowledge.forgetting import DocumentsForgotten, KnowledgeForgetting, publish_forgotten
 from gateway.knowledge.parsing import DocumentUnreadable
 from gateway.operators.actor import operator_actor
@@ -96,9 +100,8 @@ async def _store(request: web.Request, *, document_id: str | None) -> web.Respon
         raise Unprocessable(str(exc), code="document_unreadable") from exc
     except LookupError as exc:
         raise NotFound("no such document") from exc
-    except IntegrityError as exc:
-        # Another document of the tenant has this URL (or was added at it meanwhile).
-        raise Conflict("another document has this url", code="url_taken") from exc
+    except UrlTaken as exc:
+        raise Conflict(str(exc), code="url_taken") from exc
     body = {**document_json(stored.document), "outcome": stored.outcome}
     return web.json_response(body, status=201 if stored.outcome == "added" else 200)
 

@@ -27,6 +27,7 @@ from gateway.coordination.redis_client import make_redis
 from gateway.knowledge.documents import (
     DocumentTooLarge,
     Upload,
+    UrlTaken,
     add_document,
     remove_document,
 )
@@ -35,6 +36,7 @@ from gateway.knowledge.parsing import DocumentUnreadable, format_of
 from gateway.knowledge.records import FORMATS, DocumentFormat
 from gateway.storage.engine import make_engine, make_sessionmaker
 from gateway.storage.migrate import upgrade
+from gateway.storage.models_knowledge import URL_LENGTH
 from gateway.storage.repositories import knowledge
 from gateway.storage.repositories.knowledge import DocumentRecord
 from gateway.tenant_ref import DEFAULT_TENANT, TenantRef
@@ -88,7 +90,7 @@ def _run(settings: Settings, work: Callable[[Store], Awaitable[int]]) -> int:
 
     try:
         return asyncio.run(run())
-    except (CommandRefused, DocumentUnreadable, DocumentTooLarge) as exc:
+    except (CommandRefused, DocumentUnreadable, DocumentTooLarge, UrlTaken) as exc:
         print(f"relaydesk: {exc}", file=sys.stderr)
         return 2
 
@@ -109,6 +111,10 @@ def _upload(args: argparse.Namespace) -> Upload:
         raise CommandRefused(str(exc)) from exc
     if updated_at is not None and updated_at.tzinfo is None:
         raise CommandRefused("--updated-at needs its UTC offset")
+    if args.url is not None and (
+        not args.url.startswith(("http://", "https://")) or len(args.url) > URL_LENGTH
+    ):
+        raise CommandRefused(f"--url must be an http(s) URL of at most {URL_LENGTH} characters")
     return Upload(
         body=body,
         format=fmt,

@@ -10,13 +10,13 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
 
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from context.tokens import TokenCounter
 from gateway.knowledge.forgetting import DocumentsForgotten
 from gateway.knowledge.parsing import parse_document
 from gateway.knowledge.records import DocumentFormat, ParsedDocument
-from gateway.runtime.clock import utcnow
 from gateway.storage.repositories import knowledge
 from gateway.storage.repositories.audit import record_audit
 from gateway.storage.repositories.knowledge import DocumentRecord, NewDocument, StoredDocument
@@ -34,6 +34,10 @@ Announce = Callable[[DocumentsForgotten], Awaitable[None]]
 
 class DocumentTooLarge(ValueError):
     """The document's bytes are over `MAX_DOCUMENT_BYTES`."""
+
+
+class UrlTaken(ValueError):
+    """Another document of the tenant has the upload's URL (one document per URL)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,7 +84,8 @@ async def add_document(
 ) -> StoredDocument:
     """Store the upload for `tenant` (replacing `document_id`, or the tenant's document at the
     same URL), audited; a replaced document is forgotten by every process. Raises
-    `DocumentTooLarge`, `DocumentUnreadable`, `LookupError` for an unknown `document_id`."""
+    `DocumentTooLarge`, `DocumentUnreadable`, `LookupError` for an unknown `document_id`,
+    `UrlTaken`."""
     # Reading a PDF can take a while: not on the loop that serves the other requests.
     parsed, counts = await asyncio.to_thread(read_upload, upload, counter)
     new = NewDocument(
@@ -89,10 +94,27 @@ async def add_document(
         format=upload.format,
         audience=upload.audience,
         content_hash=hashlib.sha256(upload.body).hexdigest(),
-        updated_at=upload.updated_at or utcnow(),
+        updated_at=upload.updated_at,
         source_url=upload.source_url,
         token_counts=counts,
     )
+    try:
+        stored = await _store(sessions, new, actor=actor, document_id=document_id)
+    except IntegrityError as exc:
+        # The URL is another document's, or one was just added at it.
+        raise UrlTaken(f"another document has the url {upload.source_url}") from exc
+    if stored.outcome == "replaced":
+        await announce(DocumentsForgotten(tenant, (stored.document.id,)))
+    return stored
+
+
+async def _store(
+    sessions: async_sessionmaker[AsyncSession],
+    new: NewDocument,
+    *,
+    actor: str,
+    document_id: str | None,
+) -> StoredDocument:
     async with sessions.begin() as session:
         stored = await knowledge.store_document(session, new, document_id=document_id)
         await record_audit(
@@ -109,8 +131,6 @@ async def add_document(
                 "chunks": stored.document.chunk_count,
             },
         )
-    if stored.outcome == "replaced":
-        await announce(DocumentsForgotten(tenant, (stored.document.id,)))
     return stored
 
 

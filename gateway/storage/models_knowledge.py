@@ -26,6 +26,8 @@ from gateway.storage.models import TENANT_LENGTH, Base, new_id
 
 # Integer autoincrement keys on SQLite need the plain INTEGER type (as `models.BigId`).
 ChunkId = BigInteger().with_variant(Integer(), "sqlite")
+# A longer title is cut (a heading is not meant to be a paragraph).
+TITLE_LENGTH = 500
 # A source URL as the outbound fetcher accepts one; longer ones are refused at the edge.
 URL_LENGTH = 2048
 
@@ -51,7 +53,7 @@ class KnowledgeDocument(Base):
 
     id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
     tenant: Mapped[str] = mapped_column(String(TENANT_LENGTH))
-    title: Mapped[str] = mapped_column(String(500))
+    title: Mapped[str] = mapped_column(String(TITLE_LENGTH))
     source_url: Mapped[str | None] = mapped_column(String(URL_LENGTH))
     # One of `gateway.knowledge.records.FORMATS`.
     format: Mapped[str] = mapped_column(String(16))

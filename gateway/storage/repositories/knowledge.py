@@ -18,7 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from gateway.knowledge.records import FORMATS, DocumentFormat, ParsedDocument
 from gateway.runtime.clock import utcnow
-from gateway.storage.models_knowledge import KnowledgeChunk, KnowledgeDocument
+from gateway.storage.models_knowledge import TITLE_LENGTH, KnowledgeChunk, KnowledgeDocument
 from gateway.storage.repositories.bound_lists import values_in
 from identity.audience import Audience
 
@@ -38,7 +38,8 @@ class NewDocument:
     format: DocumentFormat
     audience: Audience
     content_hash: str
-    updated_at: datetime
+    # The document's own date; None: now for new or changed content, kept for the same bytes.
+    updated_at: datetime | None = None
     source_url: str | None = None
     etag: str | None = None
     last_modified: datetime | None = None
@@ -164,7 +165,7 @@ async def _existing(
 def _unchanged(row: KnowledgeDocument, new: NewDocument) -> bool:
     return (
         row.content_hash == new.content_hash
-        and row.title == new.parsed.title
+        and row.title == new.parsed.title[:TITLE_LENGTH]
         and row.audience == new.audience.value
         and row.format == new.format
     )
@@ -179,9 +180,10 @@ async def store_document(
 ) -> StoredDocument:
     """Add `new`, or replace the document it stands for: the one named `document_id` (in the
     same tenant; `LookupError` if there is none), else the tenant's document at the same
-    source URL. A replaced document's chunks are deleted and written again in this
-    transaction; an unchanged one (same bytes, title, format and audience) keeps its chunks,
-    and only its sync, validators and date move."""
+    source URL (`IntegrityError` when another document of the tenant has it). A replaced
+    document's chunks are deleted and written again in this transaction; an unchanged one
+    (same bytes, title, format and audience) keeps its chunks, and only its sync, validators
+    and (when given) date move."""
     now = now or utcnow()
     row = await _existing(session, new, document_id)
     if row is None and document_id is not None:
@@ -191,7 +193,7 @@ async def store_document(
         row.sync_error = None
         row.etag = new.etag
         row.last_modified = new.last_modified
-        row.updated_at = new.updated_at
+        row.updated_at = new.updated_at or row.updated_at
         await session.flush()
         return StoredDocument(_record(row, await _chunk_count(session, row.id)), "unchanged")
     outcome: StoreOutcome = "replaced" if row is not None else "added"
@@ -200,14 +202,15 @@ async def store_document(
         session.add(row)
     else:
         await session.execute(delete(KnowledgeChunk).where(KnowledgeChunk.document_id == row.id))
-    row.title = new.parsed.title
-    row.source_url = new.source_url
+    row.title = new.parsed.title[:TITLE_LENGTH]
+    # Replaced by id without a URL: it stays the document of the URL it had.
+    row.source_url = new.source_url or row.source_url
     row.format = new.format
     row.audience = new.audience.value
     row.content_hash = new.content_hash
     row.etag = new.etag
     row.last_modified = new.last_modified
-    row.updated_at = new.updated_at
+    row.updated_at = new.updated_at or now
     row.synced_at = now
     row.sync_error = None
     await session.flush()

@@ -119,6 +119,15 @@ async def test_added_listed_read_replaced_and_deleted(tmp_path: Path, backend: s
         )
         assert status == 200 and put["outcome"] == "replaced" and put["title"] == "Hours"
 
+        # One document per URL: another cannot take it.
+        status, taken = await _call(
+            client,
+            "PUT",
+            f"/v1/knowledge/documents/{plain['id']}",
+            json={"content": "# Hours\n\nx", "audience": "public", "url": URL},
+        )
+        assert (status, taken["error"]) == (409, "url_taken")
+
         status, _ = await _call(client, "DELETE", f"/v1/knowledge/documents/{added['id']}")
         assert status == 204
         status, _ = await _call(client, "GET", f"/v1/knowledge/documents/{added['id']}")

@@ -133,5 +133,10 @@ async def test_refusals_say_what_to_fix(
     )
     assert code == 2 and "offset" in err
 
+    code, _, err = await asyncio.to_thread(
+        _run, capsys, "add", str(empty), "--audience", "public", "--url", "file:///etc/passwd"
+    )
+    assert code == 2 and "--url" in err
+
     documents, _ = await _stored(database, "default")
     assert documents == []

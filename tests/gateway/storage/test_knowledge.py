@@ -277,3 +277,41 @@ def test_token_counts_need_one_per_chunk() -> None:
             updated_at=DAY,
             token_counts=(1,),
         )
+
+
+async def test_a_date_moves_only_when_given_and_a_url_stays_with_its_document(
+    session: AsyncSession,
+) -> None:
+    undated = NewDocument(
+        tenant="default",
+        parsed=_parsed("Returns", "Thirty days."),
+        format="markdown",
+        audience=Audience.PUBLIC,
+        content_hash="h1",
+        source_url=URL,
+    )
+    first = await knowledge.store_document(session, undated, now=NOW)
+    assert first.document.updated_at == NOW
+    # The same bytes later, with no date: the document's date stays its content's.
+    again = await knowledge.store_document(session, undated, now=NOW + timedelta(days=3))
+    assert again.outcome == "unchanged" and again.document.updated_at == NOW
+    dated = await knowledge.store_document(
+        session, _new(_parsed("Returns", "Thirty days."), updated_at=DAY), now=NOW
+    )
+    assert dated.outcome == "unchanged" and dated.document.updated_at == DAY
+
+    # Replaced by id with no URL: still the document of its URL.
+    replaced = await knowledge.store_document(
+        session,
+        _new(_parsed("Returns", "Sixty days."), url=None, content_hash="h2"),
+        document_id=first.document.id,
+    )
+    assert replaced.outcome == "replaced" and replaced.document.source_url == URL
+
+
+async def test_a_long_title_is_cut(session: AsyncSession) -> None:
+    long_title = "T" * 700
+    stored = await knowledge.store_document(session, _new(_parsed(long_title, "body")))
+    assert stored.document.title == "T" * 500
+    again = await knowledge.store_document(session, _new(_parsed(long_title, "body")))
+    assert again.outcome == "unchanged"
