@@ -16,9 +16,13 @@ from redis.asyncio import Redis
 
 from gateway.http.openapi import spec
 from gateway.knowledge.forgetting import DocumentsForgotten, KnowledgeForgetting
+from gateway.operators.accounts import create_operator
 from gateway.storage.repositories import audit
+from gateway.storage.repositories.operators import OperatorRole
 from tests.support.app_settings import AUTH
+from tests.support.console import PASSWORD
 from tests.support.databases import REDIS_URL
+from tests.support.operator_logins import operator_logs_in
 from tests.support.stack import running_stack
 
 SHOP = {**AUTH, "Host": "shop.example.com"}
@@ -255,6 +259,28 @@ async def test_a_document_over_the_limit_is_refused(tmp_path: Path) -> None:
             headers={**SHOP, "Content-Type": "text/plain"},
         )
         assert status == 413
+
+
+async def test_a_console_login_writes_with_its_csrf_token(tmp_path: Path) -> None:
+    async with running_stack("embedded", tmp_path) as stack:
+        async with stack.sessions().begin() as session:
+            await create_operator(session, "ben.agent", PASSWORD, role=OperatorRole.AGENT)
+        agent = await operator_logs_in(stack, "ben.agent", PASSWORD)
+        assert agent is not None
+        body = {"content": RETURNS, "audience": "public"}
+        status, added = await agent.api("POST", "/v1/knowledge/documents", body)
+        assert status == 201, added
+        assert isinstance(added, dict)
+        status, listed = await agent.api("GET", "/v1/knowledge/documents")
+        assert status == 200 and isinstance(listed, dict) and len(listed["documents"]) == 1
+        async with stack.sessions()() as session:
+            [entry] = await audit.list_audit(session, subject_id=added["id"])
+        assert entry.actor == "ben.agent"
+
+        agent.csrf = "not-the-token"
+        status, refused = await agent.api("DELETE", f"/v1/knowledge/documents/{added['id']}")
+        assert status == 403 and isinstance(refused, dict)
+        assert refused["error"] == "csrf_failed"
 
 
 def test_the_routes_are_in_the_api_document() -> None:
