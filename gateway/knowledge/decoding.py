@@ -4,6 +4,7 @@ or UTF-8; and the test that tells text from binary. Pure."""
 from __future__ import annotations
 
 import codecs
+import re
 from typing import Final
 
 __all__ = ["decode_text", "looks_binary"]
@@ -15,10 +16,11 @@ _BOMS: Final = (
     (codecs.BOM_UTF16_LE, "utf-16-le"),
     (codecs.BOM_UTF16_BE, "utf-16-be"),
 )
-# Control characters allowed in text: tab, line feed, vertical tab, form feed, carriage return.
-_TEXT_CONTROLS: Final = frozenset("\t\n\x0b\x0c\r")
+# Control characters other than tab, line feed, vertical tab, form feed and carriage return.
+_CONTROLS: Final = re.compile(r"[\x00-\x08\x0e-\x1f]")
 # Share of other control characters above which the "text" is binary data.
 _BINARY_SHARE: Final = 0.01
+_NON_ASCII_BUT_REPLACEMENT: Final = re.compile(r"[^\x00-\x7f\ufffd]")
 
 
 def decode_text(body: bytes, *, declared: str | None = None) -> str:
@@ -34,7 +36,7 @@ def decode_text(body: bytes, *, declared: str | None = None) -> str:
         except LookupError:
             pass
     text = body.decode("utf-8", errors="replace")
-    if "\ufffd" in text and all(char == "\ufffd" or char.isascii() for char in text):
+    if "\ufffd" in text and not _NON_ASCII_BUT_REPLACEMENT.search(text):
         return body.decode("cp1252", errors="replace")
     return text
 
@@ -45,5 +47,4 @@ def looks_binary(text: str) -> bool:
         return True
     if not text:
         return False
-    controls = sum(1 for char in text if ord(char) < 32 and char not in _TEXT_CONTROLS)
-    return controls / len(text) > _BINARY_SHARE
+    return len(_CONTROLS.findall(text)) / len(text) > _BINARY_SHARE

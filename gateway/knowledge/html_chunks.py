@@ -1,13 +1,14 @@
 """HTML read into sections under its h1-h6 headings, with the standard library's parser.
 
 What is not the page's content is dropped: scripts, styles, navigation, asides, ``noscript``,
-templates, embedded SVG and frames, elements marked ``hidden``, and the site's header and
-footer. A ``header`` or ``footer`` inside an ``article`` or ``main`` is kept, since there it
-holds the article's own heading and date. Block elements break paragraphs; list items, ``br``
-and table rows break lines (a list item starts with ``- ``); ``pre`` keeps its lines and
-spacing. Entities are decoded by the parser. The title is the ``<title>``, else the first h1.
-The encoding comes from the bytes (`html_charset`): a byte-order mark, else a ``<meta>``
-charset near the top, else UTF-8. Pure.
+templates, embedded SVG and frames, buttons and selects, elements marked ``hidden`` or
+``aria-hidden``, the same parts marked by ARIA roles, and the site's header and footer. A
+``header`` or ``footer`` inside an ``article`` or ``main`` is kept, since there it holds the
+article's own heading and date. Block elements break paragraphs; list items, ``br`` and table
+rows break lines (a list item starts with ``- ``, cells are joined by `` | ``); ``pre`` keeps
+its lines and spacing. Entities are decoded by the parser. The title is the ``<title>``, else
+the first h1. The encoding comes from the bytes (`html_charset`): a byte-order mark, else a
+``<meta>`` charset near the top, else UTF-8. Pure.
 """
 
 from __future__ import annotations
@@ -22,9 +23,24 @@ from gateway.knowledge.chunking import OutlineBuilder, Section, collapse_spaces
 __all__ = ["HtmlOutline", "html_charset", "read_html"]
 
 _DROPPED: Final = frozenset(
-    {"script", "style", "nav", "aside", "noscript", "template", "svg", "iframe", "object"}
+    {
+        "script",
+        "style",
+        "nav",
+        "aside",
+        "noscript",
+        "template",
+        "svg",
+        "iframe",
+        "object",
+        "button",
+        "select",
+    }
 )
 _PAGE_FRAME: Final = frozenset({"header", "footer"})
+# The same parts marked by ARIA roles on plain elements, as templated sites do.
+_DROPPED_ROLES: Final = frozenset({"navigation", "complementary", "search"})
+_FRAME_ROLES: Final = frozenset({"banner", "contentinfo"})
 _CONTENT: Final = frozenset({"article", "main"})
 _HEADINGS: Final = {f"h{level}": level for level in range(1, 7)}
 _BLOCKS: Final = frozenset(
@@ -91,9 +107,11 @@ class _PageParser(HTMLParser):
             if tag == self._skipping[-1] and tag not in _VOID:
                 self._skipping.append(tag)
             return
-        hidden = any(name == "hidden" for name, _ in attrs) and tag not in _VOID
-        frame = tag in _PAGE_FRAME and self._content_depth == 0
-        if tag in _DROPPED or hidden or frame:
+        marks = dict(attrs)
+        hidden = ("hidden" in marks or marks.get("aria-hidden") == "true") and tag not in _VOID
+        role = marks.get("role")
+        frame = (tag in _PAGE_FRAME or role in _FRAME_ROLES) and self._content_depth == 0
+        if tag in _DROPPED or role in _DROPPED_ROLES or hidden or frame:
             self._skipping.append(tag)
             return
         if tag == "title":

@@ -5,8 +5,9 @@ underlined with ``===`` or ``---``) open a section; its heading path is the encl
 outermost first. Fenced code blocks (backticks or tildes) are kept whole, fences and
 indentation included, and nothing inside them is a heading; a fence left open runs to the end,
 as in CommonMark. A YAML front matter block at the very top is dropped. The title is the first
-H1's text. Paragraphs are normalized: wrapped lines joined, list items and table rows kept on
-their own lines, spaces collapsed. Pure.
+H1's text. Headings lose their inline markup (emphasis, code ticks; links read as their text).
+Paragraphs are normalized: wrapped lines joined, list items and table rows kept on their own
+lines, spaces collapsed. Pure.
 """
 
 from __future__ import annotations
@@ -25,6 +26,10 @@ _FENCE: Final = re.compile(r"^( {0,3})(`{3,}|~{3,})(.*)$")
 _SETEXT_H1: Final = re.compile(r"^ {0,3}=+[ \t]*$")
 _SETEXT_H2: Final = re.compile(r"^ {0,3}-+[ \t]*$")
 _THEMATIC_BREAK: Final = re.compile(r"^ {0,3}(?:(?:\*[ \t]*){3,}|(?:-[ \t]*){3,}|(?:_[ \t]*){3,})$")
+# Links and images ("[text](url)", "![alt](src)") read as their text.
+_LINK: Final = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
+# Emphasis: "**x**", "*x*", "__x__" and "_x_" at word edges (not snake_case's underscores).
+_EMPHASIS: Final = re.compile(r"(\*{1,3}|(?<!\w)_{1,3})(\S(?:.*?\S)??)\1(?!\w)")
 _FRONT_MATTER: Final = re.compile(r"\A---[ \t]*\n.*?\n(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.DOTALL)
 
 
@@ -82,12 +87,19 @@ def read_markdown(text: str) -> MarkdownOutline:
 
 
 def _heading_text(raw: str) -> str:
-    return collapse_spaces(_ATX_CLOSING.sub("", raw.strip()))
+    return _plain_inline(_ATX_CLOSING.sub("", raw.strip()))
+
+
+def _plain_inline(text: str) -> str:
+    """A heading's text without its inline markup: it becomes a title and a citation."""
+    text = _LINK.sub(r"\1", text)
+    text = _EMPHASIS.sub(r"\2", text)
+    return collapse_spaces(text.replace("`", ""))
 
 
 def _setext(reader: _Reader, level: int) -> None:
     # The whole paragraph above the underline is the heading, as in CommonMark.
-    text = collapse_spaces(" ".join(reader.lines))
+    text = _plain_inline(" ".join(reader.lines))
     reader.lines = []
     reader.heading(level, text)
 

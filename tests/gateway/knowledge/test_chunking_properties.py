@@ -1,7 +1,9 @@
-"""Properties of Markdown chunking over generated documents: no chunk passes the bound, and
+"""Properties of chunking over generated Markdown and HTML: no chunk passes the bound, and
 the prose and code come out whole, every word once and in order."""
 
 from __future__ import annotations
+
+import html
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -63,3 +65,34 @@ def test_chunks_keep_within_the_bound_and_hold_every_word_in_order(
     assert [word for chunk in doc.chunks for word in chunk.text.split()] == expected
     code_words = {w for source, words in blocks if source.startswith("```") for w in words}
     assert not any(code_words & set(" ".join(chunk.headings).split()) for chunk in doc.chunks)
+
+
+HTML_WORDS = st.text(alphabet="abcxyzçã&<>\"'", min_size=1, max_size=12)
+
+
+@st.composite
+def html_block(draw: st.DrawFn) -> tuple[str, list[str]]:
+    words = draw(st.lists(HTML_WORDS, min_size=1, max_size=300))
+    tag = draw(st.sampled_from(["p", "div", "li", "h2", "h3", "blockquote", "td"]))
+    inner = " ".join(
+        f"<b>{html.escape(word)}</b>" if index % 7 == 3 else html.escape(word)
+        for index, word in enumerate(words)
+    )
+    return f"<{tag}>{inner}</{tag}>", [] if tag.startswith("h") else words
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(html_block(), min_size=1, max_size=15))
+def test_html_chunks_keep_within_the_bound_and_hold_every_word_in_order(
+    blocks: list[tuple[str, list[str]]],
+) -> None:
+    expected = [word for _, words in blocks for word in words]
+    if not expected:
+        return
+    body = "<html><body><main>" + "\n".join(source for source, _ in blocks) + "</main></body>"
+
+    doc = parse_document(body.encode(), "html", fallback_title="page.html")
+
+    assert all(0 < len(chunk.text) <= MAX_CHUNK_CHARS for chunk in doc.chunks)
+    # List markers and cell separators are the only words the reader adds.
+    assert [w for c in doc.chunks for w in c.text.split() if w not in ("-", "|")] == expected

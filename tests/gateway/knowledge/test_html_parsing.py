@@ -67,6 +67,18 @@ def test_scripts_styles_navigation_and_the_site_frame_are_dropped() -> None:
         assert dropped not in everything
 
 
+def test_parts_marked_by_roles_or_hidden_from_readers_are_dropped() -> None:
+    body = b"""
+    <div role="banner">Acme logo</div><div role="navigation"><a>Home</a></div>
+    <div role="main"><p>Kept text.</p><span aria-hidden="true">icon-x</span>
+    <button>Was this helpful?</button><select><option>English</option></select>
+    <form><p>Also kept.</p></form></div>
+    <div role="contentinfo">Imprint</div>
+    """
+
+    assert parse(body)[1] == [((), "Kept text.\n\nAlso kept.")]
+
+
 def test_the_first_h1_is_the_title_without_a_title_element() -> None:
     title, chunks = parse(b"<h1>Opening <em>hours</em></h1><p>Nine to five.</p>")
 

@@ -77,6 +77,15 @@ def test_the_title_falls_back_when_no_h1_exists() -> None:
     assert chunks == [(("Only a subsection",), "Body.")]
 
 
+def test_headings_lose_their_inline_markup() -> None:
+    title, chunks = parse(
+        "# The **`relay`** [CLI](https://x.example/cli)\n\n## snake_case _flags_\n\nOn.\n"
+    )
+
+    assert title == "The relay CLI"
+    assert chunks == [(("The relay CLI", "snake_case flags"), "On.")]
+
+
 def test_a_hash_without_a_space_is_text_not_a_heading() -> None:
     title, chunks = parse("#support is our channel\n\n####### seven is too many\n")
 
