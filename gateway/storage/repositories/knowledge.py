@@ -348,3 +348,27 @@ async def record_sync_error(
         .values(sync_error=error[:SYNC_ERROR_LENGTH])
     )
     return bool(getattr(result, "rowcount", 0))
+
+
+async def record_not_modified(
+    session: AsyncSession,
+    tenant: str,
+    document_id: str,
+    *,
+    now: datetime | None = None,
+    etag: str | None = None,
+    last_modified: datetime | None = None,
+) -> bool:
+    """A re-sync the source answered "not modified": the document is current as of `now`, its
+    error cleared, and a validator the answer carried kept; whether it exists."""
+    values: dict[str, object] = {"synced_at": now or utcnow(), "sync_error": None}
+    if etag is not None:
+        values["etag"] = etag
+    if last_modified is not None:
+        values["last_modified"] = last_modified
+    result = await session.execute(
+        update(KnowledgeDocument)
+        .where(KnowledgeDocument.id == document_id, KnowledgeDocument.tenant == tenant)
+        .values(**values)
+    )
+    return bool(getattr(result, "rowcount", 0))

@@ -315,3 +315,20 @@ async def test_a_long_title_is_cut(session: AsyncSession) -> None:
     assert stored.document.title == "T" * 500
     again = await knowledge.store_document(session, _new(_parsed(long_title, "body")))
     assert again.outcome == "unchanged"
+
+
+async def test_a_source_not_modified_moves_the_sync_only(session: AsyncSession) -> None:
+    stored = await knowledge.store_document(session, _new(_parsed("Returns", "a", "b")), now=NOW)
+    await knowledge.record_sync_error(session, "default", stored.document.id, "timeout")
+    later = NOW + timedelta(hours=6)
+    assert await knowledge.record_not_modified(
+        session, "default", stored.document.id, now=later, etag='"v2"'
+    )
+    assert not await knowledge.record_not_modified(
+        session, "default/other.example.com", stored.document.id, now=later
+    )
+    session.expire_all()
+    found = await knowledge.get_document(session, "default", stored.document.id)
+    assert found is not None
+    assert (found.synced_at, found.sync_error, found.etag) == (later, None, '"v2"')
+    assert found.updated_at == DAY and found.chunk_count == 2
