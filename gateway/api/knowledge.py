@@ -82,7 +82,7 @@ async def _announce(request: web.Request, forgotten: DocumentsForgotten) -> None
 
 
 async def _store(request: web.Request, *, document_id: str | None) -> web.Response:
-    who = await operator_actor(request)
+    who = await operator_actor(request, admin_only=True)  # what the bot tells: admins
     upload, named_actor = await read_upload(request)
     try:
         stored = await add_document(
@@ -133,7 +133,7 @@ async def read_one(request: web.Request) -> web.Response:
 
 
 async def delete(request: web.Request) -> web.Response:
-    who = await operator_actor(request)
+    who = await operator_actor(request, admin_only=True)  # what the bot tells: admins
     gone = await remove_document(
         request.app[SESSIONS],
         tenant=_tenant(request),

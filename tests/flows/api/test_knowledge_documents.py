@@ -261,24 +261,34 @@ async def test_a_document_over_the_limit_is_refused(tmp_path: Path) -> None:
         assert status == 413
 
 
-async def test_a_console_login_writes_with_its_csrf_token(tmp_path: Path) -> None:
+async def test_an_admin_login_writes_with_its_csrf_token_and_an_agent_only_reads(
+    tmp_path: Path,
+) -> None:
     async with running_stack("embedded", tmp_path) as stack:
         async with stack.sessions().begin() as session:
+            await create_operator(session, "ana.admin", PASSWORD, role=OperatorRole.ADMIN)
             await create_operator(session, "ben.agent", PASSWORD, role=OperatorRole.AGENT)
+        admin = await operator_logs_in(stack, "ana.admin", PASSWORD)
         agent = await operator_logs_in(stack, "ben.agent", PASSWORD)
-        assert agent is not None
+        assert admin is not None and agent is not None
         body = {"content": RETURNS, "audience": "public"}
-        status, added = await agent.api("POST", "/v1/knowledge/documents", body)
+        status, added = await admin.api("POST", "/v1/knowledge/documents", body)
         assert status == 201, added
         assert isinstance(added, dict)
-        status, listed = await agent.api("GET", "/v1/knowledge/documents")
-        assert status == 200 and isinstance(listed, dict) and len(listed["documents"]) == 1
         async with stack.sessions()() as session:
             [entry] = await audit.list_audit(session, subject_id=added["id"])
-        assert entry.actor == "ben.agent"
+        assert entry.actor == "ana.admin"
 
-        agent.csrf = "not-the-token"
+        # What the bot tells customers is an admin's call; an agent reads it.
+        status, listed = await agent.api("GET", "/v1/knowledge/documents")
+        assert status == 200 and isinstance(listed, dict) and len(listed["documents"]) == 1
+        status, refused = await agent.api("POST", "/v1/knowledge/documents", body)
+        assert status == 403 and isinstance(refused, dict) and refused["error"] == "admin_only"
         status, refused = await agent.api("DELETE", f"/v1/knowledge/documents/{added['id']}")
+        assert status == 403 and isinstance(refused, dict) and refused["error"] == "admin_only"
+
+        admin.csrf = "not-the-token"
+        status, refused = await admin.api("DELETE", f"/v1/knowledge/documents/{added['id']}")
         assert status == 403 and isinstance(refused, dict)
         assert refused["error"] == "csrf_failed"
 
