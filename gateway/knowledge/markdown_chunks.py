@@ -4,10 +4,11 @@ ATX headings (``#`` to ``######``, closing hashes dropped) and setext headings (
 underlined with ``===`` or ``---``) open a section; its heading path is the enclosing headings,
 outermost first. Fenced code blocks (backticks or tildes) are kept whole, fences and
 indentation included, and nothing inside them is a heading; a fence left open runs to the end,
-as in CommonMark. A YAML front matter block at the very top is dropped. The title is the first
-H1's text. Headings lose their inline markup (emphasis, code ticks; links read as their text).
-Paragraphs are normalized: wrapped lines joined, list items and table rows kept on their own
-lines, spaces collapsed. Pure.
+as in CommonMark. A YAML front matter block at the very top, HTML comments (hidden when the
+page is shown, so never meant for readers) and tables' delimiter rows are dropped. The title
+is the first H1's text. Headings lose their inline markup (emphasis, code ticks; links read as
+their text). Paragraphs are normalized: wrapped lines joined, list items and table rows kept
+on their own lines, spaces collapsed. Pure.
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ _THEMATIC_BREAK: Final = re.compile(r"^ {0,3}(?:(?:\*[ \t]*){3,}|(?:-[ \t]*){3,}
 _LINK: Final = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
 # Emphasis: "**x**", "*x*", "__x__" and "_x_" at word edges (not snake_case's underscores).
 _EMPHASIS: Final = re.compile(r"(\*{1,3}|(?<!\w)_{1,3})(\S(?:.*?\S)??)\1(?!\w)")
+# A table's delimiter row ("|---|:--:|"): layout, not text.
+_TABLE_DELIMITER: Final = re.compile(r"^(?=.*\|)(?=.*-)[ \t|:-]+$")
 _FRONT_MATTER: Final = re.compile(r"\A---[ \t]*\n.*?\n(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.DOTALL)
 
 
@@ -47,6 +50,25 @@ class _Reader:
 
     outline: OutlineBuilder = field(default_factory=OutlineBuilder)
     lines: list[str] = field(default_factory=list)
+    in_comment: bool = False
+
+    def uncommented(self, line: str) -> str:
+        """``line`` without the parts inside HTML comments, which may span lines."""
+        kept: list[str] = []
+        while line:
+            if self.in_comment:
+                end = line.find("-->")
+                if end < 0:
+                    break
+                line, self.in_comment = line[end + 3 :], False
+            else:
+                start = line.find("<!--")
+                if start < 0:
+                    kept.append(line)
+                    break
+                kept.append(line[:start])
+                line, self.in_comment = line[start + 4 :], True
+        return "".join(kept)
 
     def end_paragraph(self) -> None:
         self.outline.paragraph(join_prose_lines(self.lines))
@@ -64,7 +86,7 @@ def read_markdown(text: str) -> MarkdownOutline:
     reader = _Reader()
     index = 0
     while index < len(lines):
-        line = lines[index]
+        line = reader.uncommented(lines[index])
         fence = _FENCE.match(line)
         if fence and not (fence.group(2)[0] == "`" and "`" in fence.group(3)):
             reader.end_paragraph()
@@ -73,6 +95,8 @@ def read_markdown(text: str) -> MarkdownOutline:
         atx = _ATX.match(line)
         if atx:
             reader.heading(len(atx.group(1)), _heading_text(atx.group(2) or ""))
+        elif _TABLE_DELIMITER.match(line):
+            pass
         elif reader.lines and _SETEXT_H1.match(line):
             _setext(reader, 1)
         elif reader.lines and _SETEXT_H2.match(line):

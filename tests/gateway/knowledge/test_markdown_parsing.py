@@ -128,6 +128,28 @@ def test_a_heading_without_text_makes_no_chunk() -> None:
     assert chunks == [(("Title", "Full"), "Something.")]
 
 
+def test_html_comments_are_dropped_even_across_lines() -> None:
+    text = (
+        "# Prices\n\nPlan A <!-- internal: margin 40% --> costs 5.\n\n"
+        "<!--\nTODO staff discount code STAFF50\n\n# Not a heading\n-->\nPlan B costs 9.\n"
+        "\n```html\n<!-- code keeps its comments -->\n```\n"
+    )
+    _, chunks = parse(text)
+
+    assert chunks == [
+        (
+            ("Prices",),
+            "Plan A costs 5.\n\nPlan B costs 9.\n\n```html\n<!-- code keeps its comments -->\n```",
+        )
+    ]
+
+
+def test_tables_keep_their_rows_but_not_the_delimiter_row() -> None:
+    _, chunks = parse("# Fees\n\n| Plan | Fee |\n|:-----|----:|\n| Basic | 5 |\n")
+
+    assert chunks == [(("Fees",), "| Plan | Fee |\n| Basic | 5 |")]
+
+
 def test_front_matter_is_dropped() -> None:
     title, chunks = parse("---\ntitle: Ignored\ntags: [a]\n---\n# Real\n\nBody.\n")
 
