@@ -1,14 +1,14 @@
 """HTML read into sections under its h1-h6 headings, with the standard library's parser.
 
 What is not the page's content is dropped: scripts, styles, navigation, asides, ``noscript``,
-templates, embedded SVG and frames, buttons and selects, elements marked ``hidden`` or
-``aria-hidden``, the same parts marked by ARIA roles, and the site's header and footer. A
-``header`` or ``footer`` inside an ``article`` or ``main`` is kept, since there it holds the
-article's own heading and date. Block elements break paragraphs; list items, ``br`` and table
-rows break lines (a list item starts with ``- ``, cells are joined by `` | ``); ``pre`` keeps
-its lines and spacing. Entities are decoded by the parser. The title is the ``<title>``, else
-the first h1. The encoding comes from the bytes (`html_charset`): a byte-order mark, else a
-``<meta>`` charset near the top, else UTF-8. Pure.
+templates, embedded SVG and frames, buttons and selects, hidden elements (``hidden``,
+``aria-hidden``, an inline ``display: none``), the same parts marked by ARIA roles, and the
+site's header and footer. A ``header`` or ``footer`` inside an ``article`` or ``main`` is kept,
+since there it holds the article's own heading and date. Block elements break paragraphs; list
+items, ``br`` and table rows break lines (a list item starts with a dash, cells are joined by
+bars); ``pre`` keeps its lines and spacing. Entities are decoded by the parser. The title is the
+``<title>``, else the first h1. The encoding comes from the bytes (`html_charset`): a byte-order
+mark, else a ``<meta>`` charset near the top, else UTF-8. Pure.
 """
 
 from __future__ import annotations
@@ -108,7 +108,13 @@ class _PageParser(HTMLParser):
                 self._skipping.append(tag)
             return
         marks = dict(attrs)
-        hidden = ("hidden" in marks or marks.get("aria-hidden") == "true") and tag not in _VOID
+        style = "".join((marks.get("style") or "").lower().split())
+        hidden = tag not in _VOID and (
+            "hidden" in marks
+            or marks.get("aria-hidden") == "true"
+            or "display:none" in style
+            or "visibility:hidden" in style
+        )
         role = marks.get("role")
         frame = (tag in _PAGE_FRAME or role in _FRAME_ROLES) and self._content_depth == 0
         if tag in _DROPPED or role in _DROPPED_ROLES or hidden or frame:

@@ -72,6 +72,7 @@ def test_parts_marked_by_roles_or_hidden_from_readers_are_dropped() -> None:
     <div role="banner">Acme logo</div><div role="navigation"><a>Home</a></div>
     <div role="main"><p>Kept text.</p><span aria-hidden="true">icon-x</span>
     <button>Was this helpful?</button><select><option>English</option></select>
+    <div style="DISPLAY: none">Coupon STAFF50</div><p style="visibility:hidden">x</p>
     <form><p>Also kept.</p></form></div>
     <div role="contentinfo">Imprint</div>
     """
