@@ -19,7 +19,9 @@ from gateway.knowledge.pdf_chunks import PdfUnreadable, read_pdf
 from gateway.knowledge.records import DocumentFormat, ParsedDocument
 from gateway.knowledge.text_chunks import read_text
 
-__all__ = ["DocumentUnreadable", "format_of", "parse_document"]
+__all__ = ["MAX_TITLE_CHARS", "DocumentUnreadable", "format_of", "parse_document"]
+
+MAX_TITLE_CHARS: Final = 200
 
 _CONTENT_TYPES: Final[dict[str, DocumentFormat]] = {
     "text/markdown": "markdown",
@@ -65,8 +67,9 @@ def format_of(content_type: str | None, filename: str | None) -> DocumentFormat 
 
 def parse_document(body: bytes, fmt: DocumentFormat, *, fallback_title: str) -> ParsedDocument:
     """The title and chunks of ``body`` read as ``fmt``; the title falls back to
-    ``fallback_title`` (a file name, a URL) when the document names none. Raises
-    `DocumentUnreadable` for a body that is not the format or has no text."""
+    ``fallback_title`` (a file name, a URL) when the document names none, and one longer than
+    `MAX_TITLE_CHARS` is cut at a word. Raises `DocumentUnreadable` for a body that is not the
+    format or has no text."""
     if fmt == "pdf":
         try:
             pdf = read_pdf(body)
@@ -87,7 +90,20 @@ def parse_document(body: bytes, fmt: DocumentFormat, *, fallback_title: str) -> 
     chunks = chunks_of(sections)
     if not chunks:
         raise DocumentUnreadable(f"the {_NAMES[fmt]} document has no text")
-    return ParsedDocument(title=collapse_spaces(title or "") or fallback_title, chunks=chunks)
+    return ParsedDocument(
+        title=_short(collapse_spaces(title or "")) or fallback_title, chunks=chunks
+    )
+
+
+def _short(title: str) -> str:
+    """``title`` cut at a word near `MAX_TITLE_CHARS`: a title is shown beside every citation."""
+    if len(title) <= MAX_TITLE_CHARS:
+        return title
+    head = title[: MAX_TITLE_CHARS + 1]
+    cut = head.rsplit(" ", 1)[0] if " " in head else ""
+    if len(cut) < MAX_TITLE_CHARS // 2:
+        cut = title[:MAX_TITLE_CHARS]
+    return cut.rstrip() + "\u2026"
 
 
 _NAMES: Final[dict[DocumentFormat, str]] = {

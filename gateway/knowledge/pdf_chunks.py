@@ -70,7 +70,15 @@ def read_pdf(body: bytes) -> PdfOutline:
             if reader.pages
             else "the PDF has no pages"
         )
-    return PdfOutline(title=str(title) if title else None, sections=sections)
+    return PdfOutline(title=_useful_title(str(title or "")), sections=sections)
+
+
+def _useful_title(title: str) -> str | None:
+    """The /Title, unless it is what office software writes when nobody set one ("Microsoft
+    Word - Document1.docx", "untitled"); an office prefix and a file extension are dropped."""
+    title = _OFFICE_PREFIX.sub("", " ".join(title.split()))
+    title = _FILE_EXTENSION.sub("", title).strip()
+    return None if _PLACEHOLDER_TITLE.match(title) else title
 
 
 def _decrypt(reader: PdfReader) -> None:
@@ -85,6 +93,15 @@ def _decrypt(reader: PdfReader) -> None:
         raise PdfUnreadable("the PDF is encrypted with a password; upload it without one")
 
 
+_OFFICE_PREFIX: Final = re.compile(r"^Microsoft (?:Word|PowerPoint|Excel) - ", re.IGNORECASE)
+_FILE_EXTENSION: Final = re.compile(
+    r"\.(?:docx?|pptx?|xlsx?|odt|odp|rtf|pdf|txt|md|html?|indd|pages)$", re.IGNORECASE
+)
+_PLACEHOLDER_TITLE: Final = re.compile(
+    r"^(?:|untitled|sem t[ií]tulo|document|documento|title|t[ií]tulo|presentation)"
+    r"(?:[\s_-]*\d+)?$",
+    re.IGNORECASE,
+)
 _DIGITS: Final = re.compile(r"\d+")
 _PAGE_NUMBER: Final = re.compile(
     r"^(?:page|p\.|p[aá]gina|p[aá]g\.)?\s*[-\u2013]?\s*(?:\d+|[ivxlc]+)"

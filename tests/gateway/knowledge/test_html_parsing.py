@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from gateway.knowledge.chunking import MAX_CHUNK_CHARS
-from gateway.knowledge.parsing import DocumentUnreadable, parse_document
+from gateway.knowledge.parsing import MAX_TITLE_CHARS, DocumentUnreadable, parse_document
 
 PAGE = """<!doctype html>
 <html><head>
@@ -85,6 +85,13 @@ def test_the_first_h1_is_the_title_without_a_title_element() -> None:
 
     assert title == "Opening hours"
     assert chunks == [(("Opening hours",), "Nine to five.")]
+
+
+def test_a_very_long_title_is_cut_at_a_word() -> None:
+    title, _ = parse(f"<title>{'Returns and refunds ' * 30}</title><p>Body.</p>".encode())
+
+    assert len(title) <= MAX_TITLE_CHARS + 1
+    assert title == ("Returns and refunds " * 10).strip() + "\u2026"
 
 
 def test_the_title_falls_back_without_title_or_h1() -> None:

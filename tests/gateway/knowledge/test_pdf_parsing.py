@@ -60,6 +60,22 @@ def test_without_a_title_in_the_metadata_the_title_falls_back() -> None:
     assert parse(pdf_document(MANUAL, title="   "), fallback="warranty.pdf")[0] == "warranty.pdf"
 
 
+@pytest.mark.parametrize(
+    ("metadata_title", "title"),
+    [
+        ("Microsoft Word - Política de trocas.docx", "Política de trocas"),
+        ("Document1", "manual.pdf"),
+        ("untitled", "manual.pdf"),
+        ("Sem título", "manual.pdf"),
+        ("Price list 2026", "Price list 2026"),
+    ],
+)
+def test_titles_office_software_writes_are_cleaned_or_ignored(
+    metadata_title: str, title: str
+) -> None:
+    assert parse(pdf_document(MANUAL, title=metadata_title))[0] == title
+
+
 def test_running_heads_page_numbers_and_hyphenation_are_undone() -> None:
     pages = [
         [
