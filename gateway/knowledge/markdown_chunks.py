@@ -26,6 +26,8 @@ _ATX_CLOSING: Final = re.compile(r"(?:^|[ \t]+)#+$")
 _FENCE: Final = re.compile(r"^( {0,3})(`{3,}|~{3,})(.*)$")
 _SETEXT_H1: Final = re.compile(r"^ {0,3}=+[ \t]*$")
 _SETEXT_H2: Final = re.compile(r"^ {0,3}-+[ \t]*$")
+# A list can not be underlined into a heading: "- a" over "---" is a list and a rule.
+_LIST_ITEM: Final = re.compile(r"^ {0,3}(?:[-*+]|\d{1,9}[.)])(?:[ \t]|$)")
 _THEMATIC_BREAK: Final = re.compile(r"^ {0,3}(?:(?:\*[ \t]*){3,}|(?:-[ \t]*){3,}|(?:_[ \t]*){3,})$")
 # Links and images ("[text](url)", "![alt](src)") read as their text.
 _LINK: Final = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
@@ -97,9 +99,9 @@ def read_markdown(text: str) -> MarkdownOutline:
             reader.heading(len(atx.group(1)), _heading_text(atx.group(2) or ""))
         elif _TABLE_DELIMITER.match(line):
             pass
-        elif reader.lines and _SETEXT_H1.match(line):
+        elif reader.lines and _SETEXT_H1.match(line) and not _LIST_ITEM.match(reader.lines[0]):
             _setext(reader, 1)
-        elif reader.lines and _SETEXT_H2.match(line):
+        elif reader.lines and _SETEXT_H2.match(line) and not _LIST_ITEM.match(reader.lines[0]):
             _setext(reader, 2)
         elif _THEMATIC_BREAK.match(line) or not line.strip():
             reader.end_paragraph()

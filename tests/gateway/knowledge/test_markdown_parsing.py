@@ -70,6 +70,12 @@ def test_a_horizontal_rule_after_a_blank_line_is_not_a_heading() -> None:
     assert chunks == [(("Notes",), "First part.\n\nSecond part.")]
 
 
+def test_a_list_above_a_rule_is_not_a_heading() -> None:
+    _, chunks = parse("# Steps\n\n- one\n- two\n---\n\nAfter.\n")
+
+    assert chunks == [(("Steps",), "- one\n- two\n\nAfter.")]
+
+
 def test_the_title_falls_back_when_no_h1_exists() -> None:
     title, chunks = parse("## Only a subsection\n\nBody.\n", fallback="faq.md")
 
