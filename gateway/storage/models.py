@@ -634,6 +634,7 @@ from gateway.storage.models_actions import (  # noqa: E402
     IdentityVerification as IdentityVerification,
 )
 from gateway.storage.models_csat import CsatSurvey as CsatSurvey  # noqa: E402
+from gateway.storage.models_embeddings import Embedding as Embedding  # noqa: E402
 from gateway.storage.models_inbox import ConversationAssignment as ConversationAssignment  # noqa: E402
 from gateway.storage.models_inbox import ConversationRead as ConversationRead  # noqa: E402
 from gateway.storage.models_knowledge import KnowledgeChunk as KnowledgeChunk  # noqa: E402
