@@ -34,6 +34,8 @@ from gateway.coordination.wakeups import Wakeups
 from gateway.csat.asking import Asker
 from gateway.csat.idle import IdleSurveys
 from gateway.customers.forgetting import Forgetting
+from gateway.embeddings.background import BackgroundEmbedder
+from gateway.embeddings.from_settings import embedder_for
 from gateway.events.outbox import EventOutbox
 from gateway.events.sender import EventSender, sender_for
 from gateway.events.wakeups import EventWakeups
@@ -325,6 +327,15 @@ def build_flow(resources: Resources, stack: AsyncExitStack) -> Flow:
         idle_surveys = IdleSurveys(Asker(sessions, resources.counter, events, deliver), owner=tasks)
         idle_surveys.start()
         stack.push_async_callback(idle_surveys.close)
+        # Vectors for the rows recall and the knowledge base rank, never on a reply's path.
+        embedder = embedder_for(settings, http)
+        if embedder is not None:
+            stack.push_async_callback(embedder.close)
+            vectors = BackgroundEmbedder(
+                sessions, embedder, batch=settings.embeddings_batch, owner=tasks
+            )
+            vectors.start()
+            stack.push_async_callback(vectors.close)
 
     return Flow(
         tasks=tasks,
