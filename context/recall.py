@@ -29,6 +29,7 @@ from typing import Final
 
 from context.dates import day_text, with_date_notes
 from context.inputs import Modality, SummaryItem
+from context.recall_fusion import Fusion, fuse
 from context.recall_index import RecallIndex
 from context.recall_score import (
     RecallCandidate,
@@ -279,15 +280,25 @@ def recall(
     max_lines: int | None = None,
     index: RecallIndex | None = None,
     extra: int = 0,
+    similarities: Sequence[float | None] | None = None,
+    fusion: Fusion | None = None,
 ) -> tuple[SummaryItem, ...]:
     """The summary items most relevant to ``message`` within ``budget`` tokens (and ``extra``
     more for the most relevant lines, see `pack`); an ``index`` built from the same candidates
-    ranks them without re-reading every line."""
+    ranks them without re-reading every line. ``similarities`` (one per candidate: the cosine
+    of the message's vector with the candidate's, None where it has none) fuse a ranking by
+    meaning into the lexical one (`context.recall_fusion`); the idle room's floor then applies
+    to the fused score."""
     if budget + extra <= 0 or not candidates:
         return ()
+    hybrid = similarities is not None and any(s is not None for s in similarities)
+    fusion = fusion or Fusion()
+    floor = fusion.floor if hybrid else RELEVANCE_FLOOR
     if index is not None:
         # A window holds at most a few hundred recalled lines; rank no further than that.
         ranked = index.rank(message, limit=RANK_LIMIT)
+        if hybrid and similarities is not None:
+            ranked = fuse(ranked, index.candidates, similarities, fusion)
         return pack(
             ranked,
             episodes,
@@ -295,10 +306,18 @@ def recall(
             counter,
             max_lines=max_lines,
             extra=extra,
+            floor=floor,
             lines=index.lines,
         )
     pool = candidates
+    pool_similarities = similarities
     if len(pool) > MAX_CANDIDATES:
-        pool = sorted(pool, key=lambda c: c.source_message_id)[-MAX_CANDIDATES:]
+        newest = sorted(range(len(pool)), key=lambda i: pool[i].source_message_id)
+        kept = newest[-MAX_CANDIDATES:]
+        pool = [candidates[i] for i in kept]
+        if similarities is not None:
+            pool_similarities = [similarities[i] for i in kept]
     ranked = rank_candidates(message, pool)
-    return pack(ranked, episodes, budget, counter, max_lines=max_lines, extra=extra)
+    if hybrid and pool_similarities is not None:
+        ranked = fuse(ranked, pool, pool_similarities, fusion)
+    return pack(ranked, episodes, budget, counter, max_lines=max_lines, extra=extra, floor=floor)

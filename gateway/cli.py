@@ -492,7 +492,7 @@ def _eval_locomo(settings: Settings, args: argparse.Namespace) -> int:
     import time
 
     from devtools.eval.locomo import SPLITS, LocomoDataMissing, data_path, load
-    from devtools.eval.report import summarize
+    from devtools.eval.report import EmbeddingCost, summarize
     from devtools.eval.run import evaluate
 
     try:
@@ -510,9 +510,34 @@ def _eval_locomo(settings: Settings, args: argparse.Namespace) -> int:
     logging.getLogger("relaydesk.memory").setLevel(logging.WARNING)
     started = time.perf_counter()
     conversations = load(path, SPLITS[args.split])
-    outcomes = asyncio.run(evaluate(conversations, window=args.window, progress=progress))
+    embedder = None
+    if args.recall != "lexical":
+        from devtools.eval.vectors import DiskCachedEmbedder, default_cache_dir
+        from gateway.embeddings.offline import OfflineEmbedder
+
+        cache_dir = Path(args.embedding_cache) if args.embedding_cache else default_cache_dir()
+        embedder = DiskCachedEmbedder(OfflineEmbedder(), cache_dir)
+    outcomes = asyncio.run(
+        evaluate(
+            conversations,
+            window=args.window,
+            progress=progress,
+            recall=args.recall,
+            embedder=embedder,
+        )
+    )
+    embedding = None
+    if embedder is not None:
+        asyncio.run(embedder.close())
+        embedding = EmbeddingCost(
+            round(embedder.seconds, 1), embedder.counts.computed, embedder.counts.cached
+        )
     report = summarize(
-        outcomes, split=args.split, window=args.window, seconds=time.perf_counter() - started
+        outcomes,
+        split=args.split,
+        window=args.window,
+        seconds=time.perf_counter() - started,
+        embedding=embedding,
     )
     print(report.table())
     if args.json:
@@ -806,6 +831,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     locomo.add_argument(
         "--json", action="store_true", help="also print one JSON object as the last line"
+    )
+    locomo.add_argument(
+        "--recall",
+        choices=("lexical", "hybrid", "both"),
+        default="lexical",
+        help="our window's recall: lexical (BM25), hybrid (BM25 fused with the offline "
+        "embedding model) or both side by side (default lexical)",
+    )
+    locomo.add_argument(
+        "--embedding-cache",
+        help="folder of the vectors kept between runs (default "
+        "$XDG_CACHE_HOME/relaydesk/eval-embeddings, else ~/.cache/relaydesk/eval-embeddings)",
     )
     locomo.set_defaults(run=_eval_locomo)
     return parser

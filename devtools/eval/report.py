@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
-from devtools.eval.run import CATEGORIES, METHODS, Outcome
+from devtools.eval.run import ALL_METHODS, CATEGORIES, Outcome
 
-__all__ = ["CATEGORY_NAMES", "EvalReport", "summarize"]
+__all__ = ["CATEGORY_NAMES", "EmbeddingCost", "EvalReport", "summarize"]
 
 CATEGORY_NAMES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 
@@ -34,8 +34,18 @@ def _figures(outcomes: Sequence[Outcome]) -> dict[str, Any]:
     }
 
 
-def _by_method(outcomes: Sequence[Outcome]) -> dict[str, dict[str, Any]]:
-    return {method: _figures([o for o in outcomes if o.method == method]) for method in METHODS}
+def _by_method(outcomes: Sequence[Outcome], methods: Sequence[str]) -> dict[str, dict[str, Any]]:
+    return {method: _figures([o for o in outcomes if o.method == method]) for method in methods}
+
+
+@dataclass(frozen=True, slots=True)
+class EmbeddingCost:
+    """What hybrid recall's vectors cost a run: seconds spent reading and computing them, and
+    how many were computed and how many came from the disk cache."""
+
+    seconds: float
+    computed: int
+    cached: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,12 +55,18 @@ class EvalReport:
     overall: dict[str, dict[str, Any]]
     by_category: dict[str, dict[str, dict[str, Any]]]
     seconds: float
+    embedding: EmbeddingCost | None = None  # None: no hybrid recall in the run
 
     def table(self) -> str:
         head = (
             f"LoCoMo, split {self.split}, window {self.window} "
             f"(categories 1-4; {self.seconds:.0f} s)"
         )
+        if self.embedding is not None:
+            head += (
+                f"; vectors {self.embedding.seconds:.0f} s, "
+                f"{self.embedding.computed} computed, {self.embedding.cached} from the cache"
+            )
         rows = [
             head,
             f"{'slice':<18} {'method':<10} {'n':>5} {'evidence':>9} {'answer':>7} "
@@ -76,6 +92,7 @@ class EvalReport:
             "window": self.window,
             "overall": self.overall,
             "by_category": self.by_category,
+            **({"embedding": asdict(self.embedding)} if self.embedding is not None else {}),
         }
 
     def json_line(self) -> str:
@@ -89,15 +106,24 @@ def _cell(value: float | None, digits: int) -> str:
 
 
 def summarize(
-    outcomes: Sequence[Outcome], *, split: str, window: int, seconds: float = 0.0
+    outcomes: Sequence[Outcome],
+    *,
+    split: str,
+    window: int,
+    seconds: float = 0.0,
+    embedding: EmbeddingCost | None = None,
 ) -> EvalReport:
+    """The figures of the methods present in ``outcomes``, overall and by category."""
+    present = {o.method for o in outcomes}
+    methods = [method for method in ALL_METHODS if method in present]
     return EvalReport(
         split=split,
         window=window,
-        overall=_by_method(outcomes),
+        overall=_by_method(outcomes, methods),
         by_category={
-            str(category): _by_method([o for o in outcomes if o.category == category])
+            str(category): _by_method([o for o in outcomes if o.category == category], methods)
             for category in CATEGORIES
         },
         seconds=seconds,
+        embedding=embedding,
     )

@@ -17,6 +17,13 @@ Measures, per question and method:
 * tokens — our window's ``estimated_tokens``; the baselines are given the same count per
   question.
 
+Our window is built with lexical recall (``relaydesk``), hybrid recall (``hybrid``: the same
+window with the lexical ranking fused with the offline model's similarities,
+`context.recall_fusion`), or both side by side (``recall``: ``lexical``, ``hybrid``, ``both``).
+Hybrid recall embeds every candidate and question through the ``embedder`` given (the
+evaluation's is cached on disk, `devtools.eval.vectors`); the baselines get the first window's
+tokens.
+
 Baselines render raw turns as ``[session date] Speaker: text`` (cl100k tokens per line, plus
 one for the newline): ``recency`` keeps the newest turns that fit, ``bm25`` the best-scoring turns
 for the question (``context.relevance`` BM25) that fit, in chronological order; ``full`` is
@@ -31,7 +38,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Final
+from typing import Final, Literal
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -39,6 +46,8 @@ from context import TiktokenCounter, TokenCounter, load_encoding
 from context.relevance import bm25_scores, terms
 from devtools.eval.ingest import Ingested, ingest
 from devtools.eval.locomo import Conversation, Question
+from devtools.eval.vectors import CandidateSimilarity
+from gateway.embeddings.base import Embedder
 from gateway.memory.recall import RecallCache
 from gateway.memory.service import sentences_from
 from gateway.storage.engine import make_engine, make_sessionmaker
@@ -49,7 +58,10 @@ from gateway.turns.window import assemble_context
 
 __all__ = [
     "CATEGORIES",
+    "HYBRID",
+    "LEXICAL",
     "METHODS",
+    "RecallMode",
     "Outcome",
     "collapse",
     "evaluate",
@@ -57,7 +69,13 @@ __all__ = [
 ]
 
 CATEGORIES: Final = (1, 2, 3, 4)
-METHODS: Final = ("relaydesk", "recency", "bm25", "full")
+LEXICAL: Final = "relaydesk"
+HYBRID: Final = "hybrid"
+METHODS: Final = (LEXICAL, "recency", "bm25", "full")
+# Every method a report may hold, in the order it shows them.
+ALL_METHODS: Final = (LEXICAL, HYBRID, *METHODS[1:])
+
+RecallMode = Literal["lexical", "hybrid", "both"]
 DEFAULT_WINDOW: Final = 8192
 
 _PUNCT: Final = re.compile(r"[^\w\s]")
@@ -190,6 +208,20 @@ def _covered(
     return True
 
 
+def _systems(
+    mode: RecallMode, similarity: CandidateSimilarity | None
+) -> list[tuple[str, RecallCache]]:
+    """Our windows to build, each with its own recall cache (hybrid: one that fuses)."""
+    systems: list[tuple[str, RecallCache]] = []
+    if mode in ("lexical", "both"):
+        systems.append((LEXICAL, RecallCache()))
+    if mode in ("hybrid", "both"):
+        if similarity is None:
+            raise ValueError("hybrid recall needs an embedder")
+        systems.append((HYBRID, RecallCache(similarity=similarity)))
+    return systems
+
+
 async def _evaluate_one(
     conversation: Conversation,
     index: int,
@@ -197,6 +229,7 @@ async def _evaluate_one(
     counter: TokenCounter,
     settings: TenantSettings,
     directory: Path,
+    systems: Sequence[tuple[str, RecallCache]],
 ) -> list[Outcome]:
     engine = make_engine(f"sqlite+aiosqlite:///{directory / f'{conversation.sample_id}.db'}")
     try:
@@ -205,39 +238,44 @@ async def _evaluate_one(
         stored = await ingest(sessions, conversation, counter, index=index)
         history = _history(conversation, counter)
         outcomes: list[Outcome] = []
-        # As a gateway serves a customer: the recall index is built once and reused while
-        # the customer's other episodes are unchanged (they are, question after question).
-        recall_cache = RecallCache()
         async with sessions() as session:
             sources = await _sources(session, stored.customer_id)
             for question in conversation.questions:
                 if question.category not in CATEGORIES:
                     continue
-                assembled = await assemble_context(
-                    session,
-                    identity=stored.web,
-                    settings=settings,
-                    counter=counter,
-                    message=question.question,
-                    window=window,
-                    recall_cache=recall_cache,
-                )
-                built = assembled.window
-                # The question itself is the last message: it is not evidence of anything.
-                shown = collapse("\n".join(m.content for m in built.messages[:-1]))
-                tokens = built.report.estimated_tokens
                 answer = question.answer or ""
-                outcomes.append(
-                    Outcome(
-                        conversation.sample_id,
-                        question.category,
-                        "relaydesk",
-                        _covered(question, shown, conversation, stored, sources),
-                        contains_answer(answer, normalize(shown)),
-                        tokens,
-                        history.full_tokens,
+                first_tokens: int | None = None
+                # As a gateway serves a customer: the recall index is built once and reused
+                # while the customer's other episodes are unchanged (they are, question after
+                # question).
+                for method, recall_cache in systems:
+                    assembled = await assemble_context(
+                        session,
+                        identity=stored.web,
+                        settings=settings,
+                        counter=counter,
+                        message=question.question,
+                        window=window,
+                        recall_cache=recall_cache,
                     )
-                )
+                    built = assembled.window
+                    # The question itself is the last message: it is not evidence of anything.
+                    shown = collapse("\n".join(m.content for m in built.messages[:-1]))
+                    tokens = built.report.estimated_tokens
+                    if first_tokens is None:
+                        first_tokens = tokens
+                    outcomes.append(
+                        Outcome(
+                            conversation.sample_id,
+                            question.category,
+                            method,
+                            _covered(question, shown, conversation, stored, sources),
+                            contains_answer(answer, normalize(shown)),
+                            tokens,
+                            history.full_tokens,
+                        )
+                    )
+                tokens = first_tokens or 0
                 for method in METHODS[1:]:
                     ids, text, used = _baseline(method, history, question, tokens)
                     outcomes.append(
@@ -267,16 +305,23 @@ async def evaluate(
     counter: TokenCounter | None = None,
     settings: TenantSettings | None = None,
     progress: Progress = _silent,
+    recall: RecallMode = "lexical",
+    embedder: Embedder | None = None,
 ) -> list[Outcome]:
-    """Every outcome of every question of categories 1–4 of ``conversations``."""
+    """Every outcome of every question of categories 1–4 of ``conversations``; hybrid recall
+    (``recall``: ``hybrid`` or ``both``) needs an ``embedder``."""
     counter = counter or TiktokenCounter(load_encoding())
     settings = settings or TenantSettings()
+    similarity = CandidateSimilarity(embedder) if embedder is not None else None
     outcomes: list[Outcome] = []
     with tempfile.TemporaryDirectory(prefix="relaydesk-locomo-") as directory:
         for index, conversation in enumerate(conversations):
             started = time.perf_counter()
+            systems = _systems(recall, similarity)
             outcomes.extend(
-                await _evaluate_one(conversation, index, window, counter, settings, Path(directory))
+                await _evaluate_one(
+                    conversation, index, window, counter, settings, Path(directory), systems
+                )
             )
             progress(f"{conversation.sample_id}: {time.perf_counter() - started:.1f} s")
     return outcomes

@@ -24,7 +24,7 @@ from collections import OrderedDict
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
-from typing import Final
+from typing import Final, Protocol
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -43,6 +43,7 @@ __all__ = [
     "RAW_TURN_SCOPES",
     "RecallCache",
     "RecallScope",
+    "RecallSimilarity",
     "recall_items",
 ]
 
@@ -176,14 +177,25 @@ def _sentences(records: list[SummaryRecord]) -> list[RecallCandidate]:
     return out
 
 
+class RecallSimilarity(Protocol):
+    """The cosine of a message's vector with each candidate's (None for a candidate without a
+    vector yet): what hybrid recall fuses with the lexical ranking (`context.recall_fusion`)."""
+
+    async def __call__(
+        self, message: str, candidates: Sequence[RecallCandidate]
+    ) -> Sequence[float | None]: ...
+
+
 class RecallCache:
     """The recall index of recently served customers, reused while the customer's other
     episodes are unchanged (their last message time, transcript version and summary pointer
     form the fingerprint, read on every request anyway). Consecutive turns of a conversation
-    then skip the raw-turn read; any new message elsewhere, summary, merge or split misses."""
+    then skip the raw-turn read; any new message elsewhere, summary, merge or split misses.
+    With a ``similarity``, recall through the cache is hybrid."""
 
-    def __init__(self, capacity: int = 256) -> None:
+    def __init__(self, capacity: int = 256, similarity: RecallSimilarity | None = None) -> None:
         self._capacity = capacity
+        self.similarity = similarity
         self._entries: OrderedDict[tuple[object, ...], tuple[object, RecallIndex]] = OrderedDict()
 
     def get(self, key: tuple[object, ...], fingerprint: object) -> RecallIndex | None:
@@ -263,4 +275,16 @@ async def recall_items(
             return recall(message, candidates, known, budget, counter, extra=extra)
         index = build_index(candidates)
         cache.put(key, fingerprint, index)
-    return recall(message, index.candidates, known, budget, counter, index=index, extra=extra)
+    similarities = None
+    if cache is not None and cache.similarity is not None:
+        similarities = await cache.similarity(message, index.candidates)
+    return recall(
+        message,
+        index.candidates,
+        known,
+        budget,
+        counter,
+        index=index,
+        extra=extra,
+        similarities=similarities,
+    )
