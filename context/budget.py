@@ -1,9 +1,11 @@
-"""The token budget of one window: output reserve, protocol margin and five input slices.
+"""The token budget of one window: output reserve, protocol margin and six input slices.
 
-Defaults are the 8k split: instruction 800, state 400, facts 1,200, summaries 1,600, current
-episode 3,200, output reserve 800 and a protocol margin of 192 that absorbs the difference between
-our count and the provider's (8,192 in total). ``Budget.for_window`` scales that split to any
-window; explicit values win over the scaled ones.
+Defaults are the 8k split: instruction 800, state 400, facts 1,200, knowledge 600, summaries
+1,000, current episode 3,200, output reserve 800 and a protocol margin of 192 that absorbs the
+difference between our count and the provider's (8,192 in total). The knowledge slice takes its
+share from the summaries slice, the other material from outside the conversation; a window with
+no relevant document cedes it forward, so recall gets it back. ``Budget.for_window`` scales that
+split to any window; explicit values win over the scaled ones.
 
 A window whose model may call actions also keeps ``tool_results`` tokens for what the calls
 return: taken off the input before the slices share it, so the results of every round fit
@@ -18,13 +20,21 @@ from typing import Final
 __all__ = ["DEFAULT_WINDOW", "SLICE_NAMES", "Budget"]
 
 DEFAULT_WINDOW: Final = 8192
-SLICE_NAMES: Final = ("instruction", "state", "facts", "summaries", "current_episode")
+SLICE_NAMES: Final = (
+    "instruction",
+    "state",
+    "facts",
+    "knowledge",
+    "summaries",
+    "current_episode",
+)
 
 _DEFAULT_SLICES: Final = {
     "instruction": 800,
     "state": 400,
     "facts": 1200,
-    "summaries": 1600,
+    "knowledge": 600,
+    "summaries": 1000,
     "current_episode": 3200,
 }
 _DEFAULT_RESERVE: Final = 800
@@ -49,7 +59,10 @@ class Budget:
     instruction: int = _DEFAULT_SLICES["instruction"]
     state: int = _DEFAULT_SLICES["state"]
     facts: int = _DEFAULT_SLICES["facts"]
-    summaries: int = _DEFAULT_SLICES["summaries"]
+    # Built field by field, a budget has a knowledge slice only when it names one (the
+    # summaries keep their whole share); `default` and `for_window` give it its share.
+    knowledge: int = 0
+    summaries: int = _DEFAULT_SLICES["summaries"] + _DEFAULT_SLICES["knowledge"]
     current_episode: int = _DEFAULT_SLICES["current_episode"]
     max_single_message_tokens: int = _DEFAULT_MAX_SINGLE
     truncated_message_target_tokens: int = _DEFAULT_TRUNCATED_TARGET
@@ -103,7 +116,7 @@ class Budget:
     @classmethod
     def default(cls) -> Budget:
         """The 8k budget from the defaults table."""
-        return cls()
+        return cls.for_window(DEFAULT_WINDOW)
 
     @classmethod
     def for_window(
@@ -115,6 +128,7 @@ class Budget:
         instruction: int | None = None,
         state: int | None = None,
         facts: int | None = None,
+        knowledge: int | None = None,
         summaries: int | None = None,
         current_episode: int | None = None,
         max_single_message_tokens: int | None = None,
@@ -137,6 +151,7 @@ class Budget:
             "instruction": instruction,
             "state": state,
             "facts": facts,
+            "knowledge": knowledge,
             "summaries": summaries,
             "current_episode": current_episode,
         }

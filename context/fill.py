@@ -2,7 +2,8 @@
 
 A ``Ledger`` tracks one slice through a build: its own budget, the surplus it received from the
 slice before, what it used, what it was granted in the second pass and what it ceded. A ``Pool``
-holds the optional members of a system-message slice (state extras, facts, summaries) in fill
+holds the optional members of a system-message slice (state extras, facts, knowledge,
+summaries) in fill
 priority and records every choice as a ``Pick``, so the build can give choices back in reverse
 order if the whole window turns out larger than its line-by-line estimate.
 
@@ -19,7 +20,7 @@ from context.report import SliceReport
 
 __all__ = ["Ledger", "Pick", "PickKind", "Pool"]
 
-PickKind = Literal["state", "fact", "summary", "episode_summary", "turn"]
+PickKind = Literal["state", "fact", "knowledge", "summary", "episode_summary", "turn"]
 
 
 @dataclass(slots=True)

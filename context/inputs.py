@@ -7,7 +7,7 @@ passed in; the builder never recounts them. Only text it renders itself is count
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime
 from typing import Final, Literal
 
 from context.errors import ContextInputError
@@ -19,6 +19,7 @@ __all__ = [
     "CurrentEpisode",
     "FactItem",
     "Instruction",
+    "KnowledgeItem",
     "Modality",
     "OperationalState",
     "Role",
@@ -160,6 +161,30 @@ class CurrentEpisode:
 
 
 @dataclass(frozen=True, slots=True)
+class KnowledgeItem:
+    """One chunk of the tenant's knowledge base the customer may be told (the gateway filtered
+    it by audience), with its document's title, URL and date.
+
+    ``terms`` are what it is matched by (`context.knowledge.chunk_terms`), worked out once
+    where chunks are cached; empty: the builder works them out. ``tokens`` is the stored count
+    of ``text`` (``None``: counted).
+    """
+
+    id: str
+    document_id: str
+    title: str
+    text: str
+    updated_at: date
+    url: str | None = None
+    position: int = 0  # its order in the document
+    tokens: int | None = None
+    terms: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        _check_tokens(f"knowledge chunk {self.id!r}", self.tokens)
+
+
+@dataclass(frozen=True, slots=True)
 class ContextRequest:
     """Everything one window is built from.
 
@@ -167,7 +192,9 @@ class ContextRequest:
     (``ScopeViolation``). ``summaries`` are of *other* episodes. ``full_history_tokens`` is the
     stored token total of all the customer's messages (for the savings figure); when ``None`` the
     builder uses the current episode's turns plus the current message. ``subject_tags`` (e.g. the
-    open ticket's topic) add to the relevance of facts carrying the same tags.
+    open ticket's topic) add to the relevance of facts carrying the same tags. ``knowledge``
+    holds the candidate chunks of the tenant's documents; the builder keeps those relevant to
+    the message.
     """
 
     instruction: Instruction
@@ -181,6 +208,7 @@ class ContextRequest:
     allowed_scopes: frozenset[str] | None = None
     subject_tags: tuple[str, ...] = ()
     full_history_tokens: int | None = None
+    knowledge: tuple[KnowledgeItem, ...] = ()
 
     def __post_init__(self) -> None:
         _check_tokens("request full history", self.full_history_tokens)

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from context.knowledge_refs import KnowledgeRef
+
 __all__ = [
     "BudgetReport",
     "ChatMessage",
@@ -65,7 +67,8 @@ class DroppedItem:
     """Something left out of, or cut in, the window, and why.
 
     Kinds and reasons: ``fact``/``irrelevant_over_budget`` (ranked below what fit),
-    ``fact``/``over_budget`` (a pinned fact or rule that did not fit), ``summary``/``over_budget``,
+    ``fact``/``over_budget`` (a pinned fact or rule that did not fit), ``knowledge``/
+    ``over_budget`` (a relevant chunk that did not fit), ``summary``/``over_budget``,
     ``episode_summary``/``over_budget``, ``state``/``over_budget`` (an extra field),
     ``turn``/``compressed_middle``, ``turn_range``/``compressed_middle`` (id ``"first..last"``
     when many middle turns were dropped), ``message``/``truncated`` (kept, but cut with a marker).
@@ -131,10 +134,12 @@ class BudgetReport:
 @dataclass(frozen=True, slots=True)
 class Window:
     """The messages to send (one system message, episode turns, the current message last) and
-    the report of how they were chosen."""
+    the report of how they were chosen. ``knowledge``: the numbered knowledge lines the system
+    message holds (``[k1]`` …) and the documents they stand for, for the reply's citations."""
 
     messages: tuple[ChatMessage, ...]
     report: BudgetReport
+    knowledge: tuple[KnowledgeRef, ...] = ()
 
     def messages_as_dicts(self) -> list[dict[str, str]]:
         """The ``messages`` field of ``POST /v1/context``."""

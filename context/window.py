@@ -2,10 +2,13 @@
 
 Fill rules:
 
-* Slices fill in order — instruction, state, facts, summaries, current episode. Each may use its
-  own budget plus the surplus the slice before it ceded, and cedes what it leaves; none takes from
-  an earlier slice. Whatever the last slice leaves is then offered back, in slice order, to the
-  state extras, facts and summaries that did not fit (the second pass).
+* Slices fill in order — instruction, state, facts, knowledge, summaries, current episode. Each
+  may use its own budget plus the surplus the slice before it ceded, and cedes what it leaves;
+  none takes from an earlier slice. Whatever the last slice leaves is then offered back, in
+  slice order, to the state extras, facts, knowledge chunks and summaries that did not fit (the
+  second pass).
+* Knowledge chunks enter only when relevant to the message (`context.knowledge`); with none,
+  the knowledge slice cedes its whole allowance forward.
 * The fixed part (instruction + anchored campaign messages) never shrinks: if it exceeds its
   slice the build fails with ``fixed_context_exceeds_budget``. The same holds for the state core,
   the current message and the last user/assistant turns (``mandatory_context_exceeds_budget``);
@@ -25,7 +28,20 @@ from context.budget import Budget
 from context.episode import EpisodePlan, TurnPick, dropped_turns, fit_text, plan_episode
 from context.errors import BudgetError, ContextInputError, ScopeViolation
 from context.fill import Ledger, Pick, Pool
-from context.inputs import TRANSCRIPT_CHANNELS, ContextRequest, FactItem, SummaryItem
+from context.inputs import (
+    TRANSCRIPT_CHANNELS,
+    ContextRequest,
+    FactItem,
+    KnowledgeItem,
+    SummaryItem,
+)
+from context.knowledge import (
+    KNOWLEDGE_HEADER,
+    in_window_order,
+    knowledge_line,
+    knowledge_refs,
+    rank_knowledge,
+)
 from context.relevance import rank_facts, rank_summaries, subject_terms
 from context.render import (
     BLOCK_SEPARATOR,
@@ -100,8 +116,21 @@ def build_window(request: ContextRequest, budget: Budget, counter: TokenCounter)
     )
     fact_pool.fill(ledgers["facts"].allowance, picks, second_pass=False)
 
+    # A knowledge slice of 0 turns the knowledge off, surplus or not.
+    wanted = budget.slice_budget("knowledge") > 0
+    knowledge = rank_knowledge(message.content, request.knowledge) if wanted else ()
+    ledgers["knowledge"].received = ledgers["facts"].close_first_pass()
+    # Costed with the largest number a line may get: numbering follows the final choice.
+    knowledge_pool = Pool(
+        ledgers["knowledge"],
+        "knowledge",
+        separator + counter.count(KNOWLEDGE_HEADER),
+        tuple(1 + counter.count(knowledge_line(len(knowledge), item)) for item in knowledge),
+    )
+    knowledge_pool.fill(ledgers["knowledge"].allowance, picks, second_pass=False)
+
     summaries = rank_summaries(request.summaries, subject)
-    ledgers["summaries"].received = ledgers["facts"].close_first_pass()
+    ledgers["summaries"].received = ledgers["knowledge"].close_first_pass()
     summary_pool = Pool(
         ledgers["summaries"],
         "summary",
@@ -119,7 +148,7 @@ def build_window(request: ContextRequest, budget: Budget, counter: TokenCounter)
     picks.extend(Pick("turn", pick.index, pick.cost) for pick in plan.optional)
 
     leftover = current.close_first_pass()
-    for pool in (extras, fact_pool, summary_pool):
+    for pool in (extras, fact_pool, knowledge_pool, summary_pool):
         leftover -= pool.fill(leftover, picks, second_pass=True)
 
     selection = _Selection(
@@ -127,10 +156,12 @@ def build_window(request: ContextRequest, budget: Budget, counter: TokenCounter)
         fixed,
         lines,
         facts,
+        knowledge,
         summaries,
         plan,
         extras,
         fact_pool,
+        knowledge_pool,
         summary_pool,
         current,
         picks,
@@ -167,7 +198,9 @@ def build_window(request: ContextRequest, budget: Budget, counter: TokenCounter)
         dropped=selection.dropped(),
         prefix_sha256=hashlib.sha256(messages[0].content.encode("utf-8")).hexdigest(),
     )
-    return Window(messages=messages, report=report)
+    return Window(
+        messages=messages, report=report, knowledge=knowledge_refs(selection.knowledge_lines())
+    )
 
 
 @dataclass(slots=True)
@@ -178,10 +211,12 @@ class _Selection:
     fixed: str
     lines: StateLines
     facts: tuple[FactItem, ...]  # in fill priority; pools refer to them by index
+    knowledge: tuple[KnowledgeItem, ...]
     summaries: tuple[SummaryItem, ...]
     plan: EpisodePlan
     extras: Pool
     fact_pool: Pool
+    knowledge_pool: Pool
     summary_pool: Pool
     current: Ledger
     picks: list[Pick]
@@ -190,7 +225,12 @@ class _Selection:
 
     def give_back(self, overflow: int) -> None:
         """Undo the newest picks until their estimated cost covers ``overflow``."""
-        pools = {"state": self.extras, "fact": self.fact_pool, "summary": self.summary_pool}
+        pools = {
+            "state": self.extras,
+            "fact": self.fact_pool,
+            "knowledge": self.knowledge_pool,
+            "summary": self.summary_pool,
+        }
         freed = 0
         while self.picks and freed < overflow:
             pick = self.picks.pop()
@@ -215,6 +255,10 @@ class _Selection:
         )
         if facts:
             blocks.append(block(FACTS_HEADER, (fact_line(fact) for fact in facts)))
+        knowledge = self.knowledge_lines()
+        if knowledge:
+            lines = (knowledge_line(n, item) for n, item in enumerate(knowledge, start=1))
+            blocks.append(block(KNOWLEDGE_HEADER, lines))
         summaries = sorted(
             (self.summaries[ref] for ref in self.summary_pool.chosen),
             key=lambda s: (s.started_at, s.ended_at, s.id, s.text),
@@ -225,6 +269,10 @@ class _Selection:
         if self.with_summary and episode_summary is not None:
             blocks.append(block(EPISODE_SUMMARY_HEADER, (episode_summary,)))
         return BLOCK_SEPARATOR.join(blocks)
+
+    def knowledge_lines(self) -> tuple[KnowledgeItem, ...]:
+        """The chosen knowledge chunks in the order the window numbers them."""
+        return in_window_order(self.knowledge[ref] for ref in self.knowledge_pool.chosen)
 
     def messages(self) -> tuple[ChatMessage, ...]:
         """One system message, the kept turns in order, the current message last."""
@@ -250,6 +298,11 @@ class _Selection:
             if ref not in self.fact_pool.chosen:
                 reason = "over_budget" if fact.pinned or fact.is_rule else "irrelevant_over_budget"
                 out.append(DroppedItem("fact", fact.id, reason))
+        out.extend(
+            DroppedItem("knowledge", item.id, "over_budget")
+            for ref, item in enumerate(self.knowledge)
+            if ref not in self.knowledge_pool.chosen
+        )
         out.extend(
             DroppedItem("summary", summary.id, "over_budget")
             for ref, summary in enumerate(self.summaries)

@@ -21,7 +21,8 @@ def test_default_is_the_8k_split() -> None:
         "instruction": 800,
         "state": 400,
         "facts": 1200,
-        "summaries": 1600,
+        "knowledge": 600,
+        "summaries": 1000,
         "current_episode": 3200,
     }
     assert budget.output_reserve == 800

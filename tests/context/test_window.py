@@ -353,11 +353,12 @@ def test_surplus_flows_forward_and_report_adds_up(counter: TiktokenCounter) -> N
         "instruction",
         "state",
         "facts",
+        "knowledge",
         "summaries",
         "current_episode",
         "output_reserve",
     ]
-    for before, after in zip(slices[:4], slices[1:5], strict=True):
+    for before, after in zip(slices[:5], slices[1:6], strict=True):
         assert after.received == before.ceded
         assert before.ceded == before.budget + before.received + before.granted - before.used
     episode = window.report.slice("current_episode")
