@@ -2,17 +2,23 @@
 in batches by the processes that run background work, never on a reply's path.
 
 Each pass reads the oldest rows without a vector of the embedder's model (messages, then
-knowledge chunks), past a cursor per kind, embeds them as passages and stores the vectors in
+knowledge chunks) from a cursor per kind, embeds them as passages and stores the vectors in
 one short transaction; the read and the write are separate transactions, so no lock is held
 while the model works. A call's turns are masked for identifiers first, as recall masks them.
 While rows remain the passes follow each other; when none do, the loop pauses (`idle_s`, with
-jitter). The cursors start again from the first row every `rescan_every_s`, which picks up a
-row committed after a newer one, or skipped after repeated failures.
+jitter).
+
+Ids are handed out before their transactions commit, so a row may appear behind the cursor
+after a newer one was embedded: each read starts `LOOK_BACK` ids behind the cursor (a few
+index probes on rows that have their vector), and once every `full_pass_every_s` the cursor
+goes back to the first row, which also gives a skipped row another try. The full pass is the
+one read that walks the whole table (about a quarter of a second per 100,000 messages on
+PostgreSQL), hence not more often.
 
 A provider that fails (`EmbeddingFailed`) or storage that is down is logged and retried with
 a backoff doubling up to `MAX_BACKOFF_S`; after `SHRINK_AFTER` failures in a row the batch is
 halved each time, so a row the provider refuses for itself ends up alone and is skipped
-(until the next rescan) instead of holding back everything after it.
+(until the next full pass) instead of holding back everything after it.
 
 Two background processes may embed the same batch at the same time: the vectors are stored
 ``ON CONFLICT DO NOTHING`` on the one-vector-per-subject-and-model index, so each row keeps
@@ -55,7 +61,8 @@ BATCH: Final = 64
 # not while it is starting.
 FIRST_RUN_AFTER_S: Final = 30.0
 IDLE_S: Final = 5.0
-RESCAN_EVERY_S: Final = 600.0
+LOOK_BACK: Final = 1_000
+FULL_PASS_EVERY_S: Final = 3_600.0
 FIRST_BACKOFF_S: Final = 5.0
 MAX_BACKOFF_S: Final = 300.0
 SHRINK_AFTER: Final = 3
@@ -100,7 +107,7 @@ class BackgroundEmbedder:
         batch: int = BATCH,
         first_run_after_s: float = FIRST_RUN_AFTER_S,
         idle_s: float = IDLE_S,
-        rescan_every_s: float = RESCAN_EVERY_S,
+        full_pass_every_s: float = FULL_PASS_EVERY_S,
         first_backoff_s: float = FIRST_BACKOFF_S,
         start_after: Mapping[SubjectKind, int] | None = None,
         owner: TaskOwner | None = None,
@@ -113,18 +120,20 @@ class BackgroundEmbedder:
         self._batch = batch
         self._first_run_after_s = first_run_after_s
         self._idle_s = idle_s
-        self._rescan_every_s = rescan_every_s
+        self._full_pass_every_s = full_pass_every_s
         self._first_backoff_s = first_backoff_s
         self._owner = owner if owner is not None else TaskOwner()
         self._clock = clock
         self._task: asyncio.Task[None] | None = None
-        # Where each kind's cursor starts (a caller that knows the rows before are done); the
-        # first rescan goes back to the first row.
-        self._after: dict[SubjectKind, int] = {
+        # Where each kind's cursor starts, and how far back a read may look until the first
+        # full pass (a caller that knows the rows before are done).
+        self._floor: dict[SubjectKind, int] = {
             kind: (start_after or {}).get(kind, 0) for kind in _PENDING
         }
+        self._after = dict(self._floor)
+        self._skipped: dict[SubjectKind, set[int]] = {kind: set() for kind in _PENDING}
         self._failures = 0
-        self._rescanned_at = clock()
+        self._full_pass_at = clock()
         self.embedded = 0  # rows stored by this process, for tests and the progress line
 
     def start(self) -> None:
@@ -143,27 +152,32 @@ class BackgroundEmbedder:
     async def step(self) -> int | None:
         """One batch of the first kind with rows left: the rows stored, or None when no kind
         has any. Raises what the provider or storage raised; the cursor then stays put."""
-        if self._clock() - self._rescanned_at >= self._rescan_every_s:
+        if self._clock() - self._full_pass_at >= self._full_pass_every_s:
+            self._floor = dict.fromkeys(self._floor, 0)
             self._after = dict.fromkeys(self._after, 0)
-            self._rescanned_at = self._clock()
+            self._skipped = {kind: set() for kind in self._skipped}
+            self._full_pass_at = self._clock()
         model = self._embedder.name
         for kind, pending in _PENDING.items():
+            start = max(self._floor[kind], self._after[kind] - LOOK_BACK)
             async with self._sessions() as session:
-                rows = await pending(session, model, after=self._after[kind], limit=self.batch)
+                rows = await pending(
+                    session, model, after=start, limit=self.batch, skip=self._skipped[kind]
+                )
             if not rows:
                 continue
             try:
                 stored = await self._embed(rows, model)
             except EmbeddingFailed:
                 if len(rows) == 1 and self._failures + 1 >= SHRINK_AFTER + 1:
-                    # Alone and still refused: skipped until the next rescan.
+                    # Alone and still refused: skipped until the next full pass.
                     log.warning(
                         "a row is skipped, its embedding keeps failing",
                         extra={"fields": {"kind": kind, "subject_id": rows[0].subject_id}},
                     )
-                    self._after[kind] = rows[0].subject_id
+                    self._skipped[kind].add(rows[0].subject_id)
                 raise
-            self._after[kind] = rows[-1].subject_id
+            self._after[kind] = max(self._after[kind], rows[-1].subject_id)
             self._failures = 0
             return stored
         return None
@@ -171,6 +185,9 @@ class BackgroundEmbedder:
     async def _embed(self, rows: list[PendingText], model: str) -> int:
         texts = [(row, _text(row)) for row in rows]
         wanted = [(row, text) for row, text in texts if text.strip()]
+        for row, text in texts:
+            if not text.strip():  # nothing to embed (and recall skips it too): not read again
+                self._skipped[row.kind].add(row.subject_id)
         if not wanted:
             return 0
         vectors = await self._embedder.embed([text for _, text in wanted], "passage")

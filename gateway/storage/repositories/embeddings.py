@@ -15,7 +15,7 @@ foreign key; the batch is then stored again without the rows that are gone.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -26,6 +26,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.sql.elements import ColumnElement
 
 from gateway.runtime.clock import utcnow
 from gateway.storage.message_meta import CANNED_KEY, meta_text
@@ -111,10 +112,10 @@ _SUBJECT_TABLE: Final = {
 
 
 async def pending_messages(
-    session: AsyncSession, model: str, *, after: int = 0, limit: int
+    session: AsyncSession, model: str, *, after: int = 0, limit: int, skip: Collection[int] = ()
 ) -> list[PendingText]:
     """Up to ``limit`` messages past id ``after``, oldest first, that recall ranks and that
-    have no vector of ``model``."""
+    have no vector of ``model``, but for the ids in ``skip``."""
     embedded = exists().where(Embedding.message_id == Message.id, Embedding.model == model)
     rows = await session.execute(
         select(Message.id, Message.customer_id, Message.tenant, Message.channel, Message.text)
@@ -124,6 +125,7 @@ async def pending_messages(
             or_(Message.transcript_confidence.is_(None), Message.channel.in_(CALL_CHANNELS)),
             meta_text(Message.extra, CANNED_KEY).is_(None),
             ~embedded,
+            *_not_skipped(session, Message.id, skip),
         )
         .order_by(Message.id)
         .limit(limit)
@@ -142,16 +144,21 @@ async def pending_messages(
 
 
 async def pending_chunks(
-    session: AsyncSession, model: str, *, after: int = 0, limit: int
+    session: AsyncSession, model: str, *, after: int = 0, limit: int, skip: Collection[int] = ()
 ) -> list[PendingText]:
     """Up to ``limit`` knowledge chunks past id ``after``, oldest first, without a vector of
-    ``model``; the text is the chunk's headings (outermost first) above its own text."""
+    ``model``, but for the ids in ``skip``; the text is the chunk's headings (outermost first)
+    above its own text."""
     embedded = exists().where(Embedding.chunk_id == KnowledgeChunk.id, Embedding.model == model)
     rows = await session.execute(
         select(
             KnowledgeChunk.id, KnowledgeChunk.tenant, KnowledgeChunk.headings, KnowledgeChunk.text
         )
-        .where(KnowledgeChunk.id > after, ~embedded)
+        .where(
+            KnowledgeChunk.id > after,
+            ~embedded,
+            *_not_skipped(session, KnowledgeChunk.id, skip),
+        )
         .order_by(KnowledgeChunk.id)
         .limit(limit)
     )
@@ -164,6 +171,12 @@ async def pending_chunks(
         )
         for chunk_id, tenant, headings, text in rows
     ]
+
+
+def _not_skipped(
+    session: AsyncSession, column: Any, skip: Collection[int]
+) -> list[ColumnElement[bool]]:
+    return [~values_in(session, column, skip)] if skip else []
 
 
 def _row(vector: NewVector, at: Any) -> dict[str, Any]:

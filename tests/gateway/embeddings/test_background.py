@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 import httpx
 import numpy as np
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import delete, func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from gateway.embeddings.background import BackgroundEmbedder
@@ -109,6 +109,7 @@ async def test_rows_get_their_vectors_in_batches_a_call_masked_first(
     caller, [spoken] = await _conversation(
         sessions, ["write to ana.souza@example.com please"], channel="phone"
     )
+    silent, [blank] = await _conversation(sessions, [" \n "])
     loop = _loop(sessions, http, url, model, ids[0])
 
     burst = await loop.drain()
@@ -119,6 +120,7 @@ async def test_rows_get_their_vectors_in_batches_a_call_masked_first(
     assert vectors.matrix.shape == (10, DIMENSION)
     np.testing.assert_allclose(np.linalg.norm(vectors.matrix, axis=1), 1.0, rtol=1e-5)
     assert (await _vectors(sessions, caller, model)).subject_ids == (spoken,)
+    assert len(await _vectors(sessions, silent, model)) == 0  # nothing to embed, not retried
     sent = [text for request in fake.requests for text in request.inputs]
     assert all(len(request.inputs) <= 4 for request in fake.requests)
     assert not any("ana.souza@example.com" in text for text in sent)
@@ -217,6 +219,24 @@ async def test_two_processes_store_each_row_once(
             .group_by(Embedding.message_id)
         )
         assert {message_id: count for message_id, count in per_message} == dict.fromkeys(ids, 1)
+
+
+async def test_a_row_committed_behind_the_cursor_is_still_embedded(
+    sessions: async_sessionmaker[AsyncSession],
+    http: httpx.AsyncClient,
+    start_embeddings: StartEmbeddings,
+) -> None:
+    model = f"m-{uuid.uuid4().hex}"
+    url = await start_embeddings(FakeEmbeddings(dimension=DIMENSION))
+    customer, ids = await _conversation(sessions, ["early", "late", "newest"])
+    # "late" took its id before "newest" but is seen only after "newest" was embedded (its
+    # transaction committed later): here its vector is made to be missing after a first pass.
+    loop = _loop(sessions, http, url, model, ids[0])
+    await loop.drain()
+    async with sessions.begin() as session:
+        await session.execute(delete(Embedding).where(Embedding.message_id == ids[1]))
+    assert (await loop.drain()).rows == 1
+    assert (await _vectors(sessions, customer, model)).subject_ids == tuple(reversed(ids))
 
 
 async def test_a_row_deleted_during_or_after_its_batch_keeps_no_vector(

@@ -6,6 +6,7 @@ document replaced."""
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 import numpy as np
 import pytest
@@ -17,6 +18,7 @@ from gateway.embeddings.vectors import to_float32, unit_vector
 from gateway.knowledge.records import Chunk, ParsedDocument
 from gateway.storage.models import Customer, Episode, Message
 from gateway.storage.models_embeddings import Embedding
+from gateway.storage.models_knowledge import KnowledgeChunk
 from gateway.storage.repositories import embeddings, erasure, knowledge, message_erasure
 from gateway.storage.repositories.embeddings import NewVector
 from gateway.storage.repositories.knowledge import NewDocument
@@ -78,13 +80,19 @@ def _new(kind: str, subject_id: int, values: list[float], customer: str | None) 
     )
 
 
+async def _last_id(session: AsyncSession, column: Any) -> int:
+    return int(await session.scalar(select(func.max(column))) or 0)
+
+
 async def _count(session: AsyncSession) -> int:
-    return int(await session.scalar(select(func.count()).select_from(Embedding)) or 0)
+    counted = select(func.count()).select_from(Embedding).where(Embedding.model == MODEL)
+    return int(await session.scalar(counted) or 0)
 
 
 async def test_pending_messages_are_what_recall_ranks_oldest_first_past_the_cursor(
     session: AsyncSession,
 ) -> None:
+    floor = await _last_id(session, Message.id)  # rows other tests committed are not read
     episode = await _customer(session, "cu1")
     asked = await _message(session, "cu1", episode, "Where is my order?")
     answered = await _message(session, "cu1", episode, "It left today.", role="assistant")
@@ -98,24 +106,25 @@ async def test_pending_messages_are_what_recall_ranks_oldest_first_past_the_curs
         session, "cu2", call, "my e-mail is ana@example.com", channel="phone", confidence=0.8
     )
 
-    pending = await embeddings.pending_messages(session, MODEL, limit=10)
+    pending = await embeddings.pending_messages(session, MODEL, after=floor, limit=10)
     assert [(p.subject_id, p.transcript, p.customer_id) for p in pending] == [
         (asked, False, "cu1"),
         (answered, False, "cu1"),
         (spoken, True, "cu2"),
     ]
     assert pending[0].text == "Where is my order?" and pending[0].tenant == "t1"
-    assert [p.subject_id for p in await embeddings.pending_messages(session, MODEL, limit=1)] == [
-        asked
-    ]
+    assert [
+        p.subject_id
+        for p in await embeddings.pending_messages(session, MODEL, after=floor, limit=1)
+    ] == [asked]
     past = await embeddings.pending_messages(session, MODEL, after=asked, limit=10)
     assert [p.subject_id for p in past] == [answered, spoken]
 
     assert await embeddings.store_vectors(session, [_new("message", asked, [1, 0], "cu1")]) == 1
-    still = await embeddings.pending_messages(session, MODEL, limit=10)
+    still = await embeddings.pending_messages(session, MODEL, after=floor, limit=10)
     assert [p.subject_id for p in still] == [answered, spoken]
     # Another model's vector does not count for this one.
-    other = await embeddings.pending_messages(session, "other-model", limit=10)
+    other = await embeddings.pending_messages(session, "other-model", after=floor, limit=10)
     assert [p.subject_id for p in other] == [asked, answered, spoken]
 
 
@@ -227,9 +236,10 @@ def _document(tenant: str, *texts: str) -> NewDocument:
 async def test_knowledge_chunks_pending_then_read_by_tenant_and_gone_when_replaced(
     session: AsyncSession,
 ) -> None:
+    floor = await _last_id(session, KnowledgeChunk.id)
     stored = await knowledge.store_document(session, _document("t1", "30 days", "free"), now=AT)
     await knowledge.store_document(session, _document("t2", "other shop"), now=AT)
-    pending = await embeddings.pending_chunks(session, MODEL, limit=10)
+    pending = await embeddings.pending_chunks(session, MODEL, after=floor, limit=10)
     assert [(p.tenant, p.text) for p in pending] == [
         ("t1", "Returns\npart 0\n30 days"),
         ("t1", "Returns\npart 1\nfree"),
@@ -242,7 +252,7 @@ async def test_knowledge_chunks_pending_then_read_by_tenant_and_gone_when_replac
             for n, p in enumerate(pending)
         ],
     )
-    assert await embeddings.pending_chunks(session, MODEL, limit=10) == []
+    assert await embeddings.pending_chunks(session, MODEL, after=floor, limit=10) == []
     first = await embeddings.knowledge_vectors(session, "t1", MODEL)
     assert first.subject_ids == (pending[1].subject_id, pending[0].subject_id)
     assert first.matrix.shape == (2, 2)
@@ -253,13 +263,14 @@ async def test_knowledge_chunks_pending_then_read_by_tenant_and_gone_when_replac
     )
     assert len(await embeddings.knowledge_vectors(session, "t1", MODEL)) == 0
     assert len(await embeddings.knowledge_vectors(session, "t2", MODEL)) == 1
-    again = await embeddings.pending_chunks(session, MODEL, limit=10)
+    again = await embeddings.pending_chunks(session, MODEL, after=floor, limit=10)
     assert [p.text for p in again] == ["Returns\npart 0\n60 days"]
 
 
 async def test_deleting_a_subject_directly_deletes_its_vector(session: AsyncSession) -> None:
+    floor = await _last_id(session, KnowledgeChunk.id)
     stored = await knowledge.store_document(session, _document("t1", "30 days"), now=AT)
-    [chunk] = await embeddings.pending_chunks(session, MODEL, limit=10)
+    [chunk] = await embeddings.pending_chunks(session, MODEL, after=floor, limit=10)
     await embeddings.store_vectors(
         session,
         [NewVector("knowledge_chunk", chunk.subject_id, "t1", None, MODEL, _vector([1]), 1)],
