@@ -20,6 +20,7 @@ from context.inputs import KnowledgeItem
 from context.knowledge_refs import KnowledgeRef, marker
 from context.recall_score import recall_terms
 from context.relevance import bm25_scores
+from context.tokens import TokenCounter
 
 __all__ = [
     "KNOWLEDGE_FLOOR",
@@ -29,6 +30,7 @@ __all__ = [
     "in_window_order",
     "knowledge_line",
     "knowledge_refs",
+    "knowledge_slice_unused",
     "rank_knowledge",
 ]
 
@@ -98,3 +100,22 @@ def knowledge_refs(items: Sequence[KnowledgeItem]) -> tuple[KnowledgeRef, ...]:
         KnowledgeRef(number, item.document_id, item.title, item.url, item.updated_at)
         for number, item in enumerate(items, start=1)
     )
+
+
+def knowledge_slice_unused(
+    message: str, items: Sequence[KnowledgeItem], budget: int, counter: TokenCounter
+) -> int:
+    """What a knowledge slice of ``budget`` tokens will leave unused for ``message`` (an
+    estimate: the relevant lines that fit, best first, and the block header), for the slices
+    after it to plan with."""
+    if budget <= 0:
+        return 0
+    ranked = rank_knowledge(message, items)
+    if not ranked:
+        return budget
+    used = 2 + counter.count(KNOWLEDGE_HEADER)
+    for item in ranked:
+        cost = 1 + counter.count(knowledge_line(len(ranked), item))
+        if used + cost <= budget:
+            used += cost
+    return max(0, budget - used)

@@ -41,6 +41,8 @@ class SliceBudgets(BaseModel):
     instruction: int | None = Field(None, ge=0)
     state: int | None = Field(None, ge=0)
     facts: int | None = Field(None, ge=0)
+    # The knowledge base's chunks relevant to the message; 0 turns them off.
+    knowledge: int | None = Field(None, ge=0)
     summaries: int | None = Field(None, ge=0)
     current_episode: int | None = Field(None, ge=0)
 

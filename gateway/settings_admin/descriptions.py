@@ -11,8 +11,8 @@ DESCRIPTIONS: Final[dict[str, str]] = {
     "output_reserve": "tokens of the window kept free for the reply",
     "protocol_margin": "tokens kept for the provider's message framing",
     "slices": (
-        "token budgets of the window's parts (instruction, state, facts, summaries, current "
-        "episode); unset: shared out automatically"
+        "token budgets of the window's parts (instruction, state, facts, knowledge, summaries, "
+        "current episode); unset: shared out automatically; knowledge 0: no documents"
     ),
     "threshold_tokens": "an episode's unsummarized tokens past which compaction runs",
     "low_water_tokens": (

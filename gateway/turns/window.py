@@ -33,7 +33,9 @@ from context import (
     build_window,
 )
 from context.episode import episode_demand
+from context.knowledge import knowledge_slice_unused
 from gateway.customers.resolve import ResolvedIdentity
+from gateway.knowledge.cache import TenantKnowledge
 from gateway.memory.recall import RecallCache
 from gateway.runtime.clock import utcnow
 from gateway.storage.records import EpisodeRecord
@@ -127,6 +129,7 @@ def budget_for(settings: TenantSettings, window: int | None = None) -> Budget:
             state=slices.state,
             facts=slices.facts,
             summaries=slices.summaries,
+            knowledge=slices.knowledge,
             current_episode=slices.current_episode,
             max_single_message_tokens=settings.max_single_message_tokens,
             truncated_message_target_tokens=settings.truncated_message_target_tokens,
@@ -175,6 +178,7 @@ async def assemble_context(
     recall_cache: RecallCache | None = None,
     channel: str | None = None,
     business: BusinessState | None = None,
+    knowledge: TenantKnowledge | None = None,
 ) -> AssembledContext:
     """Build the window for `message` from `identity`'s customer as stored now.
 
@@ -183,7 +187,8 @@ async def assemble_context(
     conversation's channel where it is not the identity's own (a WhatsApp number written to
     through the Cloud API, `whatsapp_cloud`, is the `whatsapp` identity); a stored episode
     brings its own. `business`: the business's operational state of the conversation (an open
-    ticket, a few lines), asked of the tenant's `state_endpoint` beforehand.
+    ticket, a few lines), asked of the tenant's `state_endpoint` beforehand. `knowledge`:
+    where the tenant's knowledge chunks are read, those the identity's link level may be told.
     """
     customer_id = identity.customer_id
     channel = channel or identity.key.channel
@@ -233,6 +238,14 @@ async def assemble_context(
         summary=summary_text,
         summary_tokens=summary_tokens,
     )
+    knowledge_items = (
+        await knowledge.chunks(session, identity.level)
+        if knowledge is not None and budget.slice_budget("knowledge") > 0
+        else ()
+    )
+    knowledge_unused = knowledge_slice_unused(
+        message, knowledge_items, budget.slice_budget("knowledge"), counter
+    )
     episode_unused = max(
         0,
         budget.slice_budget("current_episode")
@@ -246,7 +259,8 @@ async def assemble_context(
         message,
         budget,
         episode.id if episode else None,
-        facts_slice_unused(fact_items, budget, counter),
+        # What the knowledge slice leaves passes on to the summaries as well.
+        facts_slice_unused(fact_items, budget, counter) + knowledge_unused,
         recall_cache,
         episode_unused,
         stale,
@@ -276,6 +290,7 @@ async def assemble_context(
         facts=fact_items,
         summaries=other_summaries,
         full_history_tokens=customer.history_tokens,
+        knowledge=knowledge_items,
     )
     return AssembledContext(
         window=build_window(request, budget, counter),
