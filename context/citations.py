@@ -8,9 +8,11 @@ from (a document's text, the customer, a guess): only the documents' own links r
 customer, from the sources list.
 
 Markers are read leniently, as models write them: `[k3]`, `[K3]`, `[k 3]`, `【k3】`, `[k1, k3]`,
-`[k1][k2]`, and a bare `[3]` (the letter dropped); a marker the model made a link of
-(`[k3](https://…)`) is read as the marker. The ones kept are renumbered `[1]`, `[2]` in the
-order the documents are first cited; two lines of one document are one source.
+`[k1][k2]`; a marker the model made a link of (`[k3](https://…)`) is read as the marker. The
+ones kept are renumbered `[1]`, `[2]` in the order the documents are first cited; two lines of
+one document are one source. A bare `[3]` is dropped, never read as `[k3]`: the reply's own
+`[1]`, `[2]` are in the history the model sees, so a bare number may be copied from an earlier
+reply and name another document.
 
 URLs are `http`, `https` and `ftp` URLs, `www.` names, a bare domain with a path
 (`example.com/returns`) or with a common top-level domain (`açaí.com.br`), angle-bracket
@@ -65,13 +67,13 @@ def source_marker(number: int) -> str:
 # Stands for text taken out until the gaps are closed; never in a reply (it is stripped first).
 _GAP: Final = "\x00"
 
-# One cited number: `k3`, `K 3`, or a bare `3`. Three digits at most: a year in brackets is no
-# citation.
+# One cited number: `k3`, `K 3`, or a bare `3` (read to be dropped). Three digits at most: a
+# year in brackets is no citation.
 _ITEM: Final = r"(?:[kK][ \t]*)?\d{1,3}"
 _ITEMS: Final = rf"{_ITEM}(?:[ \t]*[,;、，][ \t]*{_ITEM})*"
 _GROUP: Final = rf"[\[【［][ \t]*{_ITEMS}[ \t]*[\]】］]"
 _RUN: Final = re.compile(rf"{_GROUP}(?:[ \t]*{_GROUP})*")
-_NUMBER: Final = re.compile(r"\d+")
+_CITED: Final = re.compile(r"(?P<k>[kK])?[ \t]*(?P<number>\d+)")
 _ITEMS_ONLY: Final = re.compile(_ITEMS)
 
 # Characters a URL may hold as written in running text (quotes and brackets end it, the wide
@@ -180,8 +182,8 @@ class _Resolver:
 
     def markers(self, match: re.Match[str]) -> str:
         cited: list[int] = []
-        for number in _NUMBER.findall(match.group(0)):
-            ref = self._refs.get(int(number))
+        for item in _CITED.finditer(match.group(0)):
+            ref = self._refs.get(int(item.group("number"))) if item.group("k") else None
             if ref is None:
                 self.dropped_markers += 1
                 continue

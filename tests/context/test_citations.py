@@ -49,12 +49,20 @@ def test_known_and_forged_numbers_mixed() -> None:
 
 @pytest.mark.parametrize(
     "written",
-    ["[K1]", "[k 1]", "【k1】", "［k1］", "[ k1 ]", "[1]", "[k1](https://help.loja.com.br/x)"],
+    ["[K1]", "[k 1]", "【k1】", "［k1］", "[ k1 ]", "[k1](https://help.loja.com.br/x)"],
 )
 def test_the_forms_models_write_a_marker_in(written: str) -> None:
     cited = resolve_citations(f"Prazo de 30 dias {written}.", REFS)
     assert cited.text == "Prazo de 30 dias [1]."
     assert [s.document_id for s in cited.sources] == ["doc-returns"]
+
+
+def test_a_bare_number_is_dropped_even_when_the_window_has_it() -> None:
+    # An earlier reply's `[1]` is in the history: a bare number may name another document.
+    cited = resolve_citations("Prazo de 30 dias [1], frete [2] [k2].", REFS)
+    assert cited.text == "Prazo de 30 dias, frete [1]."
+    assert [s.document_id for s in cited.sources] == ["doc-shipping"]
+    assert cited.dropped_markers == 2
 
 
 def test_grouped_and_adjacent_markers_cite_each_document_once() -> None:
@@ -217,11 +225,13 @@ def _marker(numbers: list[int], form: int) -> str:
         return "[" + ", ".join(f"k{n}" for n in numbers) + "]"
     if form == 2:
         return "".join(f"【K{n}】" for n in numbers)
-    return "".join(f"[k {n}]" for n in numbers)
+    if form == 3:
+        return "".join(f"[k {n}]" for n in numbers)
+    return "".join(f"[{n}]" for n in numbers)  # bare: dropped, cites nothing
 
 
 _markers = st.builds(
-    _marker, st.lists(st.integers(0, 12), min_size=1, max_size=3), st.integers(0, 3)
+    _marker, st.lists(st.integers(0, 12), min_size=1, max_size=3), st.integers(0, 4)
 )
 _fragments = st.one_of(
     st.sampled_from(_WORDS), st.sampled_from(_KEPT), st.sampled_from(_URLS),
