@@ -169,7 +169,7 @@ class BackgroundEmbedder:
             try:
                 stored = await self._embed(rows, model)
             except EmbeddingFailed:
-                if len(rows) == 1 and self._failures + 1 >= SHRINK_AFTER + 1:
+                if len(rows) == 1 and self._failures >= SHRINK_AFTER:
                     # Alone and still refused: skipped until the next full pass.
                     log.warning(
                         "a row is skipped, its embedding keeps failing",

@@ -21,7 +21,7 @@ from typing import Any, Final
 
 import numpy as np
 import numpy.typing as npt
-from sqlalchemy import exists, or_, select
+from sqlalchemy import exists, func, or_, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import IntegrityError
@@ -122,6 +122,8 @@ async def pending_messages(
         .where(
             Message.id > after,
             Message.role.in_(("user", "assistant")),
+            # A media message without a caption: nothing to embed (recall skips it too).
+            func.trim(Message.text) != "",
             or_(Message.transcript_confidence.is_(None), Message.channel.in_(CALL_CHANNELS)),
             meta_text(Message.extra, CANNED_KEY).is_(None),
             ~embedded,

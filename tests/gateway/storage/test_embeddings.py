@@ -101,6 +101,7 @@ async def test_pending_messages_are_what_recall_ranks_oldest_first_past_the_curs
         session, "cu1", episode, "Sorry, try later", role="assistant", extra={"canned": "fallback"}
     )
     await _message(session, "cu1", episode, "voice note words", confidence=0.7)
+    await _message(session, "cu1", episode, "   ")  # a photo without a caption
     call = await _customer(session, "cu2", channel="phone")
     spoken = await _message(
         session, "cu2", call, "my e-mail is ana@example.com", channel="phone", confidence=0.8
