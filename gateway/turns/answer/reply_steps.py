@@ -9,12 +9,15 @@ from dataclasses import dataclass, replace
 from typing import Protocol
 
 from channels.base import Media
+from context.citation_render import citation_style, render_cited_reply
+from context.citations import resolve_citations
 from context.reply_attachments import attachment_host, listed_attachments, split_attachments
 from gateway.storage.message_meta import CANNED_HANDOFF
 from gateway.storage.records import PendingTurn
 from gateway.storage.updates import TurnOutcome
 from gateway.tenants import TenantSettings
 from gateway.turns.answer.canned_texts import customer_texts, handoff_text
+from gateway.turns.answer.customer_language import guess_language
 from gateway.turns.answer.routing import MODEL_MARKER
 from gateway.turns.log_fields import turn_fields
 from gateway.turns.window import AssembledContext
@@ -96,7 +99,39 @@ class MediaAttachments:
         return replace(draft, text=text, attachments=attachments)
 
 
-REPLY_STEPS: tuple[ReplyStep, ...] = (HandoffMarker(), MediaAttachments())
+class KnowledgeCitations:
+    """When the window carried knowledge lines, the model's citations become its documents'
+    titles and links (`context.citations`): a number not in the window is dropped, a URL the
+    model wrote removed, and the sources listed under the text in the customer's language.
+    After the media markers, whose URLs are the tenant's to allow. A window without knowledge
+    leaves the reply as it is: other features give links (a tool's result, a media host)."""
+
+    async def apply(self, draft: Draft, turn: ReplyTurn) -> Draft:
+        refs = turn.assembled.window.knowledge
+        if draft.canned is not None or not refs:
+            return draft
+        cited = resolve_citations(draft.text, refs)
+        if cited.dropped_markers or cited.removed_urls:
+            log.info(
+                "reply citations corrected",
+                extra={
+                    "fields": {
+                        **turn_fields(turn.pending.turn, turn.pending.inbound.channel),
+                        "dropped_markers": cited.dropped_markers,
+                        "removed_urls": cited.removed_urls,
+                    }
+                },
+            )
+        texts = customer_texts(turn.assembled.window.messages, turn.pending.inbound.text)
+        style = citation_style(turn.pending.inbound.channel)
+        # The web chat's frame has no field for the sources yet: listed in its text meanwhile.
+        rendered = render_cited_reply(
+            cited, "listed" if style == "apart" else style, guess_language(texts)
+        )
+        return replace(draft, text=rendered.text)
+
+
+REPLY_STEPS: tuple[ReplyStep, ...] = (HandoffMarker(), MediaAttachments(), KnowledgeCitations())
 
 
 async def run_reply_steps(steps: Sequence[ReplyStep], draft: Draft, turn: ReplyTurn) -> Draft:

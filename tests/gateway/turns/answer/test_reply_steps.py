@@ -4,16 +4,23 @@ from __future__ import annotations
 
 import logging
 from dataclasses import replace
+from datetime import date
 
 import pytest
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from channels.base import Media
+from context.knowledge_refs import KnowledgeRef
 from gateway.storage.message_meta import CANNED_FALLBACK, CANNED_HANDOFF, CANNED_OFFLINE
 from gateway.storage.updates import TurnOutcome
 from gateway.turns.answer import MODEL_MARKER, REPLY_STEPS, Draft, ReplyStep, ReplyTurn
 from gateway.turns.answer.canned_texts import HANDOFF_MESSAGES
-from gateway.turns.answer.reply_steps import HandoffMarker, MediaAttachments, run_reply_steps
+from gateway.turns.answer.reply_steps import (
+    HandoffMarker,
+    KnowledgeCitations,
+    MediaAttachments,
+    run_reply_steps,
+)
 from tests.gateway.turns.answer.stored_turns import (
     prepared_reply_turn,
     store_pending_turn,
@@ -94,6 +101,55 @@ async def test_a_marker_off_the_tenants_media_hosts_is_dropped_and_logged(
     dropped = [r for r in caplog.records if "media marker dropped" in r.getMessage()]
     assert [r.fields["host"] for r in dropped] == ["127.0.0.1", "(unreadable)"]  # type: ignore[attr-defined]
     assert all("token" not in str(r.fields) for r in dropped)  # type: ignore[attr-defined]
+
+
+RETURNS = KnowledgeRef(
+    1, "doc-returns", "Trocas", "https://help.example.com/trocas", date(2026, 11, 2)
+)
+SHIPPING = KnowledgeRef(2, "doc-shipping", "Frete", None, None)
+
+
+def _with_knowledge(turn: ReplyTurn, *refs: KnowledgeRef) -> ReplyTurn:
+    """`turn` as if its window had held the knowledge lines `refs` number."""
+    window = replace(turn.assembled.window, knowledge=refs)
+    return replace(turn, assembled=replace(turn.assembled, window=window))
+
+
+async def test_citations_become_a_sources_list_and_forged_numbers_and_urls_go(
+    sessions: async_sessionmaker[AsyncSession], caplog: pytest.LogCaptureFixture
+) -> None:
+    turn = _with_knowledge(await _reply_turn(sessions), RETURNS, SHIPPING)
+    text = "Entregamos sim [k2], e troca em 30 dias [k1] [k7]. Veja https://evil.example.com/x."
+    with caplog.at_level(logging.INFO, logger="relaydesk.answer"):
+        draft = await KnowledgeCitations().apply(Draft(text, DONE), turn)
+    # The customer wrote Portuguese: the header is in Portuguese.
+    assert draft.text == (
+        "Entregamos sim [1], e troca em 30 dias [2]. Veja.\n\n"
+        "Fontes:\n[1] Frete\n[2] Trocas — https://help.example.com/trocas"
+    )
+    logged = [r for r in caplog.records if "citations corrected" in r.getMessage()]
+    assert [(r.fields["dropped_markers"], r.fields["removed_urls"]) for r in logged] == [(1, 1)]  # type: ignore[attr-defined]
+
+
+async def test_a_window_without_knowledge_or_a_canned_text_is_left_as_it_is(
+    sessions: async_sessionmaker[AsyncSession],
+) -> None:
+    # Links from elsewhere (a tool's result) stay when no knowledge was in the window.
+    plain = Draft("Rastreie em https://track.example.com/123 [k1].", DONE)
+    assert await KnowledgeCitations().apply(plain, await _reply_turn(sessions)) is plain
+    turn = _with_knowledge(await _reply_turn(sessions), RETURNS)
+    canned = Draft("Tente de novo https://status.example.com", FAILED, CANNED_FALLBACK)
+    assert await KnowledgeCitations().apply(canned, turn) is canned
+
+
+async def test_media_markers_are_read_before_the_citations_remove_urls(
+    sessions: async_sessionmaker[AsyncSession],
+) -> None:
+    turn = _with_knowledge(await _reply_turn(sessions, media_hosts=["example.com"]), RETURNS)
+    text = "Segue o catálogo [k1].\n[[media: https://example.com/catalogo.pdf | Catálogo]]"
+    draft = await run_reply_steps(REPLY_STEPS, Draft(text, DONE), turn)
+    assert [a.url for a in draft.attachments] == ["https://example.com/catalogo.pdf"]
+    assert draft.text.startswith("Segue o catálogo [1].\n\nFontes:\n[1] Trocas")
 
 
 class _Signed:
