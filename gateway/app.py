@@ -23,6 +23,7 @@ from gateway.api import (
     template_choices,
 )
 from gateway.api import settings as settings_api
+from gateway.api.knowledge import KNOWLEDGE_FORGETTING
 from gateway.config import Settings
 from gateway.console import routes as console_routes
 from gateway.coordination.redis_client import make_redis
@@ -50,6 +51,7 @@ from gateway.keys import (
     INBOX,
     INBOX_READY,
     INBOX_WRITER,
+    KNOWLEDGE,
     MEMORY,
     METRICS,
     RATE_LIMITER,
@@ -149,6 +151,8 @@ def keep_flow(app: web.Application, flow: Flow) -> None:
     app[BACKPRESSURE] = flow.backpressure
     app[RECALL] = flow.recall
     app[FORGETTING] = flow.forgetting
+    app[KNOWLEDGE] = flow.knowledge
+    app[KNOWLEDGE_FORGETTING] = flow.knowledge_forgetting
     app[MEMORY] = flow.memory
     app[ACCEPT] = flow.accept
     app[ANSWER] = flow.answer

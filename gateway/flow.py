@@ -41,6 +41,8 @@ from gateway.events.sender import EventSender, sender_for
 from gateway.events.wakeups import EventWakeups
 from gateway.inbox.processor import InboxProcessor
 from gateway.inbox.writer import InboxWriter
+from gateway.knowledge.cache import KnowledgeCache
+from gateway.knowledge.forgetting import KnowledgeForgetting
 from gateway.memory.llm_compactor import llm_compactor_factory
 from gateway.memory.queue import CompactionQueue, InProcessQueue
 from gateway.memory.recall import RecallCache
@@ -101,6 +103,8 @@ class Flow:
     backpressure: Backpressure
     recall: RecallCache
     forgetting: Forgetting
+    knowledge: KnowledgeCache
+    knowledge_forgetting: KnowledgeForgetting
     memory: MemoryWorker
     accept: Acceptor
     answer: Answerer
@@ -175,6 +179,12 @@ def build_flow(resources: Resources, stack: AsyncExitStack) -> Flow:
     forgetting = Forgetting(recall, redis, owner=tasks)
     forgetting.listen()
     stack.push_async_callback(forgetting.close)
+    # The knowledge base's chunks, dropped when any process replaces or deletes a document.
+    knowledge = KnowledgeCache()
+    knowledge_forgetting = KnowledgeForgetting(redis, owner=tasks)
+    knowledge_forgetting.on_forget(knowledge.drop)
+    knowledge_forgetting.listen()
+    stack.push_async_callback(knowledge_forgetting.close)
     # A settings change made by any process: this one's cached settings forgotten at once.
     if redis is not None:
         settings_changes = SettingsListener(redis, owner=tasks)
@@ -239,6 +249,7 @@ def build_flow(resources: Resources, stack: AsyncExitStack) -> Flow:
             answer_deps,
             providers=providers_for(settings, http, resources.counter),
             recall_cache=recall,
+            knowledge=knowledge,
             memory=queue,
             transcriber=transcriber_for(settings, http),
             message_facts_for=compactor_for,
@@ -347,6 +358,8 @@ def build_flow(resources: Resources, stack: AsyncExitStack) -> Flow:
         backpressure=backpressure,
         recall=recall,
         forgetting=forgetting,
+        knowledge=knowledge,
+        knowledge_forgetting=knowledge_forgetting,
         memory=memory,
         accept=accept,
         answer=answer,

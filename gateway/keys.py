@@ -18,6 +18,7 @@ from gateway.customers.forgetting import Forgetting
 from gateway.events.outbox import EventOutbox
 from gateway.inbox.processor import InboxProcessor
 from gateway.inbox.writer import InboxWriter
+from gateway.knowledge.cache import KnowledgeCache
 from gateway.memory.recall import RecallCache
 from gateway.memory.worker import MemoryWorker
 from gateway.rate_limits.limiter import RateLimiter
@@ -48,6 +49,7 @@ ANSWER = web.AppKey("answer", Answerer)
 DELIVER = web.AppKey("deliver", Deliverer)
 BACKPRESSURE = web.AppKey("backpressure", Backpressure)
 RECALL = web.AppKey("recall", RecallCache)
+KNOWLEDGE = web.AppKey("knowledge", KnowledgeCache)
 # Erasures make every process forget the erased customers' recall entries.
 FORGETTING = web.AppKey("forgetting", Forgetting)
 # The adapters of the registered channels, by channel name (`gateway.registry`).

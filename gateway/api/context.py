@@ -15,7 +15,7 @@ from gateway.http.bodies import read_json
 from gateway.http.errors import BadRequest
 from gateway.http.openapi import document
 from gateway.http.tenant import tenant_of
-from gateway.keys import COUNTER, RECALL, SESSIONS, SETTINGS
+from gateway.keys import COUNTER, KNOWLEDGE, RECALL, SESSIONS, SETTINGS
 from gateway.storage.repositories import tenants
 from gateway.turns.window import DialogueTurn, assemble_context
 from identity import InvalidIdentifier
@@ -109,6 +109,7 @@ async def build_context(request: web.Request) -> web.Response:
             campaign_id=body.campaign_id,
             recall_cache=request.app[RECALL],
             channel=body.channel,
+            knowledge=request.app[KNOWLEDGE].of(tenant_of(request)),
         )
     report = assembled.window.report.to_dict()
     if body.dialogue is not None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Final
 
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -24,6 +24,7 @@ from context.knowledge import chunk_terms
 from gateway.knowledge.forgetting import DocumentsForgotten
 from gateway.storage.repositories import knowledge
 from gateway.storage.repositories.knowledge import StoredChunk
+from gateway.tenant_ref import TenantRef
 from identity.audience import Audience, audiences_for
 from identity.levels import LinkLevel
 
@@ -79,9 +80,10 @@ class KnowledgeCache:
         # Bumped by each drop of a tenant: a read that began before it is not kept.
         self._generations: dict[str, int] = {}
 
-    def of(self, tenant: str) -> TenantKnowledge:
-        """This cache seen from one tenant's windows."""
-        return TenantKnowledge(self, tenant)
+    def of(self, tenant: TenantRef) -> TenantKnowledge:
+        """This cache seen from one tenant's windows. Documents are added through a host
+        (`gateway.api.knowledge`): every assistant of the host reads its knowledge base."""
+        return TenantKnowledge(self, replace(tenant, assistant_id=None).encode())
 
     async def chunks(
         self, session: AsyncSession, tenant: str, level: LinkLevel

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gateway.customers.resolve import ResolvedIdentity
+from gateway.knowledge.cache import KnowledgeCache
 from gateway.memory.background_facts import BackgroundFacts
 from gateway.memory.message_facts import store_message_facts
 from gateway.memory.recall import RecallCache
@@ -43,11 +44,13 @@ class Preparation:
         *,
         recall_cache: RecallCache,
         model_facts: BackgroundFacts,
+        knowledge: KnowledgeCache | None = None,
         transcriber: Transcriber | None = None,
         state: StateSource | None = None,
     ) -> None:
         self._deps = deps
         self._recall_cache = recall_cache
+        self._knowledge = knowledge
         self._model_facts = model_facts
         self._transcriber = transcriber
         self._state = state
@@ -116,6 +119,9 @@ class Preparation:
                 message_id=inbound.id,
                 recall_cache=self._recall_cache,
                 business=business,
+                knowledge=(
+                    self._knowledge.of(turn.tenant) if self._knowledge is not None else None
+                ),
             )
         return Prepared(tenant, assembled)
 

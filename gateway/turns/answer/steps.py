@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from gateway.csat.answers import SurveyAnswers
+from gateway.knowledge.cache import KnowledgeCache
 from gateway.memory.background_facts import BackgroundFacts
 from gateway.memory.llm_compactor import CompactorFactory
 from gateway.memory.queue import CompactionQueue
@@ -42,6 +43,7 @@ class AnswerSteps:
         *,
         providers: ProviderPool,
         recall_cache: RecallCache,
+        knowledge: KnowledgeCache | None = None,
         memory: CompactionQueue | None = None,
         transcriber: Transcriber | None = None,
         message_facts_for: CompactorFactory | None = None,
@@ -65,6 +67,7 @@ class AnswerSteps:
             preparation=Preparation(
                 deps,
                 recall_cache=recall_cache,
+                knowledge=knowledge,
                 model_facts=model_facts,
                 transcriber=transcriber,
                 state=state,
