@@ -20,12 +20,13 @@ a backoff doubling up to `MAX_BACKOFF_S`; after `SHRINK_AFTER` failures in a row
 halved each time, so a row the provider refuses for itself ends up alone and is skipped
 (until the next full pass) instead of holding back everything after it.
 
-Two background processes may embed the same batch at the same time: the vectors are stored
-``ON CONFLICT DO NOTHING`` on the one-vector-per-subject-and-model index, so each row keeps
-one vector. A claim (``SKIP LOCKED`` on the messages themselves) would hold row locks that
+One background process at a time works (`embeddings.sole_embedder`: an advisory lock on
+PostgreSQL, taken when it wakes and let go when nothing is left or a pass fails), so two
+processes never compute the same rows, and on a small machine embedding takes one core, not
+one per process. A claim per row (``SKIP LOCKED`` on the messages) would hold locks that
 erasure and retention wait on for as long as the model works, or need a table of claims
-written per row; a duplicate only costs CPU, and the jittered pauses keep two processes from
-staying in step.
+written per row. Should two processes still store the same row, the insert keeps the first
+vector (``ON CONFLICT DO NOTHING``).
 
 Each burst of work ends with one log line: rows embedded, seconds, rows per second.
 """
@@ -41,7 +42,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Final
 
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from context.compaction.identifiers import mask_identifiers
 from gateway.embeddings.base import Embedder, EmbeddingFailed
@@ -115,7 +116,11 @@ class BackgroundEmbedder:
     ) -> None:
         if batch < 1:
             raise ValueError("a batch holds at least one row")
+        engine = sessions.kw.get("bind")
+        if not isinstance(engine, AsyncEngine):
+            raise TypeError("the background embedder needs sessions bound to an engine")
         self._sessions = sessions
+        self._engine = engine
         self._embedder = embedder
         self._batch = batch
         self._first_run_after_s = first_run_after_s
@@ -219,25 +224,30 @@ class BackgroundEmbedder:
 
     async def _run(self) -> None:
         await asyncio.sleep(self._first_run_after_s)
-        burst_rows, burst_started, reported = 0, self._clock(), self._clock()
         while True:
             try:
-                stored = await self.step()
+                async with embeddings.sole_embedder(self._engine) as mine:
+                    if mine:
+                        await self._work()
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
                 await asyncio.sleep(self._failed(exc))
                 continue
-            if stored is not None:
-                burst_rows += stored
-                if self._clock() - reported >= REPORT_EVERY_S:
-                    self._report("embedding rows", burst_rows, burst_started)
-                    reported = self._clock()
-                continue
-            if burst_rows:
-                self._report("rows embedded", burst_rows, burst_started)
             await asyncio.sleep(self._idle_s * random.uniform(0.5, 1.5))
-            burst_rows, burst_started, reported = 0, self._clock(), self._clock()
+
+    async def _work(self) -> None:
+        """Passes until nothing is pending: a progress line a minute, one at the end."""
+        rows, started, reported = 0, self._clock(), self._clock()
+        try:
+            while (stored := await self.step()) is not None:
+                rows += stored
+                if self._clock() - reported >= REPORT_EVERY_S:
+                    self._report("embedding rows", rows, started)
+                    reported = self._clock()
+        finally:
+            if rows:
+                self._report("rows embedded", rows, started)
 
     def _failed(self, exc: Exception) -> float:
         """Log the failure; how long to wait before the next pass."""

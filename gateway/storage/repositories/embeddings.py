@@ -7,25 +7,30 @@ assistant messages that are not the gateway's canned notices and not transcribed
 recall masks them), and every knowledge chunk. They are read oldest first, past a cursor, so
 a caller walking forward never reads the whole table again for rows embedded long ago.
 
-Storing is ``INSERT ... ON CONFLICT DO NOTHING`` on the one-vector-per-subject-and-model
-indexes: two processes that embedded the same row store it once. A subject deleted while its
+On PostgreSQL one process at a time embeds: `sole_embedder` is a session-level advisory lock
+(per schema) held on a connection of its own while the process works through what is pending,
+so two background processes never compute the same rows; it goes with the connection if the
+process dies. SQLite serves one process. Storing is still ``INSERT ... ON CONFLICT DO
+NOTHING`` on the one-vector-per-subject-and-model indexes, so a row is stored once whatever
+happens. A subject deleted while its
 vector was computed (an erasure, a replaced document) makes the batch's insert fail its
 foreign key; the batch is then stored again without the rows that are gone.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import AsyncIterator, Collection, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, Final
 
 import numpy as np
 import numpy.typing as npt
-from sqlalchemy import exists, func, or_, select
+from sqlalchemy import exists, func, or_, select, text
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 from sqlalchemy.sql.elements import ColumnElement
 
 from gateway.runtime.clock import utcnow
@@ -45,6 +50,7 @@ __all__ = [
     "knowledge_vectors",
     "pending_chunks",
     "pending_messages",
+    "sole_embedder",
     "store_vectors",
 ]
 
@@ -54,6 +60,12 @@ CALL_CHANNELS: Final = ("phone",)
 MAX_VECTORS: Final = 5_000
 
 Float32Matrix = npt.NDArray[np.float32]
+
+# One lock per schema: deployments (and tests) sharing a database in several schemas do not
+# wait on each other.
+_LEASE_KEY = "hashtext('relaydesk.embeddings:' || current_schema())"
+_TRY_LEASE = text(f"SELECT pg_try_advisory_lock({_LEASE_KEY})")
+_END_LEASE = text(f"SELECT pg_advisory_unlock({_LEASE_KEY})")
 
 
 @dataclass(frozen=True, slots=True)
@@ -287,3 +299,26 @@ def _matrix(rows: Sequence[Any]) -> StoredVectors:
         subject_ids=tuple(subject for subject, _ in kept),
         matrix=matrix.reshape(len(kept), dimensions),
     )
+
+
+@asynccontextmanager
+async def sole_embedder(engine: AsyncEngine) -> AsyncIterator[bool]:
+    """Whether this process is the one that embeds, for the block: on PostgreSQL, whether it
+    took the advisory lock (held by a connection of this block, outside any transaction); on
+    SQLite always."""
+    if engine.dialect.name != "postgresql":
+        yield True
+        return
+    async with engine.connect() as connection:
+        await connection.execution_options(isolation_level="AUTOCOMMIT")
+        held = bool(await connection.scalar(_TRY_LEASE))
+        try:
+            yield held
+        finally:
+            if held:
+                try:
+                    await connection.execute(_END_LEASE)
+                except BaseException:
+                    # A connection back in the pool must not keep the lock: closed instead.
+                    await connection.invalidate()
+                    raise

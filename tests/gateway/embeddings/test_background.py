@@ -221,6 +221,35 @@ async def test_two_processes_store_each_row_once(
         assert {message_id: count for message_id, count in per_message} == dict.fromkeys(ids, 1)
 
 
+async def test_two_running_loops_never_send_a_text_twice_on_postgresql(
+    sessions: async_sessionmaker[AsyncSession],
+    http: httpx.AsyncClient,
+    start_embeddings: StartEmbeddings,
+) -> None:
+    model = f"m-{uuid.uuid4().hex}"
+    fake = FakeEmbeddings(dimension=DIMENSION, delay_s=0.05)
+    url = await start_embeddings(fake)
+    texts = [f"said {uuid.uuid4().hex}" for _ in range(16)]
+    customer, ids = await _conversation(sessions, texts)
+    loops = [
+        _loop(sessions, http, url, model, ids[0], first_run_after_s=0, idle_s=0.05)
+        for _ in range(2)
+    ]
+    for loop in loops:
+        loop.start()
+    try:
+        await _until(lambda: _has(sessions, customer, model, len(ids)))
+    finally:
+        for loop in loops:
+            await loop.close()
+    sent = [text for request in fake.requests for text in request.inputs]
+    if sessions.kw["bind"].dialect.name == "postgresql":
+        # One process held the lease and embedded everything (SQLite serves one process).
+        assert sorted(sent) == sorted(texts)
+        assert sorted(loop.embedded for loop in loops) == [0, len(texts)]
+    assert sum(loop.embedded for loop in loops) == len(texts)
+
+
 async def test_a_row_committed_behind_the_cursor_is_still_embedded(
     sessions: async_sessionmaker[AsyncSession],
     http: httpx.AsyncClient,

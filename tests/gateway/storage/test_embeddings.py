@@ -23,6 +23,7 @@ from gateway.storage.repositories import embeddings, erasure, knowledge, message
 from gateway.storage.repositories.embeddings import NewVector
 from gateway.storage.repositories.knowledge import NewDocument
 from identity.audience import Audience
+from tests.support.databases import DatabaseUnderTest
 
 AT = datetime(2026, 12, 5, 5, tzinfo=UTC)
 MODEL = "test-model"
@@ -279,3 +280,18 @@ async def test_deleting_a_subject_directly_deletes_its_vector(session: AsyncSess
     assert await _count(session) == 1
     await knowledge.delete_document(session, "t1", stored.document.id)
     assert await _count(session) == 0
+
+
+async def test_one_process_at_a_time_embeds_on_postgresql(database: DatabaseUnderTest) -> None:
+    first, second = database.engine(), database.engine()
+    try:
+        async with embeddings.sole_embedder(first) as mine:
+            assert mine
+            async with embeddings.sole_embedder(second) as theirs:
+                # SQLite serves one process: there it is always this one.
+                assert theirs is (database.backend == "sqlite")
+        async with embeddings.sole_embedder(second) as theirs:
+            assert theirs
+    finally:
+        await first.dispose()
+        await second.dispose()
