@@ -34,7 +34,13 @@ from typing import Final
 
 from context.knowledge_refs import KnowledgeRef
 
-__all__ = ["CitedReply", "CitedSource", "resolve_citations", "source_marker"]
+__all__ = [
+    "CitedReply",
+    "CitedSource",
+    "cited_while_written",
+    "resolve_citations",
+    "source_marker",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +122,9 @@ _CLOSES_BEFORE: Final = frozenset(".,;:!?)]}…»")
 _EMPTY_BRACKETS: Final = re.compile(r"[(\[][ \t]*\x00+[ \t]*[)\]]")
 _EMPHASIS_AROUND: Final = re.compile(r"([*_~`]+)\x00+\1")
 _GAP_RUN: Final = re.compile(r"(?P<lead>[ \t]*)\x00(?:[ \t]*\x00)*(?P<trail>[ \t]*)")
+# What the end of a streamed reply may still be writing: a bracket not closed yet (a marker, a
+# link's text, or its target after `](`), or the last word (a URL half written).
+_UNFINISHED_TAIL: Final = re.compile(r"(?:[\[【［][^\]】］\n]*(?:[\]】］]\([^)\n]*)?|\S*)$")
 _BULLET_ALONE: Final = re.compile(r"^[ \t]*(?:[-*•+]|\d+[.)])?[ \t]*$")
 
 
@@ -221,6 +230,19 @@ def resolve_citations(reply_text: str, refs: Sequence[KnowledgeRef]) -> CitedRep
         dropped_markers=resolver.dropped_markers,
         removed_urls=resolver.removed_urls,
     )
+
+
+def cited_while_written(text: str, refs: Sequence[KnowledgeRef]) -> str:
+    """A reply being streamed as the customer may see it: what may still be a marker or a URL
+    at its end held back, the rest resolved. The numbers shown stay as the reply grows: they
+    follow the order of first citation."""
+    written = text
+    while tail := _UNFINISHED_TAIL.search(written):
+        if tail.start() == len(written):
+            break
+        # The last word may close a bracket opened before it: cut again, up to that bracket.
+        written = written[: tail.start()]
+    return resolve_citations(written, refs).text
 
 
 def _closed_gaps(text: str) -> str:

@@ -5,6 +5,8 @@ worth showing: while one preview is on its way, later texts replace each other a
 goes next. A preview that fails is logged once and previews stop; the stored reply follows
 anyway. `close` drops what was not shown yet and lets the preview on its way arrive (waiting
 `CLOSE_WAIT_S` at most) before the final reply is sent, so a preview does not overtake it.
+When the window carried knowledge lines, a preview shows the citations resolved and no URL the
+model wrote, as the final reply will (`context.citations.cited_while_written`).
 """
 
 from __future__ import annotations
@@ -12,9 +14,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from channels.base import Channel, ReplyPreviews
+from context.citations import cited_while_written
+from context.knowledge_refs import KnowledgeRef
 from context.reply_attachments import shown_while_written
 
 log = logging.getLogger("relaydesk.preview")
@@ -29,10 +33,13 @@ class Preview:
         recipient: str,
         reply_to: str | None,
         on_first_text: Callable[[], None] | None = None,
+        knowledge: Sequence[KnowledgeRef] = (),
     ) -> None:
         """`on_first_text`: called when the first text arrives (the growing reply is the
-        signal from then on, so the typing signal stops)."""
+        signal from then on, so the typing signal stops); `knowledge`: the window's knowledge
+        references, whose citations the preview resolves."""
         self._adapter = adapter
+        self._knowledge = tuple(knowledge)
         self._on_first_text = on_first_text
         self._recipient = recipient
         self._reply_to = reply_to
@@ -47,10 +54,11 @@ class Preview:
         recipient: str,
         reply_to: str | None,
         on_first_text: Callable[[], None] | None = None,
+        knowledge: Sequence[KnowledgeRef] = (),
     ) -> Preview | None:
         """A preview for channels that show replies as they are written, else None."""
         if isinstance(adapter, ReplyPreviews):
-            return Preview(adapter, recipient, reply_to, on_first_text)
+            return Preview(adapter, recipient, reply_to, on_first_text, knowledge)
         return None
 
     async def on_text(self, text: str) -> None:
@@ -60,7 +68,10 @@ class Preview:
         if self._on_first_text is not None:
             self._on_first_text()
             self._on_first_text = None
-        self._latest = shown_while_written(text)  # no media marker is shown
+        shown = shown_while_written(text)  # no media marker is shown
+        if self._knowledge:  # nor a URL the model wrote, nor a number not in the window
+            shown = cited_while_written(shown, self._knowledge)
+        self._latest = shown
         if self._pump is None or self._pump.done():
             self._pump = asyncio.create_task(self._show(), name="preview")
 

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from context.citation_render import CitationStyle, citation_style, render_cited_reply
-from context.citations import CitedSource, resolve_citations
+from context.citations import CitedSource, cited_while_written, resolve_citations
 from context.knowledge_refs import KnowledgeRef
 
 RETURNS = KnowledgeRef(
@@ -289,3 +289,30 @@ def test_no_link_but_a_sources_and_no_marker_but_a_listed_source(
         if source.url:
             remainder = remainder.replace(source.url, "")
     assert "http" not in remainder.lower()
+
+
+def test_a_streamed_reply_holds_back_what_may_still_become_a_marker_or_a_url() -> None:
+    assert cited_while_written("Troca em 30 dias [k1, k", REFS) == "Troca em 30 dias "
+    assert cited_while_written("Troca em 30 dias [k1, k3] e", REFS) == "Troca em 30 dias [1] "
+    assert cited_while_written("Veja https://evil.exa", REFS) == "Veja "
+    assert cited_while_written("Leia [a política](https://ev", REFS) == "Leia "
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(st.tuples(_fragments, st.sampled_from([" ", "\n", ", ", ""])), max_size=12),
+    _refs,
+)
+def test_every_view_of_a_streamed_reply_is_safe_and_numbered_as_the_final_one(
+    parts: list[tuple[str, str]], refs: list[KnowledgeRef]
+) -> None:
+    text = "".join(fragment + separator for fragment, separator in parts)
+    final = resolve_citations(text, refs)
+    for end in range(len(text) + 1):
+        shown = cited_while_written(text[:end], refs)
+        assert "http" not in shown.lower()
+        assert "www." not in shown
+        assert "[k" not in shown
+        # Numbered by first citation: a number shown is the final reply's number for it.
+        for number in re.findall(r"\[(\d{1,3})\]", shown):
+            assert int(number) <= len(final.sources)

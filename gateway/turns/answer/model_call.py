@@ -80,7 +80,9 @@ class ModelCall:
         report = window.report.to_dict()
         adapter = self._deps.adapters.get(inbound.channel)
         recipient = inbound.sender.sender if inbound.sender is not None else ""
-        preview = Preview.of(adapter, recipient, inbound.provider_message_id, typing.stop)
+        preview = Preview.of(
+            adapter, recipient, inbound.provider_message_id, typing.stop, window.knowledge
+        )
         if self._surveys is not None and tenant.csat_enabled:
             # An answer to the satisfaction question is stored and thanked, not answered.
             # A tapped button: the Cloud API's row id, Telegram's callback data as the text.
