@@ -12,9 +12,9 @@ On PostgreSQL one process at a time embeds: `sole_embedder` is a session-level a
 so two background processes never compute the same rows; it goes with the connection if the
 process dies. SQLite serves one process. Storing is still ``INSERT ... ON CONFLICT DO
 NOTHING`` on the one-vector-per-subject-and-model indexes, so a row is stored once whatever
-happens. A subject deleted while its
-vector was computed (an erasure, a replaced document) makes the batch's insert fail its
-foreign key; the batch is then stored again without the rows that are gone.
+happens. A subject deleted while its vector was computed (an erasure, a replaced document)
+makes the batch's insert fail its foreign key; the batch is then stored again without the
+rows that are gone.
 """
 
 from __future__ import annotations
