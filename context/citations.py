@@ -117,9 +117,10 @@ _AUTOLINK: Final = re.compile(rf"<[ \t]*(?:{_SCHEME_URL}|{_WWW_URL})[ \t]*>")
 # the countries of Relaydesk's languages whose code is no word in them (`eu`, `ao`, `me`, `de`
 # are Portuguese or Spanish words, and a missing space after a full stop must not make a name).
 _COMMON_TLDS: Final = frozenset("com net org info biz io gov edu br pt uk".split())
-_TRAILING: Final = ".,;:!?*_~"
-_CLOSES_BEFORE: Final = frozenset(".,;:!?)]}…»")
-_EMPTY_BRACKETS: Final = re.compile(r"[(\[][ \t]*\x00+[ \t]*[)\]]")
+# Punctuation after a URL that belongs to the sentence (ASCII, typographic and full-width).
+_TRAILING: Final = ".,;:!?*_~…”’»。，、；：！？"
+_CLOSES_BEFORE: Final = frozenset(".,;:!?)]}…”’»。，、；：！？）")
+_EMPTY_BRACKETS: Final = re.compile(r"[(\[“‘«\"'][ \t]*\x00+[ \t]*[)\]”’»\"']")
 _EMPHASIS_AROUND: Final = re.compile(r"([*_~`]+)\x00+\1")
 _GAP_RUN: Final = re.compile(r"(?P<lead>[ \t]*)\x00(?:[ \t]*\x00)*(?P<trail>[ \t]*)")
 # What the end of a streamed reply may still be writing: a bracket not closed yet (a marker, a

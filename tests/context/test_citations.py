@@ -103,6 +103,7 @@ def test_a_marker_at_a_line_start_leaves_no_leading_space() -> None:
         ("Em <https://evil.example.com/a> tem tudo.", "Em tem tudo."),
         ("Em ftp://files.example.org/a.pdf tem tudo.", "Em tem tudo."),
         ("Veja (https://evil.example.com/a).", "Veja."),
+        ("Veja “https://evil.example.com/a”… e www.evil.com。", "Veja… e。"),
         ("Veja **https://evil.example.com/a** agora.", "Veja agora."),
         ("Veja https://pt.wikipedia.org/wiki/Troca_(comércio), ok.", "Veja, ok."),
         ("Links:\n- https://a.example.com\n- https://b.example.com\n\nFim.", "Links:\n\nFim."),
