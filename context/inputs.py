@@ -8,9 +8,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import date, datetime
-from typing import Final, Literal
+from typing import TYPE_CHECKING, Final, Literal
 
 from context.errors import ContextInputError
+
+if TYPE_CHECKING:
+    from context.knowledge_index import KnowledgeIndex
 
 __all__ = [
     "TRANSCRIPT_CHANNELS",
@@ -194,7 +197,7 @@ class ContextRequest:
     builder uses the current episode's turns plus the current message. ``subject_tags`` (e.g. the
     open ticket's topic) add to the relevance of facts carrying the same tags. ``knowledge``
     holds the candidate chunks of the tenant's documents; the builder keeps those relevant to
-    the message.
+    the message (``knowledge_index``, when given, is built over them and ranks them faster).
     """
 
     instruction: Instruction
@@ -209,9 +212,19 @@ class ContextRequest:
     subject_tags: tuple[str, ...] = ()
     full_history_tokens: int | None = None
     knowledge: tuple[KnowledgeItem, ...] = ()
+    knowledge_index: KnowledgeIndex | None = None
 
     def __post_init__(self) -> None:
         _check_tokens("request full history", self.full_history_tokens)
+        index = self.knowledge_index
+        if (
+            index is not None
+            and index.items is not self.knowledge
+            and (index.items != self.knowledge)
+        ):
+            raise ContextInputError(
+                "knowledge_index_mismatch", "knowledge_index is not built over the knowledge"
+            )
         if self.allowed_scopes is not None and self.allowed_scopes != frozenset(
             self.state.allowed_scopes
         ):

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Sequence
 from typing import Final
 
 from context.inputs import KnowledgeItem
+from context.knowledge_index import KnowledgeIndex
 from context.knowledge_refs import KnowledgeRef, marker
 from context.recall_score import recall_terms
 from context.relevance import bm25_scores
@@ -50,22 +51,29 @@ def chunk_terms(title: str, headings: Iterable[str], text: str) -> tuple[str, ..
 
 
 def rank_knowledge(
-    message: str, items: Sequence[KnowledgeItem], *, floor: float = KNOWLEDGE_FLOOR
+    message: str,
+    items: Sequence[KnowledgeItem],
+    *,
+    floor: float = KNOWLEDGE_FLOOR,
+    index: KnowledgeIndex | None = None,
 ) -> tuple[KnowledgeItem, ...]:
     """The chunks relevant to ``message``, best first (ties: newer document, then the order
-    given); none when no chunk shares a term with it."""
+    given); none when no chunk shares a term with it. An ``index`` built over ``items`` scores
+    them alike without reading every chunk."""
     wanted = recall_terms(message)
     if not wanted or not items:
         return ()
-    documents = [item.terms or chunk_terms(item.title, (), item.text) for item in items]
-    scores = bm25_scores(wanted, documents)
-    best = max(scores, default=0.0)
+    if index is not None:
+        own = index.scores(wanted)
+    else:
+        documents = [item.terms or chunk_terms(item.title, (), item.text) for item in items]
+        scores = bm25_scores(wanted, documents)
+        own = {doc: score for doc, score in enumerate(scores) if score > 0}
+    best = max(own.values(), default=0.0)
     if best <= 0:
         return ()
     kept = [
-        (round(score, 6), index)
-        for index, score in enumerate(scores)
-        if score > 0 and score >= floor * best
+        (round(score, 6), doc) for doc, score in own.items() if score > 0 and score >= floor * best
     ]
     kept.sort(key=lambda pair: (-pair[0], -items[pair[1]].updated_at.toordinal(), pair[1]))
     return tuple(items[index] for _, index in kept[:MAX_KNOWLEDGE_LINES])
@@ -103,14 +111,18 @@ def knowledge_refs(items: Sequence[KnowledgeItem]) -> tuple[KnowledgeRef, ...]:
 
 
 def knowledge_slice_unused(
-    message: str, items: Sequence[KnowledgeItem], budget: int, counter: TokenCounter
+    message: str,
+    items: Sequence[KnowledgeItem],
+    budget: int,
+    counter: TokenCounter,
+    index: KnowledgeIndex | None = None,
 ) -> int:
     """What a knowledge slice of ``budget`` tokens will leave unused for ``message`` (an
     estimate: the relevant lines that fit, best first, and the block header), for the slices
     after it to plan with."""
     if budget <= 0:
         return 0
-    ranked = rank_knowledge(message, items)
+    ranked = rank_knowledge(message, items, index=index)
     if not ranked:
         return budget
     used = 2 + counter.count(KNOWLEDGE_HEADER)

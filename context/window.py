@@ -118,7 +118,11 @@ def build_window(request: ContextRequest, budget: Budget, counter: TokenCounter)
 
     # A knowledge slice of 0 turns the knowledge off, surplus or not.
     wanted = budget.slice_budget("knowledge") > 0
-    knowledge = rank_knowledge(message.content, request.knowledge) if wanted else ()
+    knowledge = (
+        rank_knowledge(message.content, request.knowledge, index=request.knowledge_index)
+        if wanted
+        else ()
+    )
     ledgers["knowledge"].received = ledgers["facts"].close_first_pass()
     # Costed with the largest number a line may get: numbering follows the final choice.
     knowledge_pool = Pool(

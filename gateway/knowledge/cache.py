@@ -3,9 +3,10 @@
 A window reads the chunks of the tenant's documents a customer's link level may be told
 (`identity.audience.audiences_for`), at most `MAX_CHUNKS`, newest documents first. Reading and
 indexing them on every turn would cost a statement and the stemming of every chunk, so they are
-kept per tenant and audience set, read again once `STALE_AFTER` seconds old (a document added
-elsewhere shows up within that), and dropped at once when a document is replaced or deleted:
-`drop` is registered with `KnowledgeForgetting.on_forget`, which every process's listener calls.
+kept indexed (`context.knowledge_index`) per tenant and audience set, read again once
+`STALE_AFTER` seconds old (a document added elsewhere shows up within that; unchanged chunks
+keep their index), and dropped at once when a document is replaced or deleted: `drop` is
+registered with `KnowledgeForgetting.on_forget`, which every process's listener calls.
 A read that began before a drop is not kept, so a deleted document cannot come back from it.
 """
 
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Final
 
@@ -21,6 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from context.inputs import KnowledgeItem
 from context.knowledge import chunk_terms
+from context.knowledge_index import KnowledgeIndex, build_knowledge_index
 from gateway.knowledge.forgetting import DocumentsForgotten
 from gateway.storage.repositories import knowledge
 from gateway.storage.repositories.knowledge import StoredChunk
@@ -43,7 +45,7 @@ _Key = tuple[str, frozenset[Audience]]
 @dataclass(frozen=True, slots=True)
 class _Entry:
     read_at: float
-    items: tuple[KnowledgeItem, ...]
+    index: KnowledgeIndex
 
 
 def knowledge_item(chunk: StoredChunk, terms: tuple[str, ...] | None = None) -> KnowledgeItem:
@@ -58,6 +60,15 @@ def knowledge_item(chunk: StoredChunk, terms: tuple[str, ...] | None = None) -> 
         position=chunk.position,
         tokens=chunk.token_count,
         terms=terms or chunk_terms(chunk.title, chunk.headings, chunk.text),
+    )
+
+
+def _same_chunks(index: KnowledgeIndex, stored: Sequence[StoredChunk]) -> bool:
+    """Whether ``stored`` are the chunks ``index`` holds, dates included (a chunk's id changes
+    when its document is replaced; an unchanged document re-synced may move its date)."""
+    return len(index.items) == len(stored) and all(
+        item.id == str(chunk.id) and item.updated_at == chunk.updated_at.date()
+        for item, chunk in zip(index.items, stored, strict=True)
     )
 
 
@@ -85,28 +96,30 @@ class KnowledgeCache:
         (`gateway.api.knowledge`): every assistant of the host reads its knowledge base."""
         return TenantKnowledge(self, replace(tenant, assistant_id=None).encode())
 
-    async def chunks(
-        self, session: AsyncSession, tenant: str, level: LinkLevel
-    ) -> tuple[KnowledgeItem, ...]:
-        """The tenant's chunks a customer linked at ``level`` may be told."""
+    async def index(self, session: AsyncSession, tenant: str, level: LinkLevel) -> KnowledgeIndex:
+        """The tenant's chunks a customer linked at ``level`` may be told, indexed."""
         audiences = audiences_for(level)
         key = (tenant, audiences)
         now = self._clock()
         entry = self._entries.get(key)
         if entry is not None and now - entry.read_at < self._stale_after:
             self._entries.move_to_end(key)
-            return entry.items
+            return entry.index
         generation = self._generations.get(tenant, 0)
         stored = await knowledge.visible_chunks(session, tenant, audiences, limit=self._max_chunks)
-        # A chunk read again keeps the terms worked out for it (a replaced one has a new id).
-        known = {item.id: item.terms for item in entry.items} if entry is not None else {}
-        items = tuple(knowledge_item(chunk, known.get(str(chunk.id))) for chunk in stored)
+        if entry is not None and _same_chunks(entry.index, stored):
+            index = entry.index  # nothing changed: the index stands
+        else:
+            # A chunk read again keeps the terms worked out for it (a replaced one has a new id).
+            known = {item.id: item.terms for item in entry.index.items} if entry else {}
+            items = tuple(knowledge_item(chunk, known.get(str(chunk.id))) for chunk in stored)
+            index = build_knowledge_index(items, [item.terms for item in items])
         if self._generations.get(tenant, 0) == generation:
-            self._entries[key] = _Entry(now, items)
+            self._entries[key] = _Entry(now, index)
             self._entries.move_to_end(key)
             while len(self._entries) > self._max_entries:
                 self._entries.popitem(last=False)
-        return items
+        return index
 
     def drop(self, forgotten: DocumentsForgotten) -> None:
         """Forget every entry of the tenant whose documents were replaced or deleted."""
@@ -122,5 +135,5 @@ class TenantKnowledge:
     cache: KnowledgeCache
     tenant: str
 
-    async def chunks(self, session: AsyncSession, level: LinkLevel) -> tuple[KnowledgeItem, ...]:
-        return await self.cache.chunks(session, self.tenant, level)
+    async def index(self, session: AsyncSession, level: LinkLevel) -> KnowledgeIndex:
+        return await self.cache.index(session, self.tenant, level)

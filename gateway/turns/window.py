@@ -238,13 +238,14 @@ async def assemble_context(
         summary=summary_text,
         summary_tokens=summary_tokens,
     )
-    knowledge_items = (
-        await knowledge.chunks(session, identity.level)
+    knowledge_index = (
+        await knowledge.index(session, identity.level)
         if knowledge is not None and budget.slice_budget("knowledge") > 0
-        else ()
+        else None
     )
+    knowledge_items = knowledge_index.items if knowledge_index is not None else ()
     knowledge_unused = knowledge_slice_unused(
-        message, knowledge_items, budget.slice_budget("knowledge"), counter
+        message, knowledge_items, budget.slice_budget("knowledge"), counter, knowledge_index
     )
     episode_unused = max(
         0,
@@ -291,6 +292,7 @@ async def assemble_context(
         summaries=other_summaries,
         full_history_tokens=customer.history_tokens,
         knowledge=knowledge_items,
+        knowledge_index=knowledge_index,
     )
     return AssembledContext(
         window=build_window(request, budget, counter),

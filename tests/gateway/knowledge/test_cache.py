@@ -51,12 +51,14 @@ async def test_each_level_reads_only_the_audiences_it_may_be_told(session: Async
         await knowledge.store_document(session, _new(audience, f"{audience.value} text"))
     await knowledge.store_document(session, _new(Audience.PUBLIC, "elsewhere", tenant="other"))
     cache = KnowledgeCache()
-    told = {level: _texts(await cache.chunks(session, "default", level)) for level in LinkLevel}
+    told = {
+        level: _texts((await cache.index(session, "default", level)).items) for level in LinkLevel
+    }
     assert told[LinkLevel.ANONYMOUS] == {"public text"}
     assert told[LinkLevel.INFERRED] == {"public text"}
     assert told[LinkLevel.ASSERTED] == {"public text", "customers text"}
     assert told[LinkLevel.VERIFIED] == {"public text", "customers text", "verified text"}
-    items = await cache.chunks(session, "default", LinkLevel.VERIFIED)
+    items = (await cache.index(session, "default", LinkLevel.VERIFIED)).items
     item = next(i for i in items if i.text == "public text")
     assert item.title == "public guide" and item.updated_at == DAY.date()
     assert "refund" in item.terms  # its headings are matched too
@@ -68,18 +70,22 @@ async def test_an_entry_serves_until_stale_and_a_drop_forgets_it_at_once(
     clock = Clock()
     cache = KnowledgeCache(stale_after=60, clock=clock)
     first = await knowledge.store_document(session, _new(Audience.PUBLIC, "first"))
-    assert _texts(await cache.chunks(session, "default", LinkLevel.ANONYMOUS)) == {"first"}
+    assert _texts((await cache.index(session, "default", LinkLevel.ANONYMOUS)).items) == {"first"}
     await knowledge.store_document(session, _new(Audience.PUBLIC, "second"))
     clock.now += 59
-    assert _texts(await cache.chunks(session, "default", LinkLevel.ANONYMOUS)) == {"first"}
+    assert _texts((await cache.index(session, "default", LinkLevel.ANONYMOUS)).items) == {"first"}
     clock.now += 2
-    assert _texts(await cache.chunks(session, "default", LinkLevel.ANONYMOUS)) == {
+    assert _texts((await cache.index(session, "default", LinkLevel.ANONYMOUS)).items) == {
         "first",
         "second",
     }
+    # Read again with nothing changed, the index built stands.
+    before = await cache.index(session, "default", LinkLevel.ANONYMOUS)
+    clock.now += 61
+    assert await cache.index(session, "default", LinkLevel.ANONYMOUS) is before
     await knowledge.delete_document(session, "default", first.document.id)
     cache.drop(DocumentsForgotten("default", (first.document.id,)))
-    assert _texts(await cache.chunks(session, "default", LinkLevel.ANONYMOUS)) == {"second"}
+    assert _texts((await cache.index(session, "default", LinkLevel.ANONYMOUS)).items) == {"second"}
 
 
 async def test_a_document_removed_without_redis_leaves_this_process_cache(
@@ -99,7 +105,7 @@ async def test_a_document_removed_without_redis_leaves_this_process_cache(
     )
     try:
         async with sessions() as session:
-            assert _texts(await shop.chunks(session, LinkLevel.ANONYMOUS)) == {
+            assert _texts((await shop.index(session, LinkLevel.ANONYMOUS)).items) == {
                 "Refunds take five days."
             }
         await remove_document(
@@ -110,7 +116,7 @@ async def test_a_document_removed_without_redis_leaves_this_process_cache(
             announce=forgetting.announce,
         )
         async with sessions() as session:
-            assert await shop.chunks(session, LinkLevel.ANONYMOUS) == ()
+            assert (await shop.index(session, LinkLevel.ANONYMOUS)).items == ()
     finally:
         async with sessions.begin() as session:
             await knowledge.delete_document(session, tenant.encode(), stored.document.id)
