@@ -140,6 +140,8 @@ def budget_for(settings: TenantSettings, window: int | None = None) -> Budget:
         window,
         max_input_chars=settings.max_input_chars,
         tool_results=results * window // settings.window,
+        # A tenant that turned its knowledge base off keeps it off at any window size.
+        knowledge=0 if slices.knowledge == 0 else None,
     )
 
 

@@ -1,6 +1,7 @@
 """A process's cache of knowledge chunks over real storage: each link level reads only the
 audiences it may be told, an entry serves until stale, and a replaced or deleted document
-leaves it at once — through `KnowledgeForgetting` even without Redis (one process)."""
+leaves it at once — through `KnowledgeForgetting` even without Redis (one process); a tenant's
+knowledge slice of 0 keeps its windows off the cache at any window size."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ from gateway.knowledge.records import Chunk, ParsedDocument
 from gateway.storage.repositories import knowledge
 from gateway.storage.repositories.knowledge import NewDocument
 from gateway.tenant_ref import TenantRef
+from gateway.tenants import SliceBudgets, TenantSettings
+from gateway.turns.window import budget_for
 from identity.audience import Audience
 from identity.levels import LinkLevel
 
@@ -120,3 +123,11 @@ async def test_a_document_removed_without_redis_leaves_this_process_cache(
     finally:
         async with sessions.begin() as session:
             await knowledge.delete_document(session, tenant.encode(), stored.document.id)
+
+
+def test_a_knowledge_slice_of_zero_stays_off_at_any_window_size() -> None:
+    off = TenantSettings(slices=SliceBudgets(knowledge=0))
+    assert budget_for(off).slice_budget("knowledge") == 0
+    assert budget_for(off, 16384).slice_budget("knowledge") == 0
+    assert budget_for(TenantSettings(), 16384).slice_budget("knowledge") == 1200
+    assert budget_for(TenantSettings(slices=SliceBudgets(knowledge=900))).knowledge == 900
