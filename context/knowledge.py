@@ -41,8 +41,9 @@ KNOWLEDGE_HEADER: Final = (
 )
 # A chunk is kept only when it scores at least this share of the best chunk's score.
 KNOWLEDGE_FLOOR: Final = 0.3
-# Most chunks a window considers: a slice holds a few; ranking deeper buys nothing.
-MAX_KNOWLEDGE_LINES: Final = 32
+# Most chunks a window holds, however much room the slices before it cede: a few passages the
+# model can weigh and cite; more of them dilute the answer and crowd out recall.
+MAX_KNOWLEDGE_LINES: Final = 8
 
 
 def chunk_terms(title: str, headings: Iterable[str], text: str) -> tuple[str, ...]:
@@ -117,9 +118,9 @@ def knowledge_slice_unused(
     counter: TokenCounter,
     index: KnowledgeIndex | None = None,
 ) -> int:
-    """What a knowledge slice of ``budget`` tokens will leave unused for ``message`` (an
-    estimate: the relevant lines that fit, best first, and the block header), for the slices
-    after it to plan with."""
+    """What a knowledge slice allowed ``budget`` tokens (its own and what the slices before it
+    cede) will leave unused for ``message`` (an estimate: the relevant lines that fit, best
+    first, and the block header), for the slices after it to plan with."""
     if budget <= 0:
         return 0
     ranked = rank_knowledge(message, items, index=index)

@@ -246,8 +246,13 @@ async def assemble_context(
         else None
     )
     knowledge_items = knowledge_index.items if knowledge_index is not None else ()
-    knowledge_unused = knowledge_slice_unused(
-        message, knowledge_items, budget.slice_budget("knowledge"), counter, knowledge_index
+    # What the facts and the knowledge slices will pass on to the summaries.
+    passed_on = knowledge_slice_unused(
+        message,
+        knowledge_items,
+        budget.slice_budget("knowledge") + facts_slice_unused(fact_items, budget, counter),
+        counter,
+        knowledge_index,
     )
     episode_unused = max(
         0,
@@ -262,8 +267,7 @@ async def assemble_context(
         message,
         budget,
         episode.id if episode else None,
-        # What the knowledge slice leaves passes on to the summaries as well.
-        facts_slice_unused(fact_items, budget, counter) + knowledge_unused,
+        passed_on,
         recall_cache,
         episode_unused,
         stale,

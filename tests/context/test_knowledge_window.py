@@ -18,7 +18,7 @@ from context import (
     load_encoding,
 )
 from context.inputs import KnowledgeItem
-from context.knowledge import KNOWLEDGE_HEADER, rank_knowledge
+from context.knowledge import KNOWLEDGE_HEADER, MAX_KNOWLEDGE_LINES, rank_knowledge
 from context.knowledge_refs import KnowledgeRef
 
 RETURNS = KnowledgeItem(
@@ -178,13 +178,26 @@ def test_many_long_chunks_never_exceed_the_budget(counter: TiktokenCounter) -> N
     budget = Budget.for_window(4096)
     window = build_window(request("refund", chunks), budget, counter)
     knowledge = window.report.slice("knowledge")
-    assert 0 < len(window.knowledge) < len(chunks)
+    assert 0 < len(window.knowledge) <= MAX_KNOWLEDGE_LINES < len(chunks)
     assert window.report.estimated_tokens <= budget.input_budget
     assert knowledge.used <= knowledge.budget + knowledge.received + knowledge.granted
     numbers = [ref.number for ref in window.knowledge]
     assert numbers == list(range(1, len(numbers) + 1))
     text = window.messages[0].content
     assert f"[k{len(numbers)}] " in text and f"[k{len(numbers) + 1}] " not in text
+
+
+def test_however_much_room_is_ceded_a_window_holds_a_few_chunks(
+    counter: TiktokenCounter,
+) -> None:
+    chunks = tuple(
+        dataclasses.replace(RETURNS, id=f"c{i}", document_id=f"doc-{i}", text=f"Refund rule {i}.")
+        for i in range(30)
+    )
+    window = build_window(request("refund", chunks), Budget.for_window(32768), counter)
+    assert len(window.knowledge) == MAX_KNOWLEDGE_LINES
+    knowledge = window.report.slice("knowledge")
+    assert knowledge.ceded == knowledge.budget + knowledge.received - knowledge.used > 10_000
 
 
 def test_ranking_keeps_only_chunks_near_the_best_and_prefers_the_newer_on_a_tie() -> None:
