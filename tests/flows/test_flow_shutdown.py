@@ -18,7 +18,7 @@ from tests.support.webchat import signed_visitor
 
 # The names the flow gives its background tasks (exact, or a prefix before the key or id).
 NAMES = {"turn-sweeper", "inbox-processor", "inbox-writer", "delivery-records"}
-NAMES |= {"owed-summaries", "retention", "event-sender", "webchat-fanout"}
+NAMES |= {"owed-summaries", "retention", "event-sender", "webchat-fanout", "embeddings"}
 PREFIXES = ("drain:", "send:", "compactor-", "message-facts:")
 
 
@@ -109,6 +109,7 @@ async def test_with_redis_and_events_the_listeners_and_the_sender_stop_too(
                 "inbox wake-up listener",
                 "event wake-up listener",
                 "recall forgetting listener",
+                "knowledge forgetting listener",
                 "settings changes listener",
             }
         finally:
