@@ -15,7 +15,8 @@ other identity gets raw turns only of its own identity.
 
 The candidates are read from storage (the columns recall needs, at most `MAX_TURNS` turns and
 `MAX_SUMMARIES` summaries) and scored by `context.recall`; a `RecallCache` keeps them per
-customer while the customer's other episodes are unchanged.
+customer while the customer's other episodes are unchanged. A cache given a `RecallSimilarity`
+(the cosine of the message with each candidate) makes recall hybrid (`context.recall_fusion`).
 """
 
 from __future__ import annotations
