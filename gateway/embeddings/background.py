@@ -56,6 +56,9 @@ from gateway.storage.repositories.embeddings import NewVector, PendingText
 __all__ = ["BackgroundEmbedder", "Burst"]
 
 log = logging.getLogger("relaydesk.embeddings")
+# Its own generator for the jitter, so the loop never moves the process's shared one while
+# another thread draws from it.
+_JITTER = random.Random()
 
 BATCH: Final = 64
 # The first pass waits this long after start: a process restarting often still embeds, just
@@ -234,7 +237,7 @@ class BackgroundEmbedder:
             except Exception as exc:
                 await asyncio.sleep(self._failed(exc))
                 continue
-            await asyncio.sleep(self._idle_s * random.uniform(0.5, 1.5))
+            await asyncio.sleep(self._idle_s * _JITTER.uniform(0.5, 1.5))
 
     async def _work(self) -> None:
         """Passes until nothing is pending: a progress line a minute, one at the end."""
@@ -260,7 +263,7 @@ class BackgroundEmbedder:
             log.warning("embedding postponed, storage is unavailable", extra={"fields": fields})
         else:
             log.exception("embedding failed", extra={"fields": fields})
-        return backoff * random.uniform(0.8, 1.2)
+        return backoff * _JITTER.uniform(0.8, 1.2)
 
     def _report(self, message: str, rows: int, started: float) -> None:
         burst = Burst(rows, self._clock() - started)
