@@ -11,19 +11,15 @@ import argparse
 import asyncio
 import json
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-from redis.asyncio import Redis
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
-
 from context import TiktokenCounter, load_encoding
+from gateway.command_store import CommandStore, command_store
 from gateway.config import Settings
-from gateway.coordination.redis_client import make_redis
 from gateway.knowledge.documents import (
     DocumentTooLarge,
     Upload,
@@ -31,11 +27,9 @@ from gateway.knowledge.documents import (
     add_document,
     remove_document,
 )
-from gateway.knowledge.forgetting import DocumentsForgotten, publish_forgotten
+from gateway.knowledge.forgetting import publish_forgotten
 from gateway.knowledge.parsing import DocumentUnreadable, format_of
 from gateway.knowledge.records import FORMATS, DocumentFormat
-from gateway.storage.engine import make_engine, make_sessionmaker
-from gateway.storage.migrate import upgrade
 from gateway.storage.models_knowledge import URL_LENGTH
 from gateway.storage.repositories import knowledge
 from gateway.storage.repositories.knowledge import DocumentRecord
@@ -49,29 +43,6 @@ class CommandRefused(ValueError):
     """What the command cannot do as asked; printed, exit status 2."""
 
 
-@dataclass(frozen=True, slots=True)
-class Store:
-    sessions: async_sessionmaker[AsyncSession]
-    redis: Redis | None
-
-    async def announce(self, forgotten: DocumentsForgotten) -> None:
-        await publish_forgotten(self.redis, forgotten)
-
-
-@asynccontextmanager
-async def _store(settings: Settings) -> AsyncIterator[Store]:
-    engine = make_engine(settings.database_url)
-    redis = make_redis(settings.redis_url) if settings.redis_url else None
-    try:
-        if settings.should_auto_migrate:
-            await upgrade(engine)
-        yield Store(make_sessionmaker(engine), redis)
-    finally:
-        if redis is not None:
-            await redis.aclose()
-        await engine.dispose()
-
-
 def tenant_named(text: str | None) -> str:
     """The stored tenant `--tenant` names: a host, or an encoded `domain/host[/assistant]`."""
     if not text:
@@ -83,9 +54,9 @@ def tenant_named(text: str | None) -> str:
     return tenant.encode()
 
 
-def _run(settings: Settings, work: Callable[[Store], Awaitable[int]]) -> int:
+def _run(settings: Settings, work: Callable[[CommandStore], Awaitable[int]]) -> int:
     async def run() -> int:
-        async with _store(settings) as store:
+        async with command_store(settings) as store:
             return await work(store)
 
     try:
@@ -127,14 +98,14 @@ def _upload(args: argparse.Namespace) -> Upload:
 
 
 def _add(settings: Settings, args: argparse.Namespace) -> int:
-    async def add(store: Store) -> int:
+    async def add(store: CommandStore) -> int:
         upload = _upload(args)
         stored = await add_document(
             store.sessions,
             upload,
             tenant=tenant_named(args.tenant),
             actor=args.actor,
-            announce=store.announce,
+            announce=partial(publish_forgotten, store.redis),
             counter=TiktokenCounter(load_encoding()),
         )
         found = stored.document
@@ -162,7 +133,7 @@ def _document_json(found: DocumentRecord) -> dict[str, Any]:
 
 
 def _list(settings: Settings, args: argparse.Namespace) -> int:
-    async def list_(store: Store) -> int:
+    async def list_(store: CommandStore) -> int:
         async with store.sessions() as session:
             found = await knowledge.list_documents(session, tenant_named(args.tenant))
         if args.json:
@@ -185,13 +156,13 @@ def _list(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def _remove(settings: Settings, args: argparse.Namespace) -> int:
-    async def remove(store: Store) -> int:
+    async def remove(store: CommandStore) -> int:
         gone = await remove_document(
             store.sessions,
             tenant=tenant_named(args.tenant),
             document_id=args.document_id,
             actor=args.actor,
-            announce=store.announce,
+            announce=partial(publish_forgotten, store.redis),
         )
         if gone is None:
             print(f"relaydesk: no document {args.document_id} for this tenant", file=sys.stderr)

@@ -9,17 +9,12 @@ import argparse
 import asyncio
 import json
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from redis.asyncio import Redis
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
-
+from gateway.command_store import CommandStore, command_store
 from gateway.config import Settings
-from gateway.coordination.redis_client import make_redis
 from gateway.settings_admin.documents import (
     SettingsInvalid,
     parse_value,
@@ -36,31 +31,9 @@ from gateway.settings_admin.service import (
     effective_for,
     read_level,
 )
-from gateway.storage.engine import make_engine, make_sessionmaker
-from gateway.storage.migrate import upgrade
 from gateway.tenant_ref import DEFAULT_DOMAIN
 
 DEFAULT_REASON = "changed from the command line"
-
-
-@dataclass(frozen=True, slots=True)
-class Store:
-    sessions: async_sessionmaker[AsyncSession]
-    redis: Redis | None
-
-
-@asynccontextmanager
-async def _store(settings: Settings) -> AsyncIterator[Store]:
-    engine = make_engine(settings.database_url)
-    redis = make_redis(settings.redis_url) if settings.redis_url else None
-    try:
-        if settings.should_auto_migrate:
-            await upgrade(engine)
-        yield Store(make_sessionmaker(engine), redis)
-    finally:
-        if redis is not None:
-            await redis.aclose()
-        await engine.dispose()
 
 
 def _level(args: argparse.Namespace) -> SettingsLevel:
@@ -69,9 +42,9 @@ def _level(args: argparse.Namespace) -> SettingsLevel:
     )
 
 
-def _run(settings: Settings, work: Callable[[Store], Awaitable[int]]) -> int:
+def _run(settings: Settings, work: Callable[[CommandStore], Awaitable[int]]) -> int:
     async def run() -> int:
-        async with _store(settings) as store:
+        async with command_store(settings) as store:
             return await work(store)
 
     try:
@@ -89,7 +62,7 @@ def _schema(settings: Settings, args: argparse.Namespace) -> int:
 def _show(settings: Settings, args: argparse.Namespace) -> int:
     level = _level(args)
 
-    async def show(store: Store) -> int:
+    async def show(store: CommandStore) -> int:
         async with store.sessions() as session:
             if args.effective:
                 effective = await effective_for(session, level)
@@ -112,7 +85,7 @@ def _change(settings: Settings, args: argparse.Namespace, edit: Edit) -> int:
         print("relaydesk: --reason must not be blank", file=sys.stderr)
         return 2
 
-    async def change(store: Store) -> int:
+    async def change(store: CommandStore) -> int:
         done = await change_level(
             store.sessions, store.redis, level, edit, actor=args.actor, reason=reason
         )
@@ -148,7 +121,7 @@ def _unset(settings: Settings, args: argparse.Namespace) -> int:
 def _validate(settings: Settings, args: argparse.Namespace) -> int:
     level = _level(args)
 
-    async def validate(store: Store) -> int:
+    async def validate(store: CommandStore) -> int:
         document = read_document(Path(args.file))
         async with store.sessions() as session:
             await check_level(session, level, document)
@@ -161,7 +134,7 @@ def _validate(settings: Settings, args: argparse.Namespace) -> int:
 def _export(settings: Settings, args: argparse.Namespace) -> int:
     level = _level(args)
 
-    async def export(store: Store) -> int:
+    async def export(store: CommandStore) -> int:
         async with store.sessions() as session:
             document = await read_level(session, level)
         text = dump_document(document)
