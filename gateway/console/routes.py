@@ -17,6 +17,7 @@ from gateway.console import (
     customer_data,
     routes_accounts,
     routes_approvals,
+    routes_knowledge,
     routes_login,
     routes_reports,
     routes_settings,
@@ -348,6 +349,7 @@ def add_routes(app: web.Application) -> None:
     routes_accounts.add_routes(app)
     routes_settings.add_routes(app)
     routes_reports.add_routes(app)
+    routes_knowledge.add_routes(app)
     router.add_post("/console/inbox/{item_id}/retry", retry_inbox)
     router.add_get("/console/static/{name}", asset)
     base = "/console/customers/{customer_id}"

@@ -26,6 +26,7 @@ def page(
             # The queue of provider messages that failed to store (not the conversations).
             el("a", {"href": "/console/inbox"}, "Failed messages"),
             el("a", {"href": "/console/reports"}, "Reports"),
+            el("a", {"href": "/console/knowledge"}, "Knowledge"),
             el("a", {"href": "/console/audit"}, "Audit log"),
             el("a", {"href": "/console/accounts"}, "Accounts") if login.is_admin else None,
             el("a", {"href": "/console/settings"}, "Settings") if login.is_admin else None,

@@ -247,20 +247,25 @@ async def document_by_url(
     return _record(row, await _chunk_count(session, row.id))
 
 
-async def list_documents(session: AsyncSession, tenant: str) -> list[DocumentRecord]:
-    """The tenant's documents, newest first, each with its chunk count."""
-    counts = (
-        select(KnowledgeChunk.document_id, func.count().label("chunks"))
-        .where(KnowledgeChunk.tenant == tenant)
-        .group_by(KnowledgeChunk.document_id)
-        .subquery()
-    )
-    result = await session.execute(
-        select(KnowledgeDocument, func.coalesce(counts.c.chunks, 0))
-        .outerjoin(counts, counts.c.document_id == KnowledgeDocument.id)
-        .where(KnowledgeDocument.tenant == tenant)
+async def list_documents(
+    session: AsyncSession, tenant: str | None, *, limit: int | None = None
+) -> list[DocumentRecord]:
+    """The tenant's documents (every tenant's with None), newest first, each with its chunk
+    count."""
+    counts = select(KnowledgeChunk.document_id, func.count().label("chunks"))
+    if tenant is not None:
+        counts = counts.where(KnowledgeChunk.tenant == tenant)
+    counted = counts.group_by(KnowledgeChunk.document_id).subquery()
+    query = (
+        select(KnowledgeDocument, func.coalesce(counted.c.chunks, 0))
+        .outerjoin(counted, counted.c.document_id == KnowledgeDocument.id)
         .order_by(KnowledgeDocument.created_at.desc(), KnowledgeDocument.id)
     )
+    if tenant is not None:
+        query = query.where(KnowledgeDocument.tenant == tenant)
+    if limit is not None:
+        query = query.limit(limit)
+    result = await session.execute(query)
     return [_record(row, int(count)) for row, count in result.all()]
 
 

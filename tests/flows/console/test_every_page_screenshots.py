@@ -51,6 +51,18 @@ async def _pages(stack: Stack) -> list[tuple[str, str, str]]:
         headers=AUTH,
     )
     assert assigned.status == 200, await assigned.text()  # a line in the audit log
+    document = await stack.client.post(
+        "/v1/knowledge/documents",
+        json={
+            "content": "# Política de trocas, devoluções e reembolsos para compras no site\n\n"
+            "Você tem 30 dias corridos para devolver um produto.",
+            "audience": "public",
+            "url": "https://help.example.com/artigos/politica-de-trocas-devolucoes-e-reembolsos-"
+            "para-compras-feitas-no-site-e-no-aplicativo",
+        },
+        headers=AUTH,
+    )
+    assert document.status == 201, await document.text()  # a row on the Knowledge page
     customer = f"/console/customers/{visitor['customer_id']}"
     first_message = opened["messages"][0]["id"]
     return [
@@ -62,6 +74,7 @@ async def _pages(stack: Stack) -> list[tuple[str, str, str]]:
         ("audit", "/console/audit", "tr[data-action]"),
         ("failed-messages", "/console/inbox", "h1"),
         ("reports", "/console/reports", "svg.report-chart"),
+        ("knowledge", "/console/knowledge", "tr[data-document]"),
         ("accounts", "/console/accounts", "h1"),
         ("settings", "/console/settings", "h1"),
     ]
