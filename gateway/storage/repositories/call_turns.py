@@ -14,9 +14,9 @@ from datetime import datetime
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from gateway.storage.errors import require_customer
-from gateway.storage.message_meta import CANNED_KEY, MessageMeta, decode_meta, meta_text
+from gateway.storage.message_meta import MessageMeta, decode_meta
 from gateway.storage.models import Message
+from gateway.storage.repositories.messages import remembered_turns
 
 __all__ = ["CallTurnLine", "call_turns"]
 
@@ -60,15 +60,9 @@ async def call_turns(
         Message.transcript_confidence,
         Message.extra,
     ).where(
-        Message.customer_id == require_customer(customer_id),
         Message.channel.in_(sorted(channels)),
-        Message.role.in_(("user", "assistant")),
-        meta_text(Message.extra, CANNED_KEY).is_(None),  # the gateway's own notices are no memory
+        *remembered_turns(customer_id, exclude_episode, identity_id),
     )
-    if exclude_episode is not None:
-        query = query.where(Message.episode_id != exclude_episode)
-    if identity_id is not None:
-        query = query.where(Message.identity_id == identity_id)
     rows = await session.execute(query.order_by(Message.id.desc()).limit(limit))
     return [
         CallTurnLine(

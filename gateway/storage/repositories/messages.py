@@ -6,7 +6,7 @@ import functools
 from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Any
 
-from sqlalchemy import bindparam, case, func, select
+from sqlalchemy import ColumnElement, bindparam, case, func, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -452,6 +452,24 @@ async def metas_of_episode(session: AsyncSession, episode_id: str) -> list[Messa
     return [decode_meta(extra) for extra in rows]
 
 
+def remembered_turns(
+    customer_id: str, exclude_episode: str | None, identity_id: str | None
+) -> list[ColumnElement[bool]]:
+    """What every read of turns for recall asks: the customer's user and assistant turns,
+    none of the gateway's own notices, outside `exclude_episode` and, with `identity_id`, of
+    that identity only."""
+    conditions = [
+        Message.customer_id == require_customer(customer_id),
+        Message.role.in_(("user", "assistant")),
+        meta_text(Message.extra, CANNED_KEY).is_(None),  # the gateway's own notices are no memory
+    ]
+    if exclude_episode is not None:
+        conditions.append(Message.episode_id != exclude_episode)
+    if identity_id is not None:
+        conditions.append(Message.identity_id == identity_id)
+    return conditions
+
+
 async def typed_turns(
     session: AsyncSession,
     customer_id: str,
@@ -474,16 +492,10 @@ async def typed_turns(
         Message.supersedes_id,
         meta_text(Message.extra, SPEAKER_KEY),
     ).where(
-        Message.customer_id == require_customer(customer_id),
         Message.channel.not_in(sorted(skip_channels)),
-        Message.role.in_(("user", "assistant")),
         Message.transcript_confidence.is_(None),
-        meta_text(Message.extra, CANNED_KEY).is_(None),  # the gateway's own notices are no memory
+        *remembered_turns(customer_id, exclude_episode, identity_id),
     )
-    if exclude_episode is not None:
-        query = query.where(Message.episode_id != exclude_episode)
-    if identity_id is not None:
-        query = query.where(Message.identity_id == identity_id)
     rows = await session.execute(query.order_by(Message.id.desc()).limit(limit))
     return [
         TurnLine(
