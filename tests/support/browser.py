@@ -63,3 +63,16 @@ async def screenshot(page: Any, name: str) -> None:
     """Keep a full-page screenshot as `tests/artifacts/<name>`."""
     ARTIFACTS.mkdir(exist_ok=True)
     await page.screenshot(path=str(ARTIFACTS / name), full_page=True)
+
+
+async def sign_in(page: Any, login_url: str, username: str, password: str) -> None:
+    """Log in through the console's form and wait until the page says who is signed in. A page
+    opened while the login's own navigation is still under way races it: the console it lands
+    on may never finish its first load."""
+    from playwright.async_api import expect
+
+    await page.goto(login_url)
+    await page.get_by_label("Username").fill(username)
+    await page.get_by_label("Password").fill(password)
+    await page.get_by_role("button", name="Log in").click()
+    await expect(page.get_by_text(f"signed in as {username}")).to_be_visible(timeout=10_000)

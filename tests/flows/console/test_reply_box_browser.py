@@ -20,7 +20,7 @@ from gateway.storage.models_notes import ConversationNote
 from gateway.storage.records import NewFact
 from gateway.storage.repositories import facts
 from tests.flows.webhooks.test_whatsapp_cloud_webhook import _sessions
-from tests.support.browser import screenshot
+from tests.support.browser import screenshot, sign_in
 from tests.support.console import AUTH, PASSWORD, USERNAME
 from tests.support.openai_server import FakeOpenAI, model_settings
 from tests.support.whatsapp_stack import until, whatsapp_stack
@@ -62,10 +62,7 @@ async def test_a_note_stays_with_the_operators(
         page = await context.new_page()
         errors: list[str] = []
         page.on("pageerror", lambda error: errors.append(str(error)))
-        await page.goto(str(stack.client.make_url("/console/login")))
-        await page.get_by_label("Username").fill(USERNAME)
-        await page.get_by_label("Password").fill(PASSWORD)
-        await page.get_by_role("button", name="Log in").click()
+        await sign_in(page, str(stack.client.make_url("/console/login")), USERNAME, PASSWORD)
         await page.goto(str(stack.client.make_url(f"/console/conversations/{conversation_id}")))
         await expect(page.locator("#thread li.message")).to_have_count(2, timeout=WAIT_MS)
 
@@ -165,10 +162,7 @@ async def test_a_canned_reply_is_filled_from_facts_and_sent(
         page = await context.new_page()
         errors: list[str] = []
         page.on("pageerror", lambda error: errors.append(str(error)))
-        await page.goto(str(stack.client.make_url("/console/login")))
-        await page.get_by_label("Username").fill(USERNAME)
-        await page.get_by_label("Password").fill(PASSWORD)
-        await page.get_by_role("button", name="Log in").click()
+        await sign_in(page, str(stack.client.make_url("/console/login")), USERNAME, PASSWORD)
         await page.goto(str(stack.client.make_url(f"/console/conversations/{conversation_id}")))
         await page.get_by_role("button", name="Take over").click()
         await expect(page.locator("#owner")).to_contain_text(f"Held by {USERNAME}", timeout=WAIT_MS)
@@ -242,10 +236,7 @@ async def test_the_template_picker_sends_a_template_when_the_window_is_closed(
         page = await context.new_page()
         errors: list[str] = []
         page.on("pageerror", lambda error: errors.append(str(error)))
-        await page.goto(str(stack.client.make_url("/console/login")))
-        await page.get_by_label("Username").fill(USERNAME)
-        await page.get_by_label("Password").fill(PASSWORD)
-        await page.get_by_role("button", name="Log in").click()
+        await sign_in(page, str(stack.client.make_url("/console/login")), USERNAME, PASSWORD)
         url = str(stack.client.make_url(f"/console/conversations/{conversation_id}"))
         await page.goto(url)
         await page.get_by_role("button", name="Take over").click()

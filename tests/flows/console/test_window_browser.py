@@ -16,7 +16,7 @@ from gateway.operators.accounts import create_operator
 from gateway.runtime.clock import utcnow
 from gateway.storage.models import Conversation
 from tests.flows.webhooks.test_whatsapp_cloud_webhook import _sessions
-from tests.support.browser import screenshot
+from tests.support.browser import screenshot, sign_in
 from tests.support.console import PASSWORD, USERNAME
 from tests.support.whatsapp_stack import whatsapp_stack
 
@@ -47,10 +47,7 @@ async def test_the_page_shows_the_window_and_a_reply_held_outside_it(
         page = await context.new_page()
         errors: list[str] = []
         page.on("pageerror", lambda error: errors.append(str(error)))
-        await page.goto(str(stack.client.make_url("/console/login")))
-        await page.get_by_label("Username").fill(USERNAME)
-        await page.get_by_label("Password").fill(PASSWORD)
-        await page.get_by_role("button", name="Log in").click()
+        await sign_in(page, str(stack.client.make_url("/console/login")), USERNAME, PASSWORD)
         await page.goto(str(stack.client.make_url(f"/console/conversations/{conversation_id}")))
         window = page.locator("#window")
         await expect(window).to_contain_text("WhatsApp window open until", timeout=WAIT_MS)
