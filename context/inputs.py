@@ -213,9 +213,18 @@ class ContextRequest:
     full_history_tokens: int | None = None
     knowledge: tuple[KnowledgeItem, ...] = ()
     knowledge_index: KnowledgeIndex | None = None
+    # The cosine of the message with each of ``knowledge`` (None: no vector yet), for the
+    # ranking by meaning; None: lexical ranking alone.
+    knowledge_similarities: tuple[float | None, ...] | None = None
 
     def __post_init__(self) -> None:
         _check_tokens("request full history", self.full_history_tokens)
+        similarities = self.knowledge_similarities
+        if similarities is not None and len(similarities) != len(self.knowledge):
+            raise ContextInputError(
+                "knowledge_similarities_mismatch",
+                "knowledge_similarities must hold one value per knowledge chunk",
+            )
         index = self.knowledge_index
         if (
             index is not None

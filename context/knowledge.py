@@ -17,6 +17,7 @@ from collections.abc import Iterable, Sequence
 from typing import Final
 
 from context.inputs import KnowledgeItem
+from context.knowledge_fusion import KnowledgeFusion, by_meaning, fuse_ranks
 from context.knowledge_index import KnowledgeIndex
 from context.knowledge_refs import KnowledgeRef, marker
 from context.recall_score import recall_terms
@@ -57,13 +58,34 @@ def rank_knowledge(
     *,
     floor: float = KNOWLEDGE_FLOOR,
     index: KnowledgeIndex | None = None,
+    similarities: Sequence[float | None] | None = None,
+    fusion: KnowledgeFusion | None = None,
 ) -> tuple[KnowledgeItem, ...]:
     """The chunks relevant to ``message``, best first (ties: newer document, then the order
-    given); none when no chunk shares a term with it. An ``index`` built over ``items`` scores
-    them alike without reading every chunk."""
-    wanted = recall_terms(message)
-    if not wanted or not items:
+    given); none when no chunk shares a term with it and none is close enough in meaning. An
+    ``index`` built over ``items`` scores them alike without reading every chunk.
+    ``similarities`` (one per item, None: no vector yet) add the ranking by meaning
+    (`context.knowledge_fusion`); without them the ranking is lexical alone."""
+    if not items:
         return ()
+    if similarities is not None and len(similarities) != len(items):
+        raise ValueError(f"{len(similarities)} similarities for {len(items)} chunks")
+    lexical = _lexical(message, items, floor, index)
+    meaning = by_meaning(similarities, fusion) if similarities is not None else ()
+    if not meaning:
+        return tuple(items[i] for _, i in lexical[:MAX_KNOWLEDGE_LINES])
+    fused = fuse_ranks([i for _, i in lexical], meaning, fusion)
+    ranked = sorted(fused, key=lambda i: (-fused[i], -items[i].updated_at.toordinal(), i))
+    return tuple(items[i] for i in ranked[:MAX_KNOWLEDGE_LINES])
+
+
+def _lexical(
+    message: str, items: Sequence[KnowledgeItem], floor: float, index: KnowledgeIndex | None
+) -> list[tuple[float, int]]:
+    """(BM25, item index) of the chunks scoring at least ``floor`` x the best, best first."""
+    wanted = recall_terms(message)
+    if not wanted:
+        return []
     if index is not None:
         own = index.scores(wanted)
     else:
@@ -72,12 +94,12 @@ def rank_knowledge(
         own = {doc: score for doc, score in enumerate(scores) if score > 0}
     best = max(own.values(), default=0.0)
     if best <= 0:
-        return ()
+        return []
     kept = [
         (round(score, 6), doc) for doc, score in own.items() if score > 0 and score >= floor * best
     ]
     kept.sort(key=lambda pair: (-pair[0], -items[pair[1]].updated_at.toordinal(), pair[1]))
-    return tuple(items[index] for _, index in kept[:MAX_KNOWLEDGE_LINES])
+    return kept
 
 
 def in_window_order(items: Iterable[KnowledgeItem]) -> tuple[KnowledgeItem, ...]:
@@ -117,13 +139,14 @@ def knowledge_slice_unused(
     budget: int,
     counter: TokenCounter,
     index: KnowledgeIndex | None = None,
+    similarities: Sequence[float | None] | None = None,
 ) -> int:
     """What a knowledge slice allowed ``budget`` tokens (its own and what the slices before it
     cede) will leave unused for ``message`` (an estimate: the relevant lines that fit, best
     first, and the block header), for the slices after it to plan with."""
     if budget <= 0:
         return 0
-    ranked = rank_knowledge(message, items, index=index)
+    ranked = rank_knowledge(message, items, index=index, similarities=similarities)
     if not ranked:
         return budget
     used = 2 + counter.count(KNOWLEDGE_HEADER)

@@ -119,7 +119,12 @@ def build_window(request: ContextRequest, budget: Budget, counter: TokenCounter)
     # A knowledge slice of 0 turns the knowledge off, surplus or not.
     wanted = budget.slice_budget("knowledge") > 0
     knowledge = (
-        rank_knowledge(message.content, request.knowledge, index=request.knowledge_index)
+        rank_knowledge(
+            message.content,
+            request.knowledge,
+            index=request.knowledge_index,
+            similarities=request.knowledge_similarities,
+        )
         if wanted
         else ()
     )

@@ -35,7 +35,8 @@ from gateway.csat.asking import Asker
 from gateway.csat.idle import IdleSurveys
 from gateway.customers.forgetting import Forgetting
 from gateway.embeddings.background import BackgroundEmbedder
-from gateway.embeddings.from_settings import embedder_for
+from gateway.embeddings.from_settings import embedder_for, query_embedder_for
+from gateway.embeddings.similarity import HybridSimilarity, KnowledgeSimilarity, RecallVectors
 from gateway.events.outbox import EventOutbox
 from gateway.events.sender import EventSender, sender_for
 from gateway.events.wakeups import EventWakeups
@@ -174,13 +175,18 @@ def build_flow(resources: Resources, stack: AsyncExitStack) -> Flow:
         wake = event_wakeups.publish
     events = EventOutbox(enabled=settings.events_url is not None, wake=wake)
 
+    # Hybrid ranking on a reply's path: the message's vector against the stored ones.
+    queries = query_embedder_for(settings, http)
+    similarity = HybridSimilarity(queries, queries.name) if queries is not None else None
+    if queries is not None:
+        stack.push_async_callback(queries.close)
     # Memory: recall, its forgetting across processes, and compaction.
-    recall = RecallCache()
+    recall = RecallCache(similarity=RecallVectors(similarity) if similarity else None)
     forgetting = Forgetting(recall, redis, owner=tasks)
     forgetting.listen()
     stack.push_async_callback(forgetting.close)
     # The knowledge base's chunks, dropped when any process replaces or deletes a document.
-    knowledge = KnowledgeCache()
+    knowledge = KnowledgeCache(similarity=KnowledgeSimilarity(similarity) if similarity else None)
     knowledge_forgetting = KnowledgeForgetting(redis, owner=tasks)
     knowledge_forgetting.on_forget(knowledge.drop)
     knowledge_forgetting.listen()

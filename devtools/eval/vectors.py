@@ -129,7 +129,12 @@ class CandidateSimilarity:
         self._matrix: npt.NDArray[np.float32] = np.zeros((0, 0), dtype=np.float32)
 
     async def __call__(
-        self, message: str, candidates: Sequence[RecallCandidate]
+        self,
+        message: str,
+        candidates: Sequence[RecallCandidate],
+        *,
+        session: object = None,
+        customer_id: str = "",
     ) -> Sequence[float | None]:
         if self._candidates is not candidates:
             texts = [passage_text(candidate) for candidate in candidates]

@@ -36,11 +36,13 @@ _ENGINE_BATCH: Final = 32
 NICENESS: Final = 19
 
 
-def _lower_priority() -> None:
+def _set_priority(niceness: int) -> None:
     """Run in the embedding thread as it starts: Linux gives each thread its own niceness
     (elsewhere, or where it is not allowed, the thread keeps the process's)."""
+    if niceness == 0:
+        return
     with contextlib.suppress(AttributeError, OSError):
-        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), NICENESS)
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), niceness)
 
 
 class _Rows(Protocol):
@@ -58,10 +60,13 @@ class _Engine(Protocol):
 class OfflineEmbedder:
     """`Embedder` over the bundled e5 model (see the module docstring)."""
 
-    def __init__(self, *, threads: int = 1) -> None:
+    def __init__(self, *, threads: int = 1, niceness: int = NICENESS) -> None:
+        """``niceness`` 0 keeps the process's priority: for a reply's own message, which a
+        reply waits for (`gateway.embeddings.similarity`)."""
         if threads < 1:
             raise ValueError("the offline embedder needs at least one thread")
         self._threads = threads
+        self._niceness = niceness
         self._engine: _Engine | None = None
         self._lock = asyncio.Lock()
         self._executor: ThreadPoolExecutor | None = None
@@ -77,7 +82,10 @@ class OfflineEmbedder:
         async with self._lock:
             if self._executor is None:
                 self._executor = ThreadPoolExecutor(
-                    max_workers=1, thread_name_prefix="embed", initializer=_lower_priority
+                    max_workers=1,
+                    thread_name_prefix="embed",
+                    initializer=_set_priority,
+                    initargs=(self._niceness,),
                 )
             loop = asyncio.get_running_loop()
             return await loop.run_in_executor(self._executor, self._embed_now, listed, kind)

@@ -23,6 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from context.inputs import KnowledgeItem
 from context.knowledge import chunk_terms
 from context.knowledge_index import KnowledgeIndex, build_knowledge_index
+from gateway.embeddings.similarity import KnowledgeSimilarity
 from gateway.knowledge.forgetting import DocumentsForgotten
 from gateway.storage.repositories import knowledge
 from gateway.storage.repositories.knowledge import StoredChunk
@@ -82,7 +83,9 @@ class KnowledgeCache:
         max_entries: int = MAX_ENTRIES,
         max_chunks: int = MAX_CHUNKS,
         clock: Callable[[], float] = time.monotonic,
+        similarity: KnowledgeSimilarity | None = None,
     ) -> None:
+        self.similarity = similarity  # with it, chunks are also ranked by meaning
         self._stale_after = stale_after
         self._max_entries = max_entries
         self._max_chunks = max_chunks
@@ -124,6 +127,8 @@ class KnowledgeCache:
     def drop(self, forgotten: DocumentsForgotten) -> None:
         """Forget every entry of the tenant whose documents were replaced or deleted."""
         self._generations[forgotten.tenant] = self._generations.get(forgotten.tenant, 0) + 1
+        if self.similarity is not None:
+            self.similarity.forget(forgotten.tenant)
         for key in [key for key in self._entries if key[0] == forgotten.tenant]:
             del self._entries[key]
 
@@ -137,3 +142,13 @@ class TenantKnowledge:
 
     async def index(self, session: AsyncSession, level: LinkLevel) -> KnowledgeIndex:
         return await self.cache.index(session, self.tenant, level)
+
+    async def similarities(
+        self, session: AsyncSession, message: str, items: Sequence[KnowledgeItem]
+    ) -> tuple[float | None, ...] | None:
+        """The cosine of ``message`` with each of ``items`` (None: no vector yet); None when
+        the cache ranks lexically only or no chunk has a vector."""
+        similarity = self.cache.similarity
+        if similarity is None:
+            return None
+        return await similarity(session, self.tenant, message, items)

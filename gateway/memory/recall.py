@@ -183,7 +183,12 @@ class RecallSimilarity(Protocol):
     vector yet): what hybrid recall fuses with the lexical ranking (`context.recall_fusion`)."""
 
     async def __call__(
-        self, message: str, candidates: Sequence[RecallCandidate]
+        self,
+        message: str,
+        candidates: Sequence[RecallCandidate],
+        *,
+        session: AsyncSession,
+        customer_id: str,
     ) -> Sequence[float | None]: ...
 
 
@@ -278,7 +283,9 @@ async def recall_items(
         cache.put(key, fingerprint, index)
     similarities = None
     if cache is not None and cache.similarity is not None:
-        similarities = await cache.similarity(message, index.candidates)
+        similarities = await cache.similarity(
+            message, index.candidates, session=session, customer_id=scope.customer_id
+        )
     return recall(
         message,
         index.candidates,

@@ -246,6 +246,11 @@ async def assemble_context(
         else None
     )
     knowledge_items = knowledge_index.items if knowledge_index is not None else ()
+    knowledge_similarities = (
+        await knowledge.similarities(session, message, knowledge_items)
+        if knowledge is not None and knowledge_items
+        else None
+    )
     # What the facts and the knowledge slices will pass on to the summaries.
     passed_on = knowledge_slice_unused(
         message,
@@ -253,6 +258,7 @@ async def assemble_context(
         budget.slice_budget("knowledge") + facts_slice_unused(fact_items, budget, counter),
         counter,
         knowledge_index,
+        knowledge_similarities,
     )
     episode_unused = max(
         0,
@@ -299,6 +305,7 @@ async def assemble_context(
         full_history_tokens=customer.history_tokens,
         knowledge=knowledge_items,
         knowledge_index=knowledge_index,
+        knowledge_similarities=knowledge_similarities,
     )
     return AssembledContext(
         window=build_window(request, budget, counter),
