@@ -34,7 +34,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 from sqlalchemy.sql.elements import ColumnElement
 
 from gateway.runtime.clock import utcnow
-from gateway.storage.message_meta import CANNED_KEY, meta_text
+from gateway.storage.message_meta import CANNED_KEY, SPEAKER_KEY, meta_text
 from gateway.storage.models import EpisodeSummary, Message
 from gateway.storage.models_embeddings import Embedding, SubjectKind
 from gateway.storage.models_knowledge import KnowledgeChunk
@@ -130,7 +130,15 @@ async def pending_messages(
     have no vector of ``model``, but for the ids in ``skip``."""
     embedded = exists().where(Embedding.message_id == Message.id, Embedding.model == model)
     rows = await session.execute(
-        select(Message.id, Message.customer_id, Message.tenant, Message.channel, Message.text)
+        select(
+            Message.id,
+            Message.customer_id,
+            Message.tenant,
+            Message.channel,
+            Message.text,
+            Message.role,
+            meta_text(Message.extra, SPEAKER_KEY),
+        )
         .where(
             Message.id > after,
             Message.role.in_(("user", "assistant")),
@@ -148,13 +156,23 @@ async def pending_messages(
         PendingText(
             kind="message",
             subject_id=message_id,
-            text=text,
+            text=text if channel in CALL_CHANNELS else recall_line(speaker, role, text),
             tenant=tenant,
             customer_id=customer_id,
             transcript=channel in CALL_CHANNELS,
         )
-        for message_id, customer_id, tenant, channel, text in rows
+        for message_id, customer_id, tenant, channel, text, role, speaker in rows
     ]
+
+
+def recall_line(speaker: str | None, role: str, text: str) -> str:
+    """A typed turn as recall shows it (``Customer: text``, whitespace collapsed): who said it
+    is part of its meaning ("my sister's wedding"). A call is embedded as its transcript."""
+    said = " ".join(text.split())
+    if not said:
+        return ""  # nothing to embed (recall skips it too)
+    who = speaker or ("Customer" if role == "user" else "Assistant")
+    return f"{who}: {said}"
 
 
 async def pending_chunks(

@@ -114,7 +114,8 @@ async def test_pending_messages_are_what_recall_ranks_oldest_first_past_the_curs
         (answered, False, "cu1"),
         (spoken, True, "cu2"),
     ]
-    assert pending[0].text == "Where is my order?" and pending[0].tenant == "t1"
+    # As recall shows the line: who said it (the role's name without a speaker), then the text.
+    assert pending[0].text == "Customer: Where is my order?" and pending[0].tenant == "t1"
     assert [
         p.subject_id
         for p in await embeddings.pending_messages(session, MODEL, after=floor, limit=1)
