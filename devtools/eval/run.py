@@ -20,7 +20,9 @@ Measures, per question and method:
 Our window is built with lexical recall (``relaydesk``), hybrid recall (``hybrid``: the same
 window with the lexical ranking fused with the offline model's similarities,
 `context.recall_fusion`), or both side by side (``recall``: ``lexical``, ``hybrid``, ``both``).
-Hybrid recall embeds every candidate and question through the ``embedder`` given (the
+Hybrid recall goes the shipped way: the background embedder stores every message's vector
+(`gateway.embeddings.background`), then each question is embedded and ranked against them
+on the reply's path (`gateway.embeddings.similarity`), through the ``embedder`` given (the
 evaluation's is cached on disk, `devtools.eval.vectors`); the baselines get the first window's
 tokens.
 
@@ -46,8 +48,9 @@ from context import TiktokenCounter, TokenCounter, load_encoding
 from context.relevance import bm25_scores, terms
 from devtools.eval.ingest import Ingested, ingest
 from devtools.eval.locomo import Conversation, Question
-from devtools.eval.vectors import CandidateSimilarity
+from gateway.embeddings.background import BackgroundEmbedder
 from gateway.embeddings.base import Embedder
+from gateway.embeddings.similarity import HybridSimilarity, RecallVectors
 from gateway.memory.recall import RecallCache
 from gateway.memory.service import sentences_from
 from gateway.storage.engine import make_engine, make_sessionmaker
@@ -77,6 +80,9 @@ ALL_METHODS: Final = (LEXICAL, HYBRID, *METHODS[1:])
 
 RecallMode = Literal["lexical", "hybrid", "both"]
 DEFAULT_WINDOW: Final = 8192
+# How long a question waits for its vector: an evaluation measures the ranking, not the
+# deadline a reply keeps (a vector never misses it here).
+EMBED_WAIT_S: Final = 600.0
 
 _PUNCT: Final = re.compile(r"[^\w\s]")
 _ARTICLES: Final = re.compile(r"\b(?:a|an|the)\b")
@@ -209,7 +215,7 @@ def _covered(
 
 
 def _systems(
-    mode: RecallMode, similarity: CandidateSimilarity | None
+    mode: RecallMode, similarity: HybridSimilarity | None
 ) -> list[tuple[str, RecallCache]]:
     """Our windows to build, each with its own recall cache (hybrid: one that fuses)."""
     systems: list[tuple[str, RecallCache]] = []
@@ -218,7 +224,7 @@ def _systems(
     if mode in ("hybrid", "both"):
         if similarity is None:
             raise ValueError("hybrid recall needs an embedder")
-        systems.append((HYBRID, RecallCache(similarity=similarity)))
+        systems.append((HYBRID, RecallCache(similarity=RecallVectors(similarity))))
     return systems
 
 
@@ -229,13 +235,24 @@ async def _evaluate_one(
     counter: TokenCounter,
     settings: TenantSettings,
     directory: Path,
-    systems: Sequence[tuple[str, RecallCache]],
+    mode: RecallMode,
+    embedder: Embedder | None,
 ) -> list[Outcome]:
     engine = make_engine(f"sqlite+aiosqlite:///{directory / f'{conversation.sample_id}.db'}")
     try:
         await upgrade(engine)
         sessions = make_sessionmaker(engine)
         stored = await ingest(sessions, conversation, counter, index=index)
+        if embedder is not None:
+            # As a gateway has them once its background caught up: every message's vector
+            # stored, then ranked on the reply's path (`gateway.embeddings.similarity`).
+            await BackgroundEmbedder(sessions, embedder).drain()
+        similarity = (
+            HybridSimilarity(embedder, embedder.name, deadline_s=EMBED_WAIT_S)
+            if embedder is not None
+            else None
+        )
+        systems = _systems(mode, similarity)
         history = _history(conversation, counter)
         outcomes: list[Outcome] = []
         async with sessions() as session:
@@ -312,15 +329,22 @@ async def evaluate(
     (``recall``: ``hybrid`` or ``both``) needs an ``embedder``."""
     counter = counter or TiktokenCounter(load_encoding())
     settings = settings or TenantSettings()
-    similarity = CandidateSimilarity(embedder) if embedder is not None else None
+    if recall != "lexical" and embedder is None:
+        raise ValueError("hybrid recall needs an embedder")
     outcomes: list[Outcome] = []
     with tempfile.TemporaryDirectory(prefix="relaydesk-locomo-") as directory:
         for index, conversation in enumerate(conversations):
             started = time.perf_counter()
-            systems = _systems(recall, similarity)
             outcomes.extend(
                 await _evaluate_one(
-                    conversation, index, window, counter, settings, Path(directory), systems
+                    conversation,
+                    index,
+                    window,
+                    counter,
+                    settings,
+                    Path(directory),
+                    recall,
+                    embedder if recall != "lexical" else None,
                 )
             )
             progress(f"{conversation.sample_id}: {time.perf_counter() - started:.1f} s")

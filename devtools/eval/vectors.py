@@ -5,8 +5,7 @@ small machine that is minutes of CPU, the same minutes on every run. `DiskCached
 each vector in one SQLite file under a cache directory outside the repository (by default
 ``~/.cache/relaydesk/eval-embeddings``), keyed by `gateway.embeddings.cache.content_key` (a
 hash of the model, the kind and the text; the texts themselves are not stored), so a warm run
-computes nothing. `CandidateSimilarity` turns the vectors into what `context.recall` fuses:
-one cosine per candidate.
+computes nothing.
 """
 
 from __future__ import annotations
@@ -18,20 +17,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Final
 
-import numpy as np
-import numpy.typing as npt
-
-from context.recall_score import RecallCandidate
 from gateway.embeddings.base import Embedder, EmbeddingFailed, EmbeddingKind, Vector
 from gateway.embeddings.cache import content_key
 from gateway.embeddings.vectors import from_float32, to_float32
 
 __all__ = [
-    "CandidateSimilarity",
     "DiskCachedEmbedder",
     "EmbeddingCounts",
     "default_cache_dir",
-    "passage_text",
 ]
 
 # Texts handed to the model at once (and written to disk together).
@@ -43,12 +36,6 @@ def default_cache_dir() -> Path:
     """``$XDG_CACHE_HOME/relaydesk/eval-embeddings`` (``~/.cache`` without it)."""
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "relaydesk" / "eval-embeddings"
-
-
-def passage_text(candidate: RecallCandidate) -> str:
-    """What a candidate is embedded as: ``Speaker: text`` (who said it is part of the meaning
-    of "my sister's wedding")."""
-    return f"{candidate.speaker}: {' '.join(candidate.text.split())}"
 
 
 class EmbeddingCounts:
@@ -116,32 +103,3 @@ class DiskCachedEmbedder:
     async def close(self) -> None:
         self._db.close()
         await self._inner.close()
-
-
-class CandidateSimilarity:
-    """`gateway.memory.recall.RecallSimilarity` through an embedder: the candidates' vectors
-    are fetched once per recall index (the same tuple, question after question), the
-    question's on each call."""
-
-    def __init__(self, embedder: Embedder) -> None:
-        self._embedder = embedder
-        self._candidates: Sequence[RecallCandidate] | None = None
-        self._matrix: npt.NDArray[np.float32] = np.zeros((0, 0), dtype=np.float32)
-
-    async def __call__(
-        self,
-        message: str,
-        candidates: Sequence[RecallCandidate],
-        *,
-        session: object = None,
-        customer_id: str = "",
-    ) -> Sequence[float | None]:
-        if self._candidates is not candidates:
-            texts = [passage_text(candidate) for candidate in candidates]
-            vectors = await self._embedder.embed(texts, "passage")
-            self._matrix = np.asarray(vectors, dtype=np.float32).reshape(len(candidates), -1)
-            self._candidates = candidates
-        (query,) = await self._embedder.embed([message], "query")
-        if not candidates:
-            return ()
-        return tuple(float(score) for score in self._matrix @ np.asarray(query, np.float32))

@@ -10,8 +10,9 @@ from a query embedder of its own (the offline model at normal priority, not behi
 background's batches) within ``deadline_s``; past it the reply ranks lexically and the vector,
 once computed, waits in the embedder's cache for the customer's next message.
 
-A row with no vector yet, a summary sentence and a call's turn (a call is embedded whole, not
-turn by turn) get no similarity and are ranked lexically only (`context.recall_fusion`).
+A row with no vector yet, a summary sentence and a turn of a call stored as one transcript of
+many turns (embedded whole, not turn by turn) get no similarity and are ranked lexically only
+(`context.recall_fusion`).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Final
@@ -177,9 +178,12 @@ class RecallVectors:
             ("customer", customer_id),
             lambda: embeddings.customer_vectors(session, customer_id, similarity.model),
         )
+        # A message's vector stands for a line only when the message is that one line: a
+        # typed turn, or a call stored a turn a message (a transcript of many turns is not).
+        lines = Counter(c.source_message_id for c in candidates if c.kind == "turn")
         rows = [
             shelved.rows.get(candidate.source_message_id)
-            if candidate.kind == "turn" and candidate.confidence is None
+            if candidate.kind == "turn" and lines[candidate.source_message_id] == 1
             else None
             for candidate in candidates
         ]

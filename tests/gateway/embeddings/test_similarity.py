@@ -176,10 +176,11 @@ async def test_the_stored_vectors_are_read_again_once_stale() -> None:
     assert len(reads) == 2
 
 
-async def test_summaries_and_call_turns_get_no_similarity(
+async def test_a_line_gets_its_message_vector_only_when_the_message_is_that_line(
     http: httpx.AsyncClient, start_embeddings: StartEmbeddings
 ) -> None:
-    """Only a typed turn is compared: a call is embedded whole, a summary not at all."""
+    """A typed turn or a call stored a turn a message is compared; a turn of a transcript of
+    many turns (embedded whole) and a summary sentence (no vector) are not."""
     fake = FakeEmbeddings(answer=_scripted)
     url = await start_embeddings(fake)
     similarity = HybridSimilarity(_embedder(http, url), "scripted")
@@ -190,14 +191,19 @@ async def test_summaries_and_call_turns_get_no_similarity(
         return stored
 
     await similarity.shelf.get(("customer", "c1"), read)  # on the shelf: no read below
-    candidates = [
-        RecallCandidate("e1", 7, "turn", "Customer", EVIDENCE, at),
+    one_line = [
         RecallCandidate("e1", 7, "turn", "Customer", EVIDENCE, at, confidence=0.8),
         RecallCandidate("e1", 7, "sentence", "Customer", EVIDENCE, at),
         RecallCandidate("e1", 8, "turn", "Customer", "no vector yet", at),
     ]
     recall_vectors = RecallVectors(similarity)
-    scores = await recall_vectors(
-        QUESTION, candidates, session=cast(AsyncSession, None), customer_id="c1"
-    )
-    assert scores == (1.0, None, None, None)
+    nobody = cast(AsyncSession, None)
+    scores = await recall_vectors(QUESTION, one_line, session=nobody, customer_id="c1")
+    assert scores == (1.0, None, None)
+    # A call stored as one transcript of two turns: its vector stands for neither turn.
+    two_turns = [
+        RecallCandidate("e1", 7, "turn", "Customer", EVIDENCE, at, confidence=0.8),
+        RecallCandidate("e1", 7, "turn", "Agent", "Noted.", at, position=1, confidence=0.8),
+    ]
+    scores = await recall_vectors(QUESTION, two_turns, session=nobody, customer_id="c1")
+    assert scores == (None, None)
