@@ -179,6 +179,9 @@ class Settings(BaseSettings):
     )
     # How often the background work deletes what tenants' retention no longer keeps.
     retention_interval_s: float = Field(3600.0, alias="RELAYDESK_RETENTION_INTERVAL_S", gt=0)
+    # Knowledge documents fetched from a URL are read again once their last read is this old
+    # (a conditional fetch: unchanged pages cost a 304); 0 leaves them to on-demand syncs.
+    knowledge_resync_s: float = Field(21600.0, alias="RELAYDESK_KNOWLEDGE_RESYNC_S", ge=0)
     # A slow client is dropped: a connection gets this long (from its start, or from the previous
     # answer on a kept-alive one) to send a complete request head, and a request this long from
     # its head to the end of its body. Web chat sockets and event streams are not cut.

@@ -44,6 +44,8 @@ from gateway.inbox.processor import InboxProcessor
 from gateway.inbox.writer import InboxWriter
 from gateway.knowledge.cache import KnowledgeCache
 from gateway.knowledge.forgetting import KnowledgeForgetting
+from gateway.knowledge.resync import BackgroundResync
+from gateway.knowledge.sync import KnowledgeSync
 from gateway.memory.llm_compactor import llm_compactor_factory
 from gateway.memory.queue import CompactionQueue, InProcessQueue
 from gateway.memory.recall import RecallCache
@@ -353,6 +355,17 @@ def build_flow(resources: Resources, stack: AsyncExitStack) -> Flow:
             )
             vectors.start()
             stack.push_async_callback(vectors.close)
+        # Knowledge documents at a URL, read again when stale (through the safe fetcher).
+        if settings.knowledge_resync_s > 0:
+            resync = BackgroundResync(
+                KnowledgeSync(
+                    sessions, resources.fetcher, knowledge_forgetting.announce, resources.counter
+                ),
+                resync_s=settings.knowledge_resync_s,
+                owner=tasks,
+            )
+            resync.start()
+            stack.push_async_callback(resync.close)
 
     return Flow(
         tasks=tasks,

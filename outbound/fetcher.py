@@ -14,6 +14,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
+from email.utils import format_datetime
 
 import httpcore
 import httpx
@@ -38,7 +40,14 @@ class Fetched:
     body: bytes
     content_type: str | None
     final_url: str  # after redirects
-    status: int = 200
+    status: int = 200  # 304 (empty body) when a conditional fetch found the copy current
+    # The validators the answer carried, as sent, for the next conditional fetch.
+    etag: str | None = None
+    last_modified: str | None = None
+
+    @property
+    def not_modified(self) -> bool:
+        return self.status == 304
 
 
 def _retryable(status: int) -> bool:
@@ -92,13 +101,22 @@ class SafeFetcher:
         )
 
     async def get(
-        self, url: str, *, kind: FetchKind, credentials: HostCredentials | None = None
+        self,
+        url: str,
+        *,
+        kind: FetchKind,
+        credentials: HostCredentials | None = None,
+        if_none_match: str | None = None,
+        if_modified_since: datetime | None = None,
     ) -> Fetched:
-        """The body at `url`; raises `FetchRefused`, `FetchTooLarge` or `FetchFailed`."""
+        """The body at `url`; raises `FetchRefused`, `FetchTooLarge` or `FetchFailed`. Given
+        the validators of a copy held (its ETag, its Last-Modified), the fetch is conditional:
+        an answer of 304 is a `Fetched` with that status and no body."""
         target = self._target(url)
+        conditions = _conditions(if_none_match, if_modified_since)
         try:
             async with asyncio.timeout(self.policy.timeout_s):
-                return await self._follow(target, kind, credentials)
+                return await self._follow(target, kind, credentials, conditions)
         except TimeoutError as exc:
             raise self._late(target) from exc
 
@@ -162,16 +180,23 @@ class SafeFetcher:
         return target
 
     async def _follow(
-        self, target: httpx.URL, kind: FetchKind, credentials: HostCredentials | None
+        self,
+        target: httpx.URL,
+        kind: FetchKind,
+        credentials: HostCredentials | None,
+        conditions: Mapping[str, str],
     ) -> Fetched:
         for hop in range(self.policy.max_redirects + 1):
             # The body as sent, never compressed: the cap counts what is held in memory.
-            headers = {"Accept-Encoding": "identity"}
+            headers = {"Accept-Encoding": "identity", **conditions}
             if credentials is not None:
                 headers.update(credentials.headers_for(target.host))
             try:
                 async with self.client.stream("GET", target, headers=headers) as response:
-                    if not response.is_redirect:
+                    if conditions and response.status_code == 304:
+                        return _not_modified(response, target)
+                    # A 3xx without a Location (an unasked 304) is an answer: it fails below.
+                    if not response.has_redirect_location:
                         return await _fetched(response, kind, target)
                     if hop == self.policy.max_redirects:
                         raise FetchRefused(
@@ -187,6 +212,28 @@ class SafeFetcher:
         raise AssertionError("unreachable: the last hop returns or raises")
 
 
+def _conditions(etag: str | None, modified_since: datetime | None) -> dict[str, str]:
+    """The conditional headers for a copy with these validators (none: a plain fetch)."""
+    conditions: dict[str, str] = {}
+    if etag:
+        conditions["If-None-Match"] = etag
+    if modified_since is not None:
+        moment = modified_since if modified_since.tzinfo else modified_since.replace(tzinfo=UTC)
+        conditions["If-Modified-Since"] = format_datetime(moment.astimezone(UTC), usegmt=True)
+    return conditions
+
+
+def _not_modified(response: httpx.Response, target: httpx.URL) -> Fetched:
+    return Fetched(
+        b"",
+        response.headers.get("Content-Type"),
+        str(target),
+        response.status_code,
+        etag=response.headers.get("ETag"),
+        last_modified=response.headers.get("Last-Modified"),
+    )
+
+
 async def _fetched(response: httpx.Response, kind: FetchKind, target: httpx.URL) -> Fetched:
     if not response.is_success:
         raise FetchFailed(
@@ -195,7 +242,14 @@ async def _fetched(response: httpx.Response, kind: FetchKind, target: httpx.URL)
             retryable=_retryable(response.status_code),
         )
     body = await _capped_body(response, kind, target.host)
-    return Fetched(body, response.headers.get("Content-Type"), str(target), response.status_code)
+    return Fetched(
+        body,
+        response.headers.get("Content-Type"),
+        str(target),
+        response.status_code,
+        etag=response.headers.get("ETag"),
+        last_modified=response.headers.get("Last-Modified"),
+    )
 
 
 async def _capped_body(response: httpx.Response, kind: FetchKind, host: str) -> bytes:

@@ -18,6 +18,11 @@ class FetchKind(Enum):
     AUDIO = 25 * MIB
     # A business action's answer: data for the window, cut to a few hundred tokens there.
     ACTION = 256 * KIB
+    # A knowledge document or sitemap fetched from its URL: help-center pages are tens of KiB,
+    # PDF manuals a few MiB, and a sitemap of a few thousand URLs about 1 MiB. Past what the
+    # knowledge base keeps (4 MiB, `gateway.knowledge.documents`) a page is refused with its
+    # size rather than cut short; 10 MiB leaves room for a sitemap without holding more.
+    DOCUMENT = 10 * MIB
 
     @property
     def max_bytes(self) -> int:

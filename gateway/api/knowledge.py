@@ -5,6 +5,10 @@ A document is read into chunks when it arrives (Markdown, HTML, PDF or plain tex
 with them and audited in one transaction; posting a document at a URL the tenant already has
 replaces that one, and so does `PUT` by id. Replacing or deleting a document tells every
 process to drop its cached chunks (`gateway.knowledge.forgetting`).
+
+`POST /v1/knowledge/urls` adds the page at a URL, or each page of a sitemap, fetched through
+the safe fetcher; `POST /v1/knowledge/documents/{id}/sync` reads a URL document again now
+(`gateway.knowledge.sync`).
 """
 
 from __future__ import annotations
@@ -12,13 +16,14 @@ from __future__ import annotations
 from typing import Any, Final
 
 from aiohttp import web
+from pydantic import BaseModel, ConfigDict, Field
 
 from gateway.api.knowledge_bodies import DocumentIn, raw_body_parameters, read_upload
-from gateway.http.bodies import path_id, query_text
-from gateway.http.errors import Conflict, NotFound, PayloadTooLarge, Unprocessable
+from gateway.http.bodies import path_id, query_text, read_json
+from gateway.http.errors import BadRequest, Conflict, NotFound, PayloadTooLarge, Unprocessable
 from gateway.http.openapi import document
 from gateway.http.tenant import tenant_of
-from gateway.keys import COUNTER, REDIS, SESSIONS
+from gateway.keys import COUNTER, FETCHER, REDIS, SESSIONS
 from gateway.knowledge.documents import (
     DocumentTooLarge,
     UrlTaken,
@@ -27,9 +32,12 @@ from gateway.knowledge.documents import (
 )
 from gateway.knowledge.forgetting import DocumentsForgotten, KnowledgeForgetting, publish_forgotten
 from gateway.knowledge.parsing import DocumentUnreadable
+from gateway.knowledge.sync import KnowledgeSync, NotASitemap, Synced
 from gateway.operators.actor import operator_actor
+from gateway.storage.models_knowledge import URL_LENGTH
 from gateway.storage.repositories import knowledge
 from gateway.storage.repositories.knowledge import DocumentRecord, StoredChunk
+from identity.audience import Audience
 
 # Set by the flow once a process listens for forgetting; without it, a change is still
 # published to the other processes.
@@ -37,6 +45,19 @@ KNOWLEDGE_FORGETTING: Final = web.AppKey("knowledge_forgetting", KnowledgeForget
 
 DOCUMENTS = "/v1/knowledge/documents"
 ONE_DOCUMENT = "/v1/knowledge/documents/{document_id}"
+SYNC_DOCUMENT = "/v1/knowledge/documents/{document_id}/sync"
+URLS = "/v1/knowledge/urls"
+
+
+class UrlIn(BaseModel):
+    """A page or a sitemap to fetch into the knowledge base, and who may be told it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    url: str = Field(max_length=URL_LENGTH, pattern=r"^https?://\S+$")
+    audience: str = Field(description="who may be told it: public, customers, verified, operators")
+    sitemap: bool = Field(False, description="refuse the URL unless it is a sitemap")
+    actor: str = Field("api", min_length=1, max_length=200)
 
 
 def document_json(found: DocumentRecord) -> dict[str, Any]:
@@ -146,6 +167,70 @@ async def delete(request: web.Request) -> web.Response:
     return web.Response(status=204)
 
 
+def knowledge_sync(request: web.Request) -> KnowledgeSync:
+    """URL documents fetched through the app's safe fetcher, forgotten as uploads are."""
+    return KnowledgeSync(
+        request.app[SESSIONS],
+        request.app[FETCHER],
+        lambda forgotten: _announce(request, forgotten),
+        request.app.get(COUNTER),
+    )
+
+
+def synced_json(synced: Synced) -> dict[str, Any]:
+    document_ = None if synced.document is None else document_json(synced.document)
+    return {
+        "url": synced.url,
+        "outcome": synced.outcome,
+        "error": synced.error,
+        "document": document_,
+    }
+
+
+async def add_url(request: web.Request) -> web.Response:
+    who = await operator_actor(request, admin_only=True)  # what the bot tells: admins
+    asked = await read_json(request, UrlIn)
+    try:
+        audience = Audience.parse(asked.audience)
+    except ValueError as exc:
+        raise BadRequest(str(exc), code="unknown_audience") from exc
+    try:
+        added = await knowledge_sync(request).add_url(
+            tenant=_tenant(request),
+            url=asked.url,
+            audience=audience,
+            actor=who or asked.actor,
+            sitemap=asked.sitemap,
+        )
+    except NotASitemap as exc:
+        raise Unprocessable(str(exc), code="not_a_sitemap") from exc
+    if not added.sitemap and added.pages[0].document is None:
+        raise Unprocessable(added.pages[0].error or "unreadable", code="url_unreadable")
+    body = {
+        "url": added.url,
+        "sitemap": added.sitemap,
+        "skipped": added.skipped,
+        "pages": [synced_json(page) for page in added.pages],
+    }
+    fresh = any(page.outcome == "added" for page in added.pages)
+    return web.json_response(body, status=201 if fresh else 200)
+
+
+async def sync_now(request: web.Request) -> web.Response:
+    who = await operator_actor(request, admin_only=True)  # what the bot tells: admins
+    try:
+        synced = await knowledge_sync(request).sync_document(
+            tenant=_tenant(request),
+            document_id=path_id(request, "document_id"),
+            actor=who or query_text(request, "actor") or "api",
+        )
+    except LookupError as exc:
+        raise Unprocessable(str(exc), code="not_a_url_document") from exc
+    if synced is None:
+        raise NotFound("no such document")
+    return web.json_response(synced_json(synced))
+
+
 _ID = [{"name": "document_id", "in": "path", "required": True, "schema": {"type": "string"}}]
 _STORE_RESPONSES = {
     400: "an unknown audience, no content or both, content_base64 that is not base64",
@@ -191,8 +276,38 @@ document(
 )
 
 
+document(
+    "POST",
+    URLS,
+    "Fetch the page at a URL into the tenant's knowledge base (Markdown, HTML, PDF or plain "
+    "text, by its Content-Type), or each page a sitemap there lists on its host (at most 500; "
+    "a sitemap index one level deep); a page the tenant already has is re-synced (audited)",
+    body=UrlIn,
+    responses={
+        201: "a page added (each page's outcome listed)",
+        200: "the pages re-synced, replaced or unchanged",
+        400: "an unknown audience, a URL that is not http(s)",
+        422: "a page that could not be fetched or read, or a sitemap asked for and not found",
+    },
+)
+document(
+    "POST",
+    SYNC_DOCUMENT,
+    "Read a URL document again now: a conditional fetch (ETag, Last-Modified); new bytes "
+    "replace its chunks, a failure is noted on it and its chunks stay",
+    parameters=_ID,
+    responses={
+        200: "the outcome: replaced, unchanged, not_modified or failed (with its error)",
+        404: "no such document",
+        422: "the document was uploaded, not fetched from a URL",
+    },
+)
+
+
 def add_routes(app: web.Application) -> None:
     app.router.add_post(DOCUMENTS, add)
+    app.router.add_post(URLS, add_url)
+    app.router.add_post(SYNC_DOCUMENT, sync_now)
     app.router.add_get(DOCUMENTS, list_all)
     app.router.add_get(ONE_DOCUMENT, read_one)
     app.router.add_put(ONE_DOCUMENT, replace)

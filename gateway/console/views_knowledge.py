@@ -1,6 +1,7 @@
 """The Knowledge page: every tenant's documents with their audience, chunk count, date, last
 sync and sync error, for any operator. Documents are added and removed through the API and the
-command line (an admin's or the API key's call)."""
+command line (an admin's or the API key's call); an admin may read a URL document again from
+here ("Sync now")."""
 
 from __future__ import annotations
 
@@ -8,14 +9,15 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from gateway.console.html import Html, el
-from gateway.console.views_layout import page, table
+from gateway.console.views_layout import csrf, page, table
 from gateway.operators.logins import OperatorLogin
 from gateway.storage.repositories.knowledge import DocumentRecord
 from gateway.tenant_ref import TenantRef
 
 HOW_TO_ADD = (
     "Add or replace a document with relaydesk knowledge add FILE --audience public (or"
-    " customers, verified, operators), or POST /v1/knowledge/documents; remove one with"
+    " customers, verified, operators), or POST /v1/knowledge/documents; fetch a page or a"
+    " sitemap with relaydesk knowledge add --url URL or POST /v1/knowledge/urls; remove one with"
     " relaydesk knowledge remove ID."
 )
 
@@ -31,7 +33,20 @@ def _tenant(encoded: str) -> str:
         return encoded
 
 
-def _row(document: DocumentRecord) -> Html:
+def _sync_form(login: OperatorLogin, document: DocumentRecord) -> Html | None:
+    """ "Sync now" for a URL document, for an admin (an agent reads the page only)."""
+    if document.source_url is None or not login.is_admin:
+        return None
+    return el(
+        "form",
+        {"method": "post", "action": f"/console/knowledge/{document.id}/sync", "class_": "sync"},
+        csrf(login),
+        el("input", {"type": "hidden", "name": "tenant", "value": document.tenant}),
+        el("button", {"type": "submit"}, "Sync now"),
+    )
+
+
+def _row(login: OperatorLogin, document: DocumentRecord) -> Html:
     title = (
         el("a", {"href": document.source_url, "rel": "noopener"}, document.title)
         if document.source_url
@@ -46,12 +61,14 @@ def _row(document: DocumentRecord) -> Html:
         el("td", None, document.format),
         el("td", {"class_": "chunks"}, str(document.chunk_count)),
         el("td", None, f"{document.updated_at:%Y-%m-%d}"),
-        el("td", None, _when(document.synced_at)),
+        el("td", None, _when(document.synced_at), _sync_form(login, document)),
         el("td", {"class_": "sync-error"}, document.sync_error or "—"),
     )
 
 
-def knowledge_page(login: OperatorLogin, documents: Sequence[DocumentRecord]) -> Html:
+def knowledge_page(
+    login: OperatorLogin, documents: Sequence[DocumentRecord], *, notice: str | None = None
+) -> Html:
     return page(
         "Knowledge",
         login,
@@ -76,9 +93,10 @@ def knowledge_page(login: OperatorLogin, documents: Sequence[DocumentRecord]) ->
                     "Last sync",
                     "Sync error",
                 ),
-                [_row(document) for document in documents],
+                [_row(login, document) for document in documents],
             )
             if documents
             else el("p", None, "No document yet.")
         ),
+        notice=notice,
     )

@@ -53,6 +53,9 @@ class Upload:
     source_url: str | None = None
     updated_at: datetime | None = None
     name: str | None = None
+    # A fetched document's validators, sent back on its next re-sync.
+    etag: str | None = None
+    last_modified: datetime | None = None
 
 
 def read_upload(
@@ -96,6 +99,8 @@ async def add_document(
         content_hash=hashlib.sha256(upload.body).hexdigest(),
         updated_at=upload.updated_at,
         source_url=upload.source_url,
+        etag=upload.etag,
+        last_modified=upload.last_modified,
         token_counts=counts,
     )
     try:
