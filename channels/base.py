@@ -267,6 +267,16 @@ class Choice:
 
 
 @dataclass(frozen=True, slots=True)
+class SourceLink:
+    """A document a reply cites, for a channel that shows its sources apart from the text (the
+    web chat): `number` is the `n` of the reply's `[n]`; `url` None for a document without one."""
+
+    number: int
+    title: str
+    url: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class OutboundMessage:
     """A reply or an operator's message. With `template`, the channel sends that template
     instead of `text` (which stays what is stored and shown); `media` are attachments by URL;
@@ -285,6 +295,9 @@ class OutboundMessage:
     # Buttons offered with the text (e.g. a satisfaction score); a channel that cannot show
     # them sends the text alone, which says what to type.
     choices: tuple[Choice, ...] = ()
+    # The documents the text's `[n]` cite, for a channel that shows them apart (the web chat);
+    # the other channels get their sources listed in the text and this empty.
+    citations: tuple[SourceLink, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

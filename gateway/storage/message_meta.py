@@ -20,6 +20,7 @@ from typing import Any
 
 from sqlalchemy import ColumnElement
 
+from channels.base import SourceLink
 from gateway.runtime.trace_context import TRACEPARENT, TRACESTATE, TraceCarrier
 
 # A reply the gateway wrote itself rather than a model (`MessageMeta.canned` names which):
@@ -92,6 +93,9 @@ class MessageMeta:
     # The span the message was stored under, when tracing is on (`runtime/trace_context.py`):
     # its turn continues the trace. Kept as the `traceparent` and `tracestate` keys.
     trace: TraceCarrier | None = None
+    # The documents a reply's `[n]` cite, kept for the web chat to show (its history too):
+    # `[{"number", "title", "url"}]` under the `citations` key.
+    citations: tuple[SourceLink, ...] = ()
     # The channel's other fields (`InboundMessage.extra`), as given.
     fields: tuple[tuple[str, str], ...] = ()
 
@@ -135,7 +139,17 @@ _TEXT = (
 _INT = ("in_reply_to", "redactions", "transcript_version")
 _FLOAT = ("start", "end")
 _KNOWN = frozenset(
-    (*_TEXT, *_INT, *_FLOAT, "flags", "template", TRACEPARENT, TRACESTATE, *SENDER_KEYS)
+    (
+        *_TEXT,
+        *_INT,
+        *_FLOAT,
+        "flags",
+        "template",
+        "citations",
+        TRACEPARENT,
+        TRACESTATE,
+        *SENDER_KEYS,
+    )
 )
 
 
@@ -157,6 +171,10 @@ def encode_meta(
             "name": meta.template.name,
             "variables": dict(meta.template.variables),
         }
+    if meta.citations:
+        stored["citations"] = [
+            {"number": link.number, "title": link.title, "url": link.url} for link in meta.citations
+        ]
     if meta.trace is not None:
         stored.update(meta.trace.headers())
     if sender:
@@ -184,6 +202,7 @@ def decode_meta(stored: Mapping[str, Any] | None) -> MessageMeta:
     if isinstance(flags, list | tuple):
         values["flags"] = tuple(str(flag) for flag in flags)
     values["template"] = _template(stored.get("template"))
+    values["citations"] = _citations(stored.get("citations"))
     values["trace"] = TraceCarrier.from_headers(stored)
     if "sender" in stored:
         values.pop("link_level", None)  # the sender snapshot's, read with it
@@ -219,6 +238,21 @@ def _template(stored: object) -> TemplateUse | None:
         else ()
     )
     return TemplateUse(str(stored["name"]), pairs)
+
+
+def _citations(stored: object) -> tuple[SourceLink, ...]:
+    """The stored citations; an entry without a whole number and a title is skipped."""
+    if not isinstance(stored, list | tuple):
+        return ()
+    links: list[SourceLink] = []
+    for entry in stored:
+        if not isinstance(entry, Mapping):
+            continue
+        number, title, url = entry.get("number"), entry.get("title"), entry.get("url")
+        if isinstance(number, bool) or not isinstance(number, int) or not isinstance(title, str):
+            continue
+        links.append(SourceLink(number, title, url if isinstance(url, str) else None))
+    return tuple(links)
 
 
 def meta_text(column: Any, key: str) -> ColumnElement[str]:

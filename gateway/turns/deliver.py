@@ -259,6 +259,7 @@ class Deliverer:
             reference=SendReference(turn.id, reply.id),
             operator=operator_of(reply.meta),
             choices=survey_choices() if reply.meta.canned == CANNED_CSAT_QUESTION else (),
+            citations=reply.meta.citations,
         )
         for _ in range(2):  # free text the provider refuses as outside the window: once more
             if self.windows is not None:

@@ -1,6 +1,7 @@
 """Reading web chat input that is not the channel's own message body: websocket frames, the
 hello's fields and the `after` cursor (the protocol is in `gateway/webchat/routes.py`); and
-the attachments a message frame carries out (`media_items`).
+the attachments and cited documents a message frame carries out (`media_items`,
+`citation_items`).
 
 Every malformed input raises `PayloadInvalid`, `json.JSONDecodeError` or `BadRequest`, the
 errors the socket answers with an error frame and keeps going.
@@ -13,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from channels.base import Media, PayloadInvalid, unstorable
+from channels.base import Media, PayloadInvalid, SourceLink, unstorable
 from channels.webchat import visitor_id_of
 from gateway.http.errors import BadRequest
 from identity import decimal_id
@@ -105,3 +106,9 @@ def media_items(media: Sequence[Media]) -> list[dict[str, str | None]]:
         }
         for m in media
     ]
+
+
+def citation_items(citations: Sequence[SourceLink]) -> list[dict[str, int | str | None]]:
+    """A message frame's `citations`: the number of each document its text's `[n]` cite, with
+    its title and URL (null for a document without one), which the widget shows as links."""
+    return [{"number": link.number, "title": link.title, "url": link.url} for link in citations]

@@ -19,9 +19,9 @@ from typing import Any
 
 from aiohttp import web
 
-from channels.base import Media, OutboundMessage
+from channels.base import Media, OutboundMessage, SourceLink
 from channels.webchat import client_message_id_of
-from gateway.webchat.frames import Author, media_items
+from gateway.webchat.frames import Author, citation_items, media_items
 
 log = logging.getLogger("relaydesk.webchat")
 
@@ -37,10 +37,11 @@ def message_frame(
     media: Sequence[Media] = (),
     *,
     author: Author,
+    citations: Sequence[SourceLink] = (),
 ) -> dict[str, Any]:
-    """A stored message as a `message` frame; `media` only when it carries attachments;
-    `author` ("customer", "bot" or "operator") and `author_name` (the operator's, else null)
-    say who wrote it."""
+    """A stored message as a `message` frame; `media` only when it carries attachments,
+    `citations` only when its text cites documents; `author` ("customer", "bot" or
+    "operator") and `author_name` (the operator's, else null) say who wrote it."""
     frame: dict[str, Any] = {
         "type": "message",
         "message_id": str(message_id),
@@ -53,14 +54,17 @@ def message_frame(
     }
     if media:
         frame["media"] = media_items(media)
+    if citations:
+        frame["citations"] = citation_items(citations)
     return frame
 
 
 def reply_frame(message: OutboundMessage, created_at: str) -> dict[str, Any]:
     """A stored reply as it goes out live: a `message` frame with the `reply_to` its partial
     frames carried (the visitor's `client_message_id` answered), so the widget replaces the
-    growing bubble with it, its attachments (`media`, when it has any) and its buttons
-    (`choices`: `title` and `payload`, when it has any)."""
+    growing bubble with it, its attachments (`media`, when it has any), the documents it
+    cites (`citations`, when it cites any) and its buttons (`choices`: `title` and `payload`,
+    when it has any)."""
     frame = message_frame(
         message.message_id or "",
         "assistant",
@@ -69,6 +73,7 @@ def reply_frame(message: OutboundMessage, created_at: str) -> dict[str, Any]:
         None,
         message.media,
         author=Author.of("assistant", message.operator),
+        citations=message.citations,
     )
     frame["reply_to"] = client_message_id_of(message.reply_to)
     if message.choices:  # buttons the widget shows under the reply (a satisfaction score)

@@ -12,8 +12,10 @@ Websocket protocol (JSON text frames):
       was not issued here, or the thread needs its account's identity token
     ← {"type": "message", "message_id": str, "role": "user" | "assistant", "text": str,
       "created_at": str, "client_message_id": str | null, "author": "customer" | "bot" |
-      "operator", "author_name": str | null, "media"?: [...]} for every stored message of the
-      thread after `after` (`author_name`: the operator's, on an operator's message)
+      "operator", "author_name": str | null, "media"?: [...], "citations"?: [{"number": int,
+      "title": str, "url": str | null}]} for every stored message of the thread after `after`
+      (`author_name`: the operator's, on an operator's message; `citations`: the documents a
+      reply's `[n]` cite, only on a reply citing the knowledge base)
     → {"type": "message", "text": str, "client_message_id": str}
     ← {"type": "ack", "client_message_id": str, "message_id": str, "duplicate": bool}
     ← {"type": "typing", "reply_to": str} while a reply to that client_message_id is being
@@ -90,6 +92,7 @@ def frame_of(record: MessageRecord) -> dict[str, Any]:
         record.meta.client_message_id if record.role == "user" else None,
         record.media,
         author=Author.of(record.role, operator_of(record.meta)),
+        citations=record.meta.citations,
     )
 
 

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
 
-from channels.base import Media
+from channels.base import Media, SourceLink
 from context.citation_render import citation_style, render_cited_reply
 from context.citations import resolve_citations
 from context.reply_attachments import attachment_host, listed_attachments, split_attachments
@@ -30,13 +30,16 @@ log = logging.getLogger("relaydesk.answer")
 class Draft:
     """A reply not yet stored. `canned`: why it is kept out of memory (the fallback, the
     handoff notice, the offline model's text), None for the model's own words; `handoff`: the
-    reason the conversation goes to a person with it; `outcome`: what its turn records."""
+    reason the conversation goes to a person with it; `outcome`: what its turn records;
+    `citations`: the documents its `[n]` cite, on a channel that shows them apart from the
+    text (the web chat; the others get them listed in the text)."""
 
     text: str
     outcome: TurnOutcome
     canned: str | None = None
     handoff: str | None = None
     attachments: tuple[Media, ...] = ()
+    citations: tuple[SourceLink, ...] = ()
 
     @property
     def failed(self) -> bool:
@@ -102,9 +105,11 @@ class MediaAttachments:
 class KnowledgeCitations:
     """When the window carried knowledge lines, the model's citations become its documents'
     titles and links (`context.citations`): a number not in the window is dropped, a URL the
-    model wrote removed, and the sources listed under the text in the customer's language.
-    After the media markers, whose URLs are the tenant's to allow. A window without knowledge
-    leaves the reply as it is: other features give links (a tool's result, a media host)."""
+    model wrote removed, and the sources shown as the channel can (`citation_style`): given
+    apart for the web chat's bubble, listed under the text in the customer's language for a
+    text channel, left out of a call. After the media markers, whose URLs are the tenant's to
+    allow. A window without knowledge leaves the reply as it is: other features give links (a
+    tool's result, a media host)."""
 
     async def apply(self, draft: Draft, turn: ReplyTurn) -> Draft:
         refs = turn.assembled.window.knowledge
@@ -124,11 +129,9 @@ class KnowledgeCitations:
             )
         texts = customer_texts(turn.assembled.window.messages, turn.pending.inbound.text)
         style = citation_style(turn.pending.inbound.channel)
-        # The web chat's frame has no field for the sources yet: listed in its text meanwhile.
-        rendered = render_cited_reply(
-            cited, "listed" if style == "apart" else style, guess_language(texts)
-        )
-        return replace(draft, text=rendered.text)
+        rendered = render_cited_reply(cited, style, guess_language(texts))
+        links = tuple(SourceLink(s.number, s.title, s.url) for s in rendered.links)
+        return replace(draft, text=rendered.text, citations=links)
 
 
 REPLY_STEPS: tuple[ReplyStep, ...] = (HandoffMarker(), MediaAttachments(), KnowledgeCitations())

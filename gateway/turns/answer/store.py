@@ -95,7 +95,9 @@ class ReplyStore:
             provider_message_id=f"reply:{inbound.id}",
             thread_key=inbound.thread_key,
             media=draft.attachments,
-            meta=MessageMeta(in_reply_to=inbound.id, canned=canned or None),
+            meta=MessageMeta(
+                in_reply_to=inbound.id, canned=canned or None, citations=draft.citations
+            ),
             tenant=turn.tenant,
         )
 

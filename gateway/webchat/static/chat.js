@@ -8,7 +8,8 @@
  * may have a lower id and still be on its way.) Every message is rendered once, in id order:
  * stored messages are keyed by `message_id`, the visitor's own not-yet-stored messages by
  * `client_message_id`. Each shows its local time, and a reply its writer's name: "Bot", or the
- * operator's (`author: "operator"`, `author_name`).
+ * operator's (`author: "operator"`, `author_name`); a reply citing the business's documents, the
+ * titles and links its `[n]` markers stand for, under its text (`citations`).
  *
  * While a reply is being written the server may send `typing` frames (a typing indicator, shown
  * until the reply arrives or TYPING_SHOWN_MS after the last one) and `partial` frames (the reply
@@ -274,6 +275,48 @@
     item.insertBefore(list, item.querySelector(".msg__meta")); // above the time
   }
 
+  // The documents a reply's `[n]` markers cite (frame.citations: [{number, title, url}]) as a
+  // small "Sources" list under its text. Only an http(s) URL becomes a link (a new tab, without
+  // the page as opener or referrer); any other is left out and the title shown as plain text.
+  function addCitations(item, citations) {
+    if (!Array.isArray(citations)) return;
+    const entries = [];
+    for (const c of citations) {
+      if (!c || !Number.isInteger(c.number) || typeof c.title !== "string") continue;
+      const linked = typeof c.url === "string" && /^https?:\/\//i.test(c.url);
+      const label = c.title.trim() || (linked ? c.url : "");
+      if (!label) continue;
+      const entry = document.createElement("li");
+      entry.className = "msg__source";
+      const number = document.createElement("span");
+      number.className = "msg__source-number";
+      number.textContent = `[${c.number}]`;
+      const name = document.createElement(linked ? "a" : "span");
+      name.className = "msg__source-title";
+      if (linked) {
+        name.href = c.url;
+        name.target = "_blank";
+        name.rel = "noopener noreferrer";
+      }
+      name.textContent = label; // text only, never markup: a document's title is typed in
+      entry.append(number, name);
+      entries.push(entry);
+    }
+    if (!entries.length) return;
+    const box = document.createElement("div");
+    box.className = "msg__sources";
+    const heading = document.createElement("p");
+    heading.className = "msg__sources-title";
+    heading.id = randomId("sources-");
+    heading.textContent = "Sources";
+    const sources = document.createElement("ol");
+    sources.className = "msg__sources-list";
+    sources.setAttribute("aria-labelledby", heading.id);
+    sources.append(...entries);
+    box.append(heading, sources);
+    item.insertBefore(box, item.querySelector(".msg__meta")); // above the time
+  }
+
   // ---- choices (the satisfaction question's 1-5) --------------------------------------------
   // Buttons sent with a live reply: a tap sends the choice's title as the visitor's message
   // (the gateway reads a bare "4" as the score) and the buttons go.
@@ -410,6 +453,7 @@
       // that screen readers announce the finished reply (the growing one is hidden from them).
       const item = bubble("assistant", frame.text, frame.created_at, authorOf(frame));
       addAttachments(item, frame.media);
+      addCitations(item, frame.citations);
       addChoices(item, frame.choices);
       const stick = nearBottom();
       growing.replaceWith(item);
@@ -426,6 +470,7 @@
     } else {
       item = bubble(frame.role, frame.text, frame.created_at, authorOf(frame));
       addAttachments(item, frame.media);
+      addCitations(item, frame.citations);
       addChoices(item, frame.choices);
       if (typeof clientId === "string" && clientId) {
         item.dataset.clientMessageId = clientId;

@@ -11,7 +11,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from channels.base import Media
+from channels.base import Media, SourceLink
 from gateway.runtime.clock import utcnow
 from gateway.storage.message_meta import (
     CANNED_FALLBACK,
@@ -48,6 +48,7 @@ EVERY_FIELD = MessageMeta(
     action="fact.correct",
     message_key="100:7",
     client_message_id="m-1",
+    citations=(SourceLink(1, "Trocas", "https://help.example.com/trocas"), SourceLink(2, "Frete")),
     fields=(("MessageSid", "SM1"), ("ProfileName", "Ana")),
 )
 
@@ -100,6 +101,25 @@ def test_unknown_keys_strings_kept_others_dropped_wrong_types_absent() -> None:
     assert meta.canned is None and meta.in_reply_to is None and meta.template is None
     assert meta.start is None
     assert meta.transcript_version == 2
+
+
+def test_citations_are_stored_as_objects_and_a_malformed_entry_is_skipped() -> None:
+    links = (SourceLink(1, "Trocas", "https://help.example.com/trocas"), SourceLink(2, "Frete"))
+    assert encode_meta(MessageMeta(citations=links)) == {
+        "citations": [
+            {"number": 1, "title": "Trocas", "url": "https://help.example.com/trocas"},
+            {"number": 2, "title": "Frete", "url": None},
+        ]
+    }
+    stored = [
+        {"number": 1, "title": "Trocas", "url": 7},  # a URL of the wrong type: no URL
+        {"number": True, "title": "Frete"},
+        {"number": "2", "title": "Frete"},
+        {"number": 3},
+        "Frete",
+    ]
+    assert decode_meta({"citations": stored}).citations == (SourceLink(1, "Trocas"),)
+    assert decode_meta({"citations": "Trocas"}).citations == ()
 
 
 def test_a_sender_snapshot_s_level_is_not_the_meta_s() -> None:
@@ -205,8 +225,14 @@ async def test_rows_in_the_old_shape_decode(session: AsyncSession) -> None:
             "recipient": "whatsapp:+5511998765432",
         },
     )
+    # Named after its inbound message, as replies are: a fixed id would meet a reply another
+    # test committed to the database this one shares.
     reply = await _insert_raw(
-        session, customer_id, episode_id, "reply:1", {"in_reply_to": inbound, "canned": "offline"}
+        session,
+        customer_id,
+        episode_id,
+        f"reply:{inbound}",
+        {"in_reply_to": inbound, "canned": "offline"},
     )
     bare = await _insert_raw(session, customer_id, episode_id, "SM-bare", None)
 
@@ -302,6 +328,10 @@ async def test_a_written_message_is_stored_in_the_column_s_shape(session: AsyncS
         "end": 4.25,
         "flags": ["probable_hallucination", "no_speech"],
         "template": {"name": "order_update", "variables": {"1": "Ana", "2": "4471"}},
+        "citations": [
+            {"number": 1, "title": "Trocas", "url": "https://help.example.com/trocas"},
+            {"number": 2, "title": "Frete", "url": None},
+        ],
         "sender": "whatsapp:+5511998765432",
         "allowed_scopes": ["public"],
         "own_facts_only": False,

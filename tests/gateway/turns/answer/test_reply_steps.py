@@ -9,7 +9,7 @@ from datetime import date
 import pytest
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from channels.base import Media
+from channels.base import Media, SourceLink
 from context.knowledge_refs import KnowledgeRef
 from gateway.storage.message_meta import CANNED_FALLBACK, CANNED_HANDOFF, CANNED_OFFLINE
 from gateway.storage.updates import TurnOutcome
@@ -129,6 +129,53 @@ async def test_citations_become_a_sources_list_and_forged_numbers_and_urls_go(
     )
     logged = [r for r in caplog.records if "citations corrected" in r.getMessage()]
     assert [(r.fields["dropped_markers"], r.fields["removed_urls"]) for r in logged] == [(1, 1)]  # type: ignore[attr-defined]
+
+
+def _on_channel(turn: ReplyTurn, channel: str) -> ReplyTurn:
+    """`turn` as if its customer had written on `channel`."""
+    inbound = replace(turn.pending.inbound, channel=channel)
+    return replace(turn, pending=replace(turn.pending, inbound=inbound))
+
+
+CITING = "Entregamos sim [k2], e troca em 30 dias [k1]. Veja https://evil.example.com/x."
+
+
+async def test_the_web_chat_gets_the_sources_apart_and_its_text_keeps_the_markers(
+    sessions: async_sessionmaker[AsyncSession],
+) -> None:
+    whatsapp = _with_knowledge(await _reply_turn(sessions), RETURNS, SHIPPING)
+    draft = await KnowledgeCitations().apply(Draft(CITING, DONE), _on_channel(whatsapp, "webchat"))
+    assert draft.text == "Entregamos sim [1], e troca em 30 dias [2]. Veja."
+    assert draft.citations == (
+        SourceLink(1, "Frete", None),
+        SourceLink(2, "Trocas", "https://help.example.com/trocas"),
+    )
+    # Nothing cited (a forged number only): no sources, and the marker gone.
+    forged = await KnowledgeCitations().apply(
+        Draft("Troca em 30 dias [k9].", DONE), _on_channel(whatsapp, "webchat")
+    )
+    assert (forged.text, forged.citations) == ("Troca em 30 dias.", ())
+
+
+@pytest.mark.parametrize("channel", ["whatsapp", "whatsapp_cloud", "telegram"])
+async def test_text_channels_still_get_the_sources_listed_in_the_text(
+    sessions: async_sessionmaker[AsyncSession], channel: str
+) -> None:
+    turn = _with_knowledge(await _reply_turn(sessions), RETURNS, SHIPPING)
+    draft = await KnowledgeCitations().apply(Draft(CITING, DONE), _on_channel(turn, channel))
+    assert draft.text == (
+        "Entregamos sim [1], e troca em 30 dias [2]. Veja.\n\n"
+        "Fontes:\n[1] Frete\n[2] Trocas — https://help.example.com/trocas"
+    )
+    assert draft.citations == ()
+
+
+async def test_a_call_speaks_the_reply_without_markers_or_sources(
+    sessions: async_sessionmaker[AsyncSession],
+) -> None:
+    turn = _on_channel(_with_knowledge(await _reply_turn(sessions), RETURNS, SHIPPING), "phone")
+    draft = await KnowledgeCitations().apply(Draft(CITING, DONE), turn)
+    assert (draft.text, draft.citations) == ("Entregamos sim, e troca em 30 dias. Veja.", ())
 
 
 async def test_a_window_without_knowledge_or_a_canned_text_is_left_as_it_is(
