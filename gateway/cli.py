@@ -206,8 +206,34 @@ def _bench_ingest(settings: Settings, args: argparse.Namespace) -> int:
     return _run_bench(options, run_ingest_bench, IngestBenchError, args.json)
 
 
+def _bench_embeddings(settings: Settings, args: argparse.Namespace) -> int:
+    from devtools.bench.embeddings_bench import (
+        EmbeddingsBenchError,
+        EmbeddingsOptions,
+        run_embeddings_bench,
+    )
+
+    def options() -> EmbeddingsOptions:
+        defaults = EmbeddingsOptions()
+        return EmbeddingsOptions(
+            messages=args.messages or defaults.messages,
+            chunks=args.chunks or defaults.chunks,
+            queries=args.queries or defaults.queries,
+        )
+
+    return _run_bench(options, run_embeddings_bench, EmbeddingsBenchError, args.json)
+
+
 # The options of `bench reply` that only its load mode (`--model-latency`) takes.
-_LOAD_ONLY = ("stream_rate", "rate", "seconds", "background", "webchat", "tool_latency")
+_LOAD_ONLY = (
+    "stream_rate",
+    "rate",
+    "seconds",
+    "background",
+    "webchat",
+    "tool_latency",
+    "embedded_history",
+)
 
 
 def _bench_reply(settings: Settings, args: argparse.Namespace) -> int:
@@ -254,6 +280,7 @@ def _bench_reply_load(args: argparse.Namespace) -> int:
             background=defaults.background if args.background is None else args.background,
             webchat=defaults.webchat if args.webchat is None else args.webchat,
             tool_latency_s=args.tool_latency,
+            embedded_history=bool(args.embedded_history),
             postgres_url=args.postgres_url or defaults.postgres_url,
             redis_url=args.redis_url or defaults.redis_url,
         )
@@ -294,6 +321,33 @@ def _faults(raw: str) -> tuple[str, ...]:
 
 def _non_negative_seconds(raw: str) -> float:
     return _positive_number(raw, "a number of seconds", or_zero=True)
+
+
+def _add_embeddings_bench(benchmarks: Any) -> None:
+    bench = benchmarks.add_parser(
+        "embeddings",
+        help="the offline model's cost: background rows/s and CPU per 1,000 rows, a reply's "
+        "message vector p50/p99 and CPU (and from the cache), the read of a customer's stored "
+        "vectors (temporary SQLite database)",
+    )
+    bench.add_argument(
+        "--json", action="store_true", help="also print one JSON object as the last line"
+    )
+    bench.add_argument(
+        "--messages",
+        type=_positive,
+        help="messages over 4 customers embedded by the background loop (default 1000, "
+        "at least 20)",
+    )
+    bench.add_argument(
+        "--chunks", type=_positive, help="knowledge chunks embedded after them (default 200)"
+    )
+    bench.add_argument(
+        "--queries",
+        type=_positive,
+        help="distinct messages embedded as a reply embeds its own (default 100)",
+    )
+    bench.set_defaults(run=_bench_embeddings)
 
 
 def _add_chaos_bench(benchmarks: Any) -> None:
@@ -516,7 +570,7 @@ def _eval_locomo(settings: Settings, args: argparse.Namespace) -> int:
         from gateway.embeddings.offline import OfflineEmbedder
 
         cache_dir = Path(args.embedding_cache) if args.embedding_cache else default_cache_dir()
-        embedder = DiskCachedEmbedder(OfflineEmbedder(), cache_dir)
+        embedder = DiskCachedEmbedder(OfflineEmbedder(niceness=0), cache_dir)
     outcomes = asyncio.run(
         evaluate(
             conversations,
@@ -536,6 +590,65 @@ def _eval_locomo(settings: Settings, args: argparse.Namespace) -> int:
         outcomes,
         split=args.split,
         window=args.window,
+        seconds=time.perf_counter() - started,
+        embedding=embedding,
+    )
+    print(report.table())
+    if args.json:
+        print(report.json_line())
+    return 0
+
+
+def _eval_knowledge(settings: Settings, args: argparse.Namespace) -> int:
+    import time
+
+    from context import TiktokenCounter, load_encoding
+    from devtools.eval.faq import CorpusMissing, load_corpus
+    from devtools.eval.knowledge import (
+        HYBRID,
+        LEXICAL,
+        KnowledgeOutcome,
+        evaluate_knowledge,
+        knowledge_budget,
+    )
+    from devtools.eval.knowledge_report import summarize_knowledge
+    from devtools.eval.report import EmbeddingCost
+
+    started = time.perf_counter()
+    try:
+        corpus = load_corpus(Path(args.corpus))
+    except CorpusMissing as exc:
+        print(f"relaydesk: {exc}", file=sys.stderr)
+        return 2
+    methods = {"lexical": (LEXICAL,), "hybrid": (HYBRID,), "both": (LEXICAL, HYBRID)}[args.mode]
+    embedder = None
+    if HYBRID in methods:
+        from devtools.eval.vectors import DiskCachedEmbedder, default_cache_dir
+        from gateway.embeddings.offline import OfflineEmbedder
+
+        cache_dir = Path(args.embedding_cache) if args.embedding_cache else default_cache_dir()
+        embedder = DiskCachedEmbedder(OfflineEmbedder(niceness=0), cache_dir)
+
+    async def run() -> tuple[KnowledgeOutcome, ...]:
+        try:
+            return await evaluate_knowledge(
+                corpus, TiktokenCounter(load_encoding()), methods=methods, embedder=embedder
+            )
+        finally:
+            if embedder is not None:
+                await embedder.close()
+
+    outcomes = asyncio.run(run())
+    embedding = None
+    if embedder is not None:
+        embedding = EmbeddingCost(
+            round(embedder.seconds, 1), embedder.counts.computed, embedder.counts.cached
+        )
+    report = summarize_knowledge(
+        corpus,
+        outcomes,
+        methods=methods,
+        budget=knowledge_budget(),
         seconds=time.perf_counter() - started,
         embedding=embedding,
     )
@@ -807,6 +920,13 @@ def build_parser() -> argparse.ArgumentParser:
         "answering it after S s; reported beside the slow side without it (replies/s ratio, "
         "p99 against 2 x model + S + 1 s, the calls made)",
     )
+    load.add_argument(
+        "--embedded-history",
+        action="store_true",
+        default=None,
+        help="give each customer of the load a stored history whose vectors are computed "
+        "before the load, so every reply embeds its message for hybrid recall",
+    )
     _service_urls(
         reply,
         redis_for="the gateway processes and the worker",
@@ -815,6 +935,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     reply.set_defaults(run=_bench_reply)
     _add_chaos_bench(benchmarks)
+    _add_embeddings_bench(benchmarks)
 
     evaluation = commands.add_parser("eval", help="offline evaluations of the window")
     evaluations = evaluation.add_subparsers(dest="evaluation", required=True)
@@ -845,6 +966,31 @@ def build_parser() -> argparse.ArgumentParser:
         "$XDG_CACHE_HOME/relaydesk/eval-embeddings, else ~/.cache/relaydesk/eval-embeddings)",
     )
     locomo.set_defaults(run=_eval_locomo)
+    knowledge_eval = evaluations.add_parser(
+        "knowledge",
+        help="the knowledge slice on an FAQ: gold document in the slice, MRR, citations, audiences",
+    )
+    knowledge_eval.add_argument(
+        "--corpus",
+        required=True,
+        help="the Debian FAQ in plain text (debian-faq.en.txt.gz of the debian-faq package)",
+    )
+    knowledge_eval.add_argument(
+        "--mode",
+        choices=("lexical", "hybrid", "both"),
+        default="both",
+        help="rank the chunks lexically (BM25), hybrid (BM25 fused with the offline "
+        "embedding model) or both side by side (default both)",
+    )
+    knowledge_eval.add_argument(
+        "--embedding-cache",
+        help="folder of the vectors kept between runs (default "
+        "$XDG_CACHE_HOME/relaydesk/eval-embeddings, else ~/.cache/relaydesk/eval-embeddings)",
+    )
+    knowledge_eval.add_argument(
+        "--json", action="store_true", help="also print one JSON object as the last line"
+    )
+    knowledge_eval.set_defaults(run=_eval_knowledge)
     return parser
 
 

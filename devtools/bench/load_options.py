@@ -31,6 +31,8 @@ class LoadOptions:
     background: int = DEFAULT_BACKGROUND  # `serve --background M`
     webchat: int = 0  # web chat visitors for the first-token figure
     tool_latency_s: float | None = None  # a third side whose model calls a read action per turn
+    # The customers' stored history, with its vectors, before the load (hybrid recall per reply).
+    embedded_history: bool = False
     postgres_url: str = field(default_factory=services.postgres_url_from_env)
     redis_url: str = field(default_factory=services.redis_url_from_env)
 

@@ -10,6 +10,7 @@ import math
 import os
 from dataclasses import dataclass
 
+from devtools.bench.embedded_history import NO_HISTORY_LINE, EmbeddedHistory
 from devtools.bench.latencies import ReplyLatencies
 from devtools.bench.load_tool_report import ToolGoal, ToolRun, p99_bound_ms
 from devtools.bench.load_webchat import WebchatRounds
@@ -86,6 +87,8 @@ class LoadResult:
     stream_rate: float | None
     tools: SideResult | None = None  # the slow model calling the read action once per turn
     tool_run: ToolRun | None = None
+    # The history seeded and embedded before the load (``--embedded-history``); None: none.
+    history: EmbeddedHistory | None = None
 
     def __post_init__(self) -> None:
         if (self.tools is None) != (self.tool_run is None):
@@ -151,6 +154,7 @@ class LoadResult:
         queueing = self.queueing_note()
         if queueing:
             lines.append(queueing)
+        lines.append(NO_HISTORY_LINE if self.history is None else self.history.line())
         if self.webchat is not None:
             lines.append(self.webchat.line())
         return "\n".join(lines)
@@ -191,6 +195,7 @@ class LoadResult:
                 ),
                 "tool_goal": None if goal is None else goal.figures(),
                 "webchat": None if self.webchat is None else self.webchat.figures(),
+                "embedded_history": None if self.history is None else self.history.figures(),
             }
         )
 

@@ -34,6 +34,11 @@ visitors send one message each on the same stack, then as many others again
 (`devtools.bench.load_webchat`): the first round is the first web chat the gateway processes ever
 accept (the load came by WhatsApp), so both are reported, the second as the figure.
 
+With ``embedded_history`` every side's customers first get a short stored history whose
+vectors are computed before any gateway starts (`devtools.bench.embedded_history`), so each
+measured reply embeds its own message for hybrid recall; the gateways keep the embeddings of
+their settings' default (the offline model).
+
 Compaction is off in the gateways (``RELAYDESK_RUN_COMPACTION=false``), as in production where
 ``relaydesk worker`` does it; the run's Redis keys and compaction jobs are deleted at the end.
 """
@@ -51,8 +56,10 @@ from redis.asyncio import Redis
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from context import TiktokenCounter, load_encoding
 from devtools.bench import services
 from devtools.bench.business_api import ORDER_STATUS, OrdersApi
+from devtools.bench.embedded_history import EmbeddedHistory, seed_embedded_history
 from devtools.bench.harness import TWILIO_TOKEN
 from devtools.bench.load_offer import Load, Offered, ReplyLog, offer
 from devtools.bench.load_options import LoadOptions
@@ -270,6 +277,18 @@ async def _forget(
         await forget_visitors(redis, side.run)
 
 
+async def _embedded_history(
+    sessions: async_sessionmaker[AsyncSession], sides: tuple[_Side, ...], progress: Progress
+) -> EmbeddedHistory:
+    """Every side's customers get a history with its vectors; the warm-up numbers too, so
+    the warm-up message loads the model that embeds a reply's message."""
+    phones = [phone for side in sides for phone in (*side.phones, side.warmup_phone)]
+    progress(f"storing and embedding the history of {len(phones)} customers")
+    history = await seed_embedded_history(sessions, phones, TiktokenCounter(load_encoding()))
+    progress(history.line())
+    return history
+
+
 async def run_load_bench(options: LoadOptions, progress: Progress) -> LoadResult:
     why = await services.services_unreachable(options.postgres_url, options.redis_url)
     if why is not None:
@@ -294,6 +313,9 @@ async def run_load_bench(options: LoadOptions, progress: Progress) -> LoadResult
             sides = _sides(options, model_url)
             # Before the database is dropped: it names the customers whose keys to delete.
             stack.push_async_callback(_forget, redis, sessions, sides, await stream_position(redis))
+            history = None
+            if options.embedded_history:
+                history = await _embedded_history(sessions, sides, progress)
             shared = _Stack(
                 options,
                 database_url,
@@ -321,4 +343,5 @@ async def run_load_bench(options: LoadOptions, progress: Progress) -> LoadResult
         stream_rate=options.stream_rate,
         tools=None if tools is None else tools.result,
         tool_run=None if tools is None else tools.tool_run,
+        history=history,
     )

@@ -268,7 +268,9 @@ async def test_load_bench_at_a_tiny_size() -> None:
         "tool_calls",
         "tool_goal",
         "webchat",
+        "embedded_history",
     }
+    assert figures["embedded_history"] is None  # without --embedded-history
     # Without --tool-latency there is no side with the action.
     assert [figures[key] for key in ("tool_latency_s", "tools", "tool_calls", "tool_goal")] == [
         None
