@@ -12,11 +12,11 @@ from channels.base import Media, SourceLink
 from context.citation_render import citation_style, render_cited_reply
 from context.citations import resolve_citations
 from context.reply_attachments import attachment_host, listed_attachments, split_attachments
-from gateway.storage.message_meta import CANNED_HANDOFF
+from gateway.storage.message_meta import CANNED_FALLBACK, CANNED_HANDOFF
 from gateway.storage.records import PendingTurn
 from gateway.storage.updates import TurnOutcome
 from gateway.tenants import TenantSettings
-from gateway.turns.answer.canned_texts import customer_texts, handoff_text
+from gateway.turns.answer.canned_texts import customer_texts, fallback_text, handoff_text
 from gateway.turns.answer.customer_language import guess_language
 from gateway.turns.answer.routing import MODEL_MARKER
 from gateway.turns.log_fields import turn_fields
@@ -134,7 +134,30 @@ class KnowledgeCitations:
         return replace(draft, text=rendered.text, citations=links)
 
 
-REPLY_STEPS: tuple[ReplyStep, ...] = (HandoffMarker(), MediaAttachments(), KnowledgeCitations())
+class NothingLeft:
+    """A reply the steps before emptied (only a forged citation, a URL the model wrote, a
+    media marker the tenant does not allow) is not sent blank: the tenant's fallback text goes
+    instead, kept out of memory like any fallback."""
+
+    async def apply(self, draft: Draft, turn: ReplyTurn) -> Draft:
+        if draft.text.strip() or draft.attachments:
+            return draft
+        log.warning(
+            "reply left empty, fallback sent",
+            extra={"fields": turn_fields(turn.pending.turn, turn.pending.inbound.channel)},
+        )
+        texts = customer_texts(turn.assembled.window.messages, turn.pending.inbound.text)
+        return replace(
+            draft, text=fallback_text(turn.tenant, texts), canned=CANNED_FALLBACK, citations=()
+        )
+
+
+REPLY_STEPS: tuple[ReplyStep, ...] = (
+    HandoffMarker(),
+    MediaAttachments(),
+    KnowledgeCitations(),
+    NothingLeft(),
+)
 
 
 async def run_reply_steps(steps: Sequence[ReplyStep], draft: Draft, turn: ReplyTurn) -> Draft:

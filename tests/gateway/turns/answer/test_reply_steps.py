@@ -222,3 +222,28 @@ async def test_the_steps_run_in_list_order_and_a_new_one_is_one_more_entry(
     assert draft.text == "Já chamo.\n— #pessoa"
     assert draft.handoff == MODEL_MARKER
     assert [a.url for a in draft.attachments] == ["https://example.com/a.png"]
+
+
+async def test_a_reply_the_steps_emptied_becomes_the_fallback_text(
+    sessions: async_sessionmaker[AsyncSession], caplog: pytest.LogCaptureFixture
+) -> None:
+    turn = _with_knowledge(await _reply_turn(sessions), RETURNS)
+    forged = "[k9] https://evil.example.com/x"
+    with caplog.at_level(logging.WARNING, logger="relaydesk.answer"):
+        draft = await run_reply_steps(REPLY_STEPS, Draft(forged, DONE), turn)
+    assert draft.text.strip() and "evil" not in draft.text
+    assert draft.canned == CANNED_FALLBACK  # kept out of memory like any fallback
+    assert draft.citations == ()
+    assert any("reply left empty" in r.getMessage() for r in caplog.records)
+    own = _with_knowledge(await _reply_turn(sessions, fallback_message="Pode repetir?"), RETURNS)
+    assert (await run_reply_steps(REPLY_STEPS, Draft(forged, DONE), own)).text == "Pode repetir?"
+
+    # Words left, or only an attachment: sent as they are.
+    kept = await run_reply_steps(REPLY_STEPS, Draft("Sim [k1].", DONE), turn)
+    assert kept.canned is None and kept.text.startswith("Sim [1].")
+    media = await _reply_turn(sessions, media_hosts=["example.com"])
+    alone = await run_reply_steps(
+        REPLY_STEPS, Draft("[[media: https://example.com/a.png]]", DONE), media
+    )
+    assert (alone.text, alone.canned) == ("", None)
+    assert [a.url for a in alone.attachments] == ["https://example.com/a.png"]
