@@ -19,14 +19,14 @@ rows that are gone.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Collection, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Collection, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any, Final
 
 import numpy as np
 import numpy.typing as npt
-from sqlalchemy import exists, func, or_, select, text
+from sqlalchemy import exists, func, or_, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import IntegrityError
@@ -39,6 +39,7 @@ from gateway.storage.models import EpisodeSummary, Message
 from gateway.storage.models_embeddings import Embedding, SubjectKind
 from gateway.storage.models_knowledge import KnowledgeChunk
 from gateway.storage.repositories.bound_lists import values_in
+from gateway.storage.repositories.sole_worker import sole_worker
 
 __all__ = [
     "CALL_CHANNELS",
@@ -63,9 +64,6 @@ Float32Matrix = npt.NDArray[np.float32]
 
 # One lock per schema: deployments (and tests) sharing a database in several schemas do not
 # wait on each other.
-_LEASE_KEY = "hashtext('relaydesk.embeddings:' || current_schema())"
-_TRY_LEASE = text(f"SELECT pg_try_advisory_lock({_LEASE_KEY})")
-_END_LEASE = text(f"SELECT pg_advisory_unlock({_LEASE_KEY})")
 
 
 @dataclass(frozen=True, slots=True)
@@ -319,24 +317,6 @@ def _matrix(rows: Sequence[Any]) -> StoredVectors:
     )
 
 
-@asynccontextmanager
-async def sole_embedder(engine: AsyncEngine) -> AsyncIterator[bool]:
-    """Whether this process is the one that embeds, for the block: on PostgreSQL, whether it
-    took the advisory lock (held by a connection of this block, outside any transaction); on
-    SQLite always."""
-    if engine.dialect.name != "postgresql":
-        yield True
-        return
-    async with engine.connect() as connection:
-        await connection.execution_options(isolation_level="AUTOCOMMIT")
-        held = bool(await connection.scalar(_TRY_LEASE))
-        try:
-            yield held
-        finally:
-            if held:
-                try:
-                    await connection.execute(_END_LEASE)
-                except BaseException:
-                    # A connection back in the pool must not keep the lock: closed instead.
-                    await connection.invalidate()
-                    raise
+def sole_embedder(engine: AsyncEngine) -> AbstractAsyncContextManager[bool]:
+    """Whether this process is the one that embeds, for the block (`sole_worker`)."""
+    return sole_worker(engine, "relaydesk.embeddings")

@@ -9,22 +9,19 @@ connection if the process dies. SQLite serves one process.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Collection
-from contextlib import asynccontextmanager
+from collections.abc import Collection
+from contextlib import AbstractAsyncContextManager
 from datetime import datetime
 
-from sqlalchemy import select, text
+from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from gateway.storage.models_knowledge import KnowledgeDocument
 from gateway.storage.repositories.bound_lists import as_arrays, not_one_of
 from gateway.storage.repositories.knowledge import DocumentRecord, get_document
+from gateway.storage.repositories.sole_worker import sole_worker
 
 __all__ = ["sole_syncer", "stale_url_documents"]
-
-_LEASE_KEY = "hashtext('relaydesk.knowledge_sync:' || current_schema())"
-_TRY_LEASE = text(f"SELECT pg_try_advisory_lock({_LEASE_KEY})")
-_END_LEASE = text(f"SELECT pg_advisory_unlock({_LEASE_KEY})")
 
 
 async def stale_url_documents(
@@ -53,23 +50,6 @@ async def stale_url_documents(
     return [document for document in found if document is not None]
 
 
-@asynccontextmanager
-async def sole_syncer(engine: AsyncEngine) -> AsyncIterator[bool]:
-    """Whether this process is the one that re-syncs, for the block: on PostgreSQL, whether it
-    took the advisory lock (held outside any transaction); on SQLite always."""
-    if engine.dialect.name != "postgresql":
-        yield True
-        return
-    async with engine.connect() as connection:
-        await connection.execution_options(isolation_level="AUTOCOMMIT")
-        held = bool(await connection.scalar(_TRY_LEASE))
-        try:
-            yield held
-        finally:
-            if held:
-                try:
-                    await connection.execute(_END_LEASE)
-                except BaseException:
-                    # A connection back in the pool must not keep the lock: closed instead.
-                    await connection.invalidate()
-                    raise
+def sole_syncer(engine: AsyncEngine) -> AbstractAsyncContextManager[bool]:
+    """Whether this process is the one that re-syncs, for the block (`sole_worker`)."""
+    return sole_worker(engine, "relaydesk.knowledge_sync")

@@ -19,7 +19,13 @@ from gateway.knowledge.records import Chunk, ParsedDocument
 from gateway.storage.models import Customer, Episode, Message
 from gateway.storage.models_embeddings import Embedding
 from gateway.storage.models_knowledge import KnowledgeChunk
-from gateway.storage.repositories import embeddings, erasure, knowledge, message_erasure
+from gateway.storage.repositories import (
+    embeddings,
+    erasure,
+    knowledge,
+    knowledge_sync,
+    message_erasure,
+)
 from gateway.storage.repositories.embeddings import NewVector
 from gateway.storage.repositories.knowledge import NewDocument
 from identity.audience import Audience
@@ -293,6 +299,21 @@ async def test_one_process_at_a_time_embeds_on_postgresql(database: DatabaseUnde
                 assert theirs is (database.backend == "sqlite")
         async with embeddings.sole_embedder(second) as theirs:
             assert theirs
+    finally:
+        await first.dispose()
+        await second.dispose()
+
+
+async def test_the_embedder_and_the_knowledge_syncer_hold_locks_of_their_own(
+    database: DatabaseUnderTest,
+) -> None:
+    first, second = database.engine(), database.engine()
+    try:
+        async with embeddings.sole_embedder(first) as embedding:
+            async with knowledge_sync.sole_syncer(second) as syncing:
+                assert embedding and syncing  # one kind of work never waits on the other
+            async with knowledge_sync.sole_syncer(first) as again:
+                assert again  # the syncer's lock was let go
     finally:
         await first.dispose()
         await second.dispose()
