@@ -66,9 +66,10 @@ async def screenshot(page: Any, name: str) -> None:
 
 
 async def sign_in(page: Any, login_url: str, username: str, password: str) -> None:
-    """Log in through the console's form and wait until the page says who is signed in. A page
-    opened while the login's own navigation is still under way races it: the console it lands
-    on may never finish its first load."""
+    """Log in through the console's form and wait until the console it lands on says who is
+    signed in and has read its conversations once (live), as an operator would see it before
+    opening one: a page opened while the login's own navigation, or the list's first reads,
+    are still under way races them."""
     from playwright.async_api import expect
 
     await page.goto(login_url)
@@ -76,3 +77,6 @@ async def sign_in(page: Any, login_url: str, username: str, password: str) -> No
     await page.get_by_label("Password").fill(password)
     await page.get_by_role("button", name="Log in").click()
     await expect(page.get_by_text(f"signed in as {username}")).to_be_visible(timeout=10_000)
+    await expect(page.locator("#live-status")).to_have_attribute(
+        "data-state", "live", timeout=10_000
+    )
