@@ -54,7 +54,7 @@ from gateway.config import Settings
 from gateway.embeddings.background import BackgroundEmbedder
 from gateway.embeddings.base import Embedder, EmbeddingFailed
 from gateway.embeddings.from_settings import embedder_for, query_embedder_for
-from gateway.embeddings.similarity import QUERY_DEADLINE_S, HybridSimilarity
+from gateway.embeddings.similarity import QUERY_DEADLINE_S, HybridSimilarity, QueryBudget
 from gateway.storage.engine import make_engine, make_sessionmaker
 from gateway.storage.migrate import upgrade
 from gateway.storage.repositories import embeddings
@@ -116,7 +116,9 @@ async def _drain(
 
 async def _time_queries(queries: Embedder, texts: Sequence[str]) -> tuple[QueryFigures, int]:
     """The query figures, and the vectors' dimensions."""
-    similarity = HybridSimilarity(queries, queries.name, deadline_s=NO_DEADLINE_S)
+    similarity = HybridSimilarity(
+        queries, queries.name, deadline_s=NO_DEADLINE_S, budget=QueryBudget.unlimited()
+    )
     cold_wall: list[float] = []
     cold_cpu: list[float] = []
     dimensions = 0

@@ -50,7 +50,7 @@ from devtools.eval.ingest import Ingested, ingest
 from devtools.eval.locomo import Conversation, Question
 from gateway.embeddings.background import BackgroundEmbedder
 from gateway.embeddings.base import Embedder
-from gateway.embeddings.similarity import HybridSimilarity, RecallVectors
+from gateway.embeddings.similarity import HybridSimilarity, QueryBudget, RecallVectors
 from gateway.memory.recall import RecallCache
 from gateway.memory.service import sentences_from
 from gateway.storage.engine import make_engine, make_sessionmaker
@@ -248,7 +248,12 @@ async def _evaluate_one(
             # stored, then ranked on the reply's path (`gateway.embeddings.similarity`).
             await BackgroundEmbedder(sessions, embedder).drain()
         similarity = (
-            HybridSimilarity(embedder, embedder.name, deadline_s=EMBED_WAIT_S)
+            HybridSimilarity(
+                embedder,
+                embedder.name,
+                deadline_s=EMBED_WAIT_S,
+                budget=QueryBudget.unlimited(),
+            )
             if embedder is not None
             else None
         )

@@ -8,7 +8,9 @@ the message's own, and only when something it would be compared with has a vecto
 with no embedded history and a tenant with no embedded chunk cost nothing. That vector comes
 from a query embedder of its own (the offline model at normal priority, not behind the
 background's batches) within ``deadline_s``; past it the reply ranks lexically and the vector,
-once computed, waits in the embedder's cache for the customer's next message.
+once computed, waits in the embedder's cache for the customer's next message. A process spends
+at most a share of one CPU on those vectors (`QueryBudget`): under a load that would need more,
+the replies past the budget rank lexically rather than all of them waiting longer.
 
 A row with no vector yet, a summary sentence and a turn of a call stored as one transcript of
 many turns (embedded whole, not turn by turn) get no similarity and are ranked lexically only
@@ -19,8 +21,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import time
-from collections import Counter, OrderedDict
+from collections import Counter, OrderedDict, deque
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Final
@@ -38,6 +41,7 @@ from gateway.storage.repositories.embeddings import StoredVectors
 __all__ = [
     "QUERY_DEADLINE_S",
     "HybridSimilarity",
+    "QueryBudget",
     "KnowledgeSimilarity",
     "RecallVectors",
     "StoredVectorShelf",
@@ -51,6 +55,10 @@ QUERY_DEADLINE_S: Final = 0.5
 # The longest text embedded as a question: small embedding models read ~512 tokens.
 QUERY_CHARS: Final = 2_000
 REREAD_AFTER_S: Final = 30.0
+# At most this share of one CPU per process goes to embedding replies' messages, over
+# `BUDGET_WINDOW_S`: at ~40 ms a message on a small machine, about 6 messages a second.
+QUERY_CPU_SHARE: Final = 0.25
+BUDGET_WINDOW_S: Final = 10.0
 SHELF_ENTRIES: Final = 256
 
 Float32Vector = npt.NDArray[np.float32]
@@ -98,6 +106,40 @@ class StoredVectorShelf:
         self._entries.pop(key, None)
 
 
+class QueryBudget:
+    """The share of one CPU a process may spend embedding its replies' messages, over a
+    sliding ``window_s``: past it, replies rank lexically until the window frees up. On a
+    small machine under load the message's vector would otherwise take the CPU the replies
+    themselves need (each costs tens of milliseconds), and every reply would wait longer."""
+
+    def __init__(
+        self,
+        share: float = QUERY_CPU_SHARE,
+        window_s: float = BUDGET_WINDOW_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._allowed_s = share * window_s
+        self._window_s = window_s
+        self._clock = clock
+        self._spent: deque[tuple[float, float]] = deque()  # (ended at, seconds)
+        self._total = 0.0
+
+    @classmethod
+    def unlimited(cls) -> QueryBudget:
+        """No limit: for an evaluation or a benchmark, which measure the vectors themselves."""
+        return cls(share=math.inf)
+
+    def allows(self) -> bool:
+        now = self._clock()
+        while self._spent and now - self._spent[0][0] >= self._window_s:
+            self._total -= self._spent.popleft()[1]
+        return self._total < self._allowed_s
+
+    def spend(self, seconds: float) -> None:
+        self._spent.append((self._clock(), seconds))
+        self._total += seconds
+
+
 class HybridSimilarity:
     """The message's vector (see the module docstring) and the cosines it gives against a
     shelf's rows; shared by recall and the knowledge slice, so one reply embeds once."""
@@ -109,19 +151,26 @@ class HybridSimilarity:
         *,
         deadline_s: float = QUERY_DEADLINE_S,
         shelf: StoredVectorShelf | None = None,
+        budget: QueryBudget | None = None,
     ) -> None:
         self._queries = queries
         self.model = model  # the model the stored vectors were computed with
         self._deadline_s = deadline_s
         self.shelf = shelf if shelf is not None else StoredVectorShelf()
+        self._budget = budget if budget is not None else QueryBudget()
         self._pending: dict[str, asyncio.Task[Float32Vector | None]] = {}
         self.late = 0  # messages ranked lexically because their vector came too late
+        self.over_budget = 0  # messages ranked lexically because the budget was spent
 
     async def query_vector(self, message: str) -> Float32Vector | None:
-        """The message's vector, or None (past the deadline, or the embedder failed)."""
+        """The message's vector, or None (the budget spent, past the deadline, or the
+        embedder failed)."""
         text = message[:QUERY_CHARS]
         task = self._pending.get(text)
         if task is None:
+            if not self._budget.allows():
+                self.over_budget += 1
+                return None
             task = asyncio.ensure_future(self._embed(text))
             self._pending[text] = task
             task.add_done_callback(lambda _: self._pending.pop(text, None))
@@ -135,6 +184,7 @@ class HybridSimilarity:
             return None
 
     async def _embed(self, text: str) -> Float32Vector | None:
+        started = time.perf_counter()
         try:
             (vector,) = await self._queries.embed([text], "query")
         except EmbeddingFailed as exc:
@@ -142,6 +192,8 @@ class HybridSimilarity:
                 "message vector failed, ranked lexically", extra={"fields": {"error": str(exc)}}
             )
             return None
+        finally:
+            self._budget.spend(time.perf_counter() - started)
         return np.asarray(vector, dtype=np.float32)
 
     async def cosines(

@@ -28,7 +28,7 @@ from devtools.bench.populate import populate
 from gateway.cli import main
 from gateway.embeddings.cache import CachedEmbedder, VectorCache
 from gateway.embeddings.offline import OFFLINE_MODEL, OfflineEmbedder
-from gateway.embeddings.similarity import HybridSimilarity, RecallVectors
+from gateway.embeddings.similarity import HybridSimilarity, QueryBudget, RecallVectors
 from gateway.memory.recall import RecallCache, RecallScope, recall_items
 from gateway.storage.models import ChannelIdentity, Episode, Message
 from gateway.storage.models_embeddings import Embedding
@@ -150,7 +150,9 @@ async def test_the_seeded_history_and_nothing_else_has_vectors_before_the_load(
     cache = VectorCache(8)
     queries = CachedEmbedder(OfflineEmbedder(niceness=0), cache)
     # No deadline: a busy machine's first model load must not make the message late.
-    similarity = HybridSimilarity(queries, queries.name, deadline_s=60.0)
+    similarity = HybridSimilarity(
+        queries, queries.name, deadline_s=60.0, budget=QueryBudget.unlimited()
+    )
     async with sessions() as session:
         open_episode = await session.scalar(
             select(Episode.id).where(Episode.customer_id == customer_id, Episode.status == "open")

@@ -21,7 +21,12 @@ from gateway.customers.resolve import ResolvedIdentity, resolve_identity
 from gateway.embeddings.background import BackgroundEmbedder
 from gateway.embeddings.cache import CachedEmbedder
 from gateway.embeddings.openai_compatible import OpenAICompatEmbedder
-from gateway.embeddings.similarity import HybridSimilarity, RecallVectors, StoredVectorShelf
+from gateway.embeddings.similarity import (
+    HybridSimilarity,
+    QueryBudget,
+    RecallVectors,
+    StoredVectorShelf,
+)
 from gateway.memory.recall import RecallCache
 from gateway.storage.records import NewMessage
 from gateway.storage.repositories import episodes, messages
@@ -207,3 +212,24 @@ async def test_a_line_gets_its_message_vector_only_when_the_message_is_that_line
     ]
     scores = await recall_vectors(QUESTION, two_turns, session=nobody, customer_id="c1")
     assert scores == (None, None)
+
+
+async def test_past_its_cpu_budget_a_process_ranks_lexically_until_the_window_frees_up(
+    http: httpx.AsyncClient, start_embeddings: StartEmbeddings
+) -> None:
+    fake = FakeEmbeddings(answer=_scripted)
+    url = await start_embeddings(fake)
+    now = [0.0]
+    # 10 % of one CPU over 10 s: one second of embedding.
+    budget = QueryBudget(share=0.1, window_s=10.0, clock=lambda: now[0])
+    similarity = HybridSimilarity(_embedder(http, url), "scripted", budget=budget)
+
+    assert await similarity.query_vector("first message") is not None
+    budget.spend(1.0)  # as if the embedder had worked a whole second
+    assert await similarity.query_vector("second message") is None
+    assert similarity.over_budget == 1
+    assert len(fake.requests) == 1  # nothing was even asked of the embedder
+    now[0] = 10.0  # the window moved past what was spent
+    assert await similarity.query_vector("second message") is not None
+    assert len(fake.requests) == 2
+    assert QueryBudget.unlimited().allows()
