@@ -56,9 +56,10 @@ QUERY_DEADLINE_S: Final = 0.5
 QUERY_CHARS: Final = 2_000
 REREAD_AFTER_S: Final = 30.0
 # At most this share of one CPU per process goes to embedding replies' messages, over
-# `BUDGET_WINDOW_S`: at ~40 ms a message on a small machine, about 6 messages a second.
+# `BUDGET_WINDOW_S`: at ~40 ms a message on a small machine, about 6 messages a second. A short
+# window spends it evenly: a long one lets a burst take half a CPU for seconds.
 QUERY_CPU_SHARE: Final = 0.25
-BUDGET_WINDOW_S: Final = 10.0
+BUDGET_WINDOW_S: Final = 2.0
 SHELF_ENTRIES: Final = 256
 
 Float32Vector = npt.NDArray[np.float32]
