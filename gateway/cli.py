@@ -9,7 +9,7 @@ import os
 import sys
 from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from aiohttp import web
 
@@ -17,6 +17,9 @@ from gateway.config import ConfigError, Settings, load_settings
 from gateway.runtime.heartbeat import STALE_AFTER_S
 from gateway.runtime.logs import configure_logging
 from gateway.runtime.tracing import configure_tracing
+
+if TYPE_CHECKING:  # devtools is imported only by the commands that use it
+    from devtools.eval.vectors import DiskCachedEmbedder
 
 
 def _serve(settings: Settings, args: argparse.Namespace) -> int:
@@ -542,6 +545,16 @@ def _operator(settings: Settings, args: argparse.Namespace) -> int:
     return run(settings, args)
 
 
+def _eval_embedder(cache: str | None) -> DiskCachedEmbedder:
+    """The evaluations' embedder: the offline model at normal priority (an evaluation is the
+    work in front), its vectors kept on disk between runs (``--embedding-cache``)."""
+    from devtools.eval.vectors import DiskCachedEmbedder, default_cache_dir
+    from gateway.embeddings.offline import OfflineEmbedder
+
+    cache_dir = Path(cache) if cache else default_cache_dir()
+    return DiskCachedEmbedder(OfflineEmbedder(niceness=0), cache_dir)
+
+
 def _eval_locomo(settings: Settings, args: argparse.Namespace) -> int:
     import time
 
@@ -566,11 +579,7 @@ def _eval_locomo(settings: Settings, args: argparse.Namespace) -> int:
     conversations = load(path, SPLITS[args.split])
     embedder = None
     if args.recall != "lexical":
-        from devtools.eval.vectors import DiskCachedEmbedder, default_cache_dir
-        from gateway.embeddings.offline import OfflineEmbedder
-
-        cache_dir = Path(args.embedding_cache) if args.embedding_cache else default_cache_dir()
-        embedder = DiskCachedEmbedder(OfflineEmbedder(niceness=0), cache_dir)
+        embedder = _eval_embedder(args.embedding_cache)
     outcomes = asyncio.run(
         evaluate(
             conversations,
@@ -623,11 +632,7 @@ def _eval_knowledge(settings: Settings, args: argparse.Namespace) -> int:
     methods = {"lexical": (LEXICAL,), "hybrid": (HYBRID,), "both": (LEXICAL, HYBRID)}[args.mode]
     embedder = None
     if HYBRID in methods:
-        from devtools.eval.vectors import DiskCachedEmbedder, default_cache_dir
-        from gateway.embeddings.offline import OfflineEmbedder
-
-        cache_dir = Path(args.embedding_cache) if args.embedding_cache else default_cache_dir()
-        embedder = DiskCachedEmbedder(OfflineEmbedder(niceness=0), cache_dir)
+        embedder = _eval_embedder(args.embedding_cache)
 
     async def run() -> tuple[KnowledgeOutcome, ...]:
         try:
